@@ -1,0 +1,91 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/runbot/runbot/internal/argspec"
+	"github.com/runbot/runbot/internal/step"
+	"github.com/runbot/runbot/remote"
+)
+
+// CommandOutput is what the command check exposes to expressions.
+type CommandOutput struct {
+	ExitCode  int               `expr:"exit_code" json:"exit_code" doc:"the command's exit status"`
+	OK        bool              `expr:"ok" json:"ok" doc:"the exit status was the expected one"`
+	Stdout    string            `expr:"stdout" json:"stdout" doc:"standard output, capped"`
+	Stderr    string            `expr:"stderr" json:"stderr" doc:"standard error, capped"`
+	Truncated bool              `expr:"truncated" json:"truncated" doc:"output was longer than the cap"`
+	Values    map[string]string `expr:"values" json:"values" doc:"named values extracted from stdout by the extract patterns"`
+}
+
+var commandType = Type{
+	Spec: argspec.Spec{
+		Name: "command",
+		Doc:  "Runs a shell command on the target and captures its exit status, output and values extracted from it.",
+		Args: []argspec.Arg{
+			{Name: "cmd", Type: argspec.Shell, Required: true, Doc: "command line; template values are shell-quoted automatically"},
+			{Name: "expect_exit", Type: argspec.Int, Default: 0, Doc: "exit status that counts as ok"},
+			{Name: "extract", Type: argspec.RegexMap, Doc: "name -> regular expression; the first capture group (or the whole match) of the first matching line becomes values.NAME"},
+			{Name: "max_output", Type: argspec.Int, Default: 64 << 10, Doc: "bytes of stdout and of stderr kept"},
+		},
+		Outputs: reflect.TypeFor[CommandOutput](),
+	},
+	Check:   Command{},
+	Timeout: 30 * time.Second,
+}
+
+// Command is the generic command check.
+type Command struct{}
+
+// Plan implements Check.
+func (Command) Plan(env Env) []string {
+	return []string{fmt.Sprintf("run on %s: %s", env.Target.Runner.Host(), env.Args.String("cmd"))}
+}
+
+// Run implements Check.
+func (Command) Run(ctx context.Context, env Env) (step.Result, error) {
+	line := env.Args.String("cmd")
+	out, err := env.Target.Runner.Run(ctx, remote.Command{Line: line, MaxOutput: env.Args.Int("max_output")})
+	if err != nil {
+		return step.Result{}, err
+	}
+	o := CommandOutput{
+		ExitCode:  out.ExitCode,
+		OK:        out.ExitCode == env.Args.Int("expect_exit"),
+		Stdout:    string(out.Stdout),
+		Stderr:    string(out.Stderr),
+		Truncated: out.StdoutTruncated || out.StderrTruncated,
+		Values:    map[string]string{},
+	}
+	ev := []string{fmt.Sprintf("`%s` exited %d after %s", line, out.ExitCode, out.Duration.Round(time.Millisecond))}
+	for name, pat := range env.Args.Map("extract") {
+		re := regexp.MustCompile(pat) // compiled once at load time already; cannot fail here
+		if m := re.FindStringSubmatch(o.Stdout); m != nil {
+			v := m[0]
+			if len(m) > 1 {
+				v = m[1]
+			}
+			o.Values[name] = v
+			ev = append(ev, fmt.Sprintf("%s = %s", name, v))
+		} else {
+			ev = append(ev, fmt.Sprintf("%s: no match for %s", name, pat))
+		}
+	}
+	if !o.OK && len(o.Stderr) > 0 {
+		ev = append(ev, "stderr: "+firstLines(o.Stderr, 5))
+	}
+	return step.Result{Values: o, Evidence: ev}, nil
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(strings.TrimSpace(s), "\n", n+1)
+	if len(lines) > n {
+		lines = append(lines[:n], "…")
+	}
+	return strings.Join(lines, " | ")
+}

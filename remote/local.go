@@ -1,0 +1,79 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// Local runs commands on the machine runbot runs on, through /bin/sh, with
+// the same semantics as a remote SSH session.
+type Local struct {
+	// Name is how evidence names this host; "localhost" when empty.
+	Name string
+}
+
+// Host implements Runner.
+func (l *Local) Host() string {
+	if l.Name == "" {
+		return "localhost"
+	}
+	return l.Name
+}
+
+// Run implements Runner. The command runs in its own process group so that a
+// deadline stops the whole tree it started, not just the shell.
+func (l *Local) Run(ctx context.Context, cmd Command) (Output, error) {
+	start := time.Now()
+	c := exec.Command("/bin/sh", "-c", cmd.Line)
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if cmd.Stdin != nil {
+		c.Stdin = bytes.NewReader(cmd.Stdin)
+	}
+	stdout, stderr := newCapWriter(cmd.MaxOutput), newCapWriter(cmd.MaxOutput)
+	c.Stdout, c.Stderr = stdout, stderr
+	if err := c.Start(); err != nil {
+		return Output{}, fmt.Errorf("start command on %s: %w", l.Host(), err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		// Kill the process group, then wait so no zombie is left behind.
+		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		<-done
+		return Output{}, &TimeoutError{Host: l.Host(), Command: cmd.Line, After: time.Since(start), Cause: context.Cause(ctx)}
+	}
+	out := Output{
+		Stdout: stdout.bytes(), Stderr: stderr.bytes(),
+		StdoutTruncated: stdout.truncated, StderrTruncated: stderr.truncated,
+		Duration: time.Since(start),
+	}
+	if err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			return out, fmt.Errorf("run command on %s: %w", l.Host(), err)
+		}
+		out.ExitCode = exit.ExitCode()
+		if out.ExitCode < 0 {
+			// Killed by a signal: report it like a shell would (128+n).
+			if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				out.ExitCode = 128 + int(ws.Signal())
+			}
+		}
+	}
+	return out, nil
+}
+
+// DialContext implements Runner with a plain local dial.
+func (l *Local) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
+}
