@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runbot/runbot/internal/yamlnode"
+	"github.com/runbot/runbot/runbooks"
+)
+
+func newLintCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "lint [PATH...]",
+		Short: "Check runbooks: every problem as file:line:col, exit 1 if any is an error",
+		Long: "Check runbook files or directories (default: the built-ins and --runbooks).\n" +
+			"Prints every problem as file:line:col: message. Exit 0 when there are no errors.",
+		RunE: func(cmd *cobra.Command, paths []string) error {
+			var problems yamlnode.Problems
+			files := 0
+			if len(paths) == 0 {
+				c, ps, err := runbooks.LoadCatalog(g.runbookDirs...)
+				if err != nil {
+					return err
+				}
+				problems, files = ps, len(c.Names())
+			}
+			for _, p := range paths {
+				list, err := runbooks.RunbookFiles(p)
+				if err != nil {
+					return err
+				}
+				for _, f := range list {
+					_, ps, err := runbooks.LoadFile(f)
+					if err != nil {
+						return err
+					}
+					problems = append(problems, ps...)
+					files++
+				}
+			}
+			problems.Sort()
+			out := cmd.OutOrStdout()
+			for _, p := range problems {
+				fmt.Fprintln(out, p.String())
+			}
+			if n := len(problems.Errors()); n > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d error(s) in %d file(s)\n", n, files)
+				return exitError{exitBadInput}
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runbot/runbot/runbooks"
+)
+
+func newListCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the runbooks runbot knows, with their triggers",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := loadCatalog(cmd, g)
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "RUNBOOK\tCOMMAND\tSCHEDULE\tALERTS\tTITLE")
+			for _, rb := range c.All() {
+				alerts := 0
+				alerts += len(rb.Triggers.Alerts)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", rb.Name, dash(rb.Triggers.Command), dash(rb.Triggers.Schedule), alerts, rb.Title)
+			}
+			return w.Flush()
+		},
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// loadCatalog loads the runbooks and refuses to go on if any is broken:
+// running a half-valid catalog would hide a mistake until an alert fires.
+func loadCatalog(cmd *cobra.Command, g *globalFlags) (*runbooks.Catalog, error) {
+	c, problems, err := runbooks.LoadCatalog(g.runbookDirs...)
+	if err != nil {
+		return nil, err
+	}
+	if len(problems.Errors()) > 0 {
+		for _, p := range problems {
+			fmt.Fprintln(cmd.ErrOrStderr(), p.String())
+		}
+		return nil, fmt.Errorf("runbooks have errors (see above); fix them or run runbot lint")
+	}
+	return c, nil
+}

@@ -1,0 +1,86 @@
+// Command runbot turns an SRE's diagnostic sequence into a declarative
+// runbook and runs it: from the CLI, on a schedule, on an alert or from Slack.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes, documented in the README.
+const (
+	exitOK           = 0
+	exitBadInput     = 1
+	exitCritical     = 2
+	exitInconclusive = 3
+)
+
+// exitError carries an exit code out of a command without printing more.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRootCmd()
+	err := root.ExecuteContext(ctx)
+	var ee exitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		os.Exit(ee.code)
+	default:
+		fmt.Fprintln(os.Stderr, "runbot: "+err.Error())
+		os.Exit(exitBadInput)
+	}
+}
+
+type globalFlags struct {
+	runbookDirs []string
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globalFlags{}
+	root := &cobra.Command{
+		Use:           "runbot",
+		Short:         "Runbooks that diagnose, explain and (with approval) fix production services",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringSliceVar(&g.runbookDirs, "runbooks", envList("RUNBOT_RUNBOOKS"), "directories of runbooks besides the built-ins (env RUNBOT_RUNBOOKS, comma-separated)")
+	root.AddCommand(newLintCmd(g), newListCmd(g), newExplainCmd(g), newRunCmd(g))
+	return root
+}
+
+func envList(name string) []string {
+	v := os.Getenv(name)
+	if v == "" {
+		return nil
+	}
+	var out []string
+	for _, s := range splitComma(v) {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func splitComma(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ',' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return out
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runbot/runbot/inventory"
+	"github.com/runbot/runbot/runbooks"
+)
+
+// runFlags are shared by run and explain.
+type runFlags struct {
+	inventory string
+	params    []string
+}
+
+func (f *runFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&f.inventory, "inventory", "i", os.Getenv("RUNBOT_INVENTORY"), "inventory file (env RUNBOT_INVENTORY)")
+	cmd.Flags().StringArrayVarP(&f.params, "param", "p", nil, "param as key=value (repeatable)")
+}
+
+func (f *runFlags) paramMap() (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range f.params {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--param %q: want key=value", kv)
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("--param %s given twice", k)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// findRunbook accepts a runbook name or a path to a runbook file.
+func findRunbook(cmd *cobra.Command, g *globalFlags, name string) (*runbooks.Runbook, error) {
+	if strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") {
+		if _, err := os.Stat(name); err == nil {
+			rb, problems, err := runbooks.LoadFile(name)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range problems {
+				fmt.Fprintln(cmd.ErrOrStderr(), p.String())
+			}
+			if rb == nil {
+				return nil, fmt.Errorf("runbook %s has errors (see above)", name)
+			}
+			return rb, nil
+		}
+	}
+	c, err := loadCatalog(cmd, g)
+	if err != nil {
+		return nil, err
+	}
+	return c.Get(name)
+}
+
+// prepare loads the inventory and binds the runbook to params and targets.
+func prepare(ctx context.Context, cmd *cobra.Command, g *globalFlags, f *runFlags, name string) (*runbooks.Engine, *runbooks.Prepared, error) {
+	rb, err := findRunbook(cmd, g, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	given, err := f.paramMap()
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.inventory == "" {
+		return nil, nil, fmt.Errorf("runbook %s needs an inventory: pass --inventory FILE", rb.Name)
+	}
+	inv, err := inventory.Load(f.inventory)
+	if err != nil {
+		return nil, nil, err
+	}
+	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: newRunners()}}
+	p, err := eng.Prepare(ctx, rb, given)
+	if err != nil {
+		return nil, nil, err
+	}
+	return eng, p, nil
+}
+
+func newRunners() runbooks.Runners { return runbooks.LocalRunners{} }

@@ -1,0 +1,252 @@
+package yamlnode
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Decoder collects problems while a caller walks a document.
+type Decoder struct {
+	File     string
+	Problems Problems
+}
+
+// Parse parses one YAML document. A syntax error is recorded as a problem
+// and nil is returned.
+func (d *Decoder) Parse(data []byte) *yaml.Node {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			d.Problems = append(d.Problems, Problem{File: d.File, Line: 1, Col: 1, Severity: Error, Msg: "file is empty"})
+			return nil
+		}
+		d.syntaxError(err)
+		return nil
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		d.Errorf(&extra, "only one YAML document per file is supported")
+	}
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		return doc.Content[0]
+	}
+	return &doc
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func (d *Decoder) syntaxError(err error) {
+	msg := err.Error()
+	line := 1
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+	}
+	d.Problems = append(d.Problems, Problem{File: d.File, Line: line, Col: 1, Severity: Error, Msg: "invalid YAML: " + msg})
+}
+
+// Errorf records an error at node n.
+func (d *Decoder) Errorf(n *yaml.Node, format string, args ...any) {
+	p := PosOf(n)
+	d.Problems = append(d.Problems, Problem{File: d.File, Line: p.Line, Col: p.Col, Severity: Error, Msg: fmt.Sprintf(format, args...)})
+}
+
+// ErrorAt records an error at an explicit position.
+func (d *Decoder) ErrorAt(p Pos, format string, args ...any) {
+	d.Problems = append(d.Problems, Problem{File: d.File, Line: p.Line, Col: p.Col, Severity: Error, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Warnf records a warning at node n.
+func (d *Decoder) Warnf(n *yaml.Node, format string, args ...any) {
+	p := PosOf(n)
+	d.Problems = append(d.Problems, Problem{File: d.File, Line: p.Line, Col: p.Col, Severity: Warning, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Fields walks a mapping node strictly: keys not in known are errors with a
+// did-you-mean, duplicate keys are errors, and fn sees each known key.
+// It reports a non-mapping node as an error and returns false.
+func (d *Decoder) Fields(n *yaml.Node, what string, known []string, fn func(key string, k, v *yaml.Node)) bool {
+	n = resolveAlias(n)
+	if n.Kind != yaml.MappingNode {
+		d.Errorf(n, "%s must be a mapping, got %s", what, kindName(n))
+		return false
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], resolveAlias(n.Content[i+1])
+		key := k.Value
+		if seen[key] {
+			d.Errorf(k, "%s: key %q appears twice", what, key)
+			continue
+		}
+		seen[key] = true
+		if known != nil && !contains(known, key) {
+			d.Errorf(k, "%s: unknown key %q%s", what, key, DidYouMean(key, known))
+			continue
+		}
+		fn(key, k, v)
+	}
+	return true
+}
+
+// Pairs walks a mapping whose keys are names chosen by the author (step ids,
+// host names), in document order.
+func (d *Decoder) Pairs(n *yaml.Node, what string, fn func(key string, k, v *yaml.Node)) {
+	d.Fields(n, what, nil, fn)
+}
+
+// Items walks a sequence node.
+func (d *Decoder) Items(n *yaml.Node, what string, fn func(i int, v *yaml.Node)) bool {
+	n = resolveAlias(n)
+	if n.Kind != yaml.SequenceNode {
+		d.Errorf(n, "%s must be a list, got %s", what, kindName(n))
+		return false
+	}
+	for i, v := range n.Content {
+		fn(i, resolveAlias(v))
+	}
+	return true
+}
+
+// String decodes a scalar as a string.
+func (d *Decoder) String(n *yaml.Node, what string) string {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		d.Errorf(n, "%s must be a string, got %s", what, kindName(n))
+		return ""
+	}
+	return n.Value
+}
+
+// Bool decodes a boolean scalar.
+func (d *Decoder) Bool(n *yaml.Node, what string) bool {
+	var b bool
+	if n.Kind != yaml.ScalarNode || n.Decode(&b) != nil {
+		d.Errorf(n, "%s must be true or false, got %s", what, describe(n))
+	}
+	return b
+}
+
+// Int decodes an integer scalar.
+func (d *Decoder) Int(n *yaml.Node, what string) int {
+	var i int
+	if n.Kind != yaml.ScalarNode || n.Decode(&i) != nil {
+		d.Errorf(n, "%s must be an integer, got %s", what, describe(n))
+	}
+	return i
+}
+
+// Duration decodes a Go duration such as 30s or 5m.
+func (d *Decoder) Duration(n *yaml.Node, what string) time.Duration {
+	if n.Kind != yaml.ScalarNode {
+		d.Errorf(n, "%s must be a duration like 30s, got %s", what, kindName(n))
+		return 0
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		d.Errorf(n, "%s must be a duration like 30s or 5m, got %q", what, n.Value)
+	}
+	return v
+}
+
+// Strings decodes a list of strings; a single scalar counts as a list of one.
+func (d *Decoder) Strings(n *yaml.Node, what string) []string {
+	if n.Kind == yaml.ScalarNode {
+		return []string{d.String(n, what)}
+	}
+	var out []string
+	d.Items(n, what, func(_ int, v *yaml.Node) { out = append(out, d.String(v, what+" item")) })
+	return out
+}
+
+// StringMap decodes a mapping of strings to strings.
+func (d *Decoder) StringMap(n *yaml.Node, what string) map[string]string {
+	out := map[string]string{}
+	d.Pairs(n, what, func(key string, _, v *yaml.Node) { out[key] = d.String(v, what+"."+key) })
+	return out
+}
+
+// Raw decodes any node into plain Go values (string, int, float64, bool,
+// []any, map[string]any), the form argspec.Convert takes.
+func (d *Decoder) Raw(n *yaml.Node) any {
+	n = resolveAlias(n)
+	switch n.Kind {
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!int":
+			var i int
+			if n.Decode(&i) == nil {
+				return i
+			}
+		case "!!float":
+			var f float64
+			if n.Decode(&f) == nil {
+				return f
+			}
+		case "!!bool":
+			var b bool
+			if n.Decode(&b) == nil {
+				return b
+			}
+		case "!!null":
+			return nil
+		}
+		return n.Value
+	case yaml.SequenceNode:
+		out := make([]any, len(n.Content))
+		for i, c := range n.Content {
+			out[i] = d.Raw(c)
+		}
+		return out
+	case yaml.MappingNode:
+		out := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			out[n.Content[i].Value] = d.Raw(n.Content[i+1])
+		}
+		return out
+	}
+	return nil
+}
+
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "nothing"
+		}
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "something else"
+}
+
+func describe(n *yaml.Node) string { return kindName(n) }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

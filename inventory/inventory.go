@@ -1,0 +1,115 @@
+// Package inventory describes the hosts runbot may reach and the deployments
+// that run on them, each deployment a set of roles (router, prefill, decode…)
+// bound to a host, a service and the URLs and files that belong to it.
+package inventory
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Inventory is a loaded, validated inventory file.
+type Inventory struct {
+	File        string
+	Hosts       map[string]*Host
+	Deployments map[string]*Deployment
+}
+
+// Host is one machine and how to reach it.
+type Host struct {
+	Name string
+	// Transport is "ssh" (default) or "local" (the machine runbot runs on).
+	Transport string
+	Address   string
+	Port      int
+	User      string
+	// IdentityFiles are private keys; PassphraseEnv/PassphraseFile name
+	// where a key's passphrase comes from (never the passphrase itself).
+	IdentityFiles  []string
+	PassphraseEnv  string
+	PassphraseFile string
+	// Agent allows keys from ssh-agent (SSH_AUTH_SOCK).
+	Agent bool
+	// KnownHosts are known_hosts files to verify the host key against;
+	// HostKeys pin keys in authorized_keys form ("ssh-ed25519 AAAA…").
+	KnownHosts []string
+	HostKeys   []string
+	// TrustOnFirstUse accepts and records an unknown key, once. Off unless
+	// set for this host.
+	TrustOnFirstUse bool
+	// Jump names the host to connect through (ProxyJump); it may itself
+	// have a Jump.
+	Jump           string
+	ConnectTimeout time.Duration
+	Services       ServiceManager
+	Labels         map[string]string
+}
+
+// ServiceManager says how a host's services are managed.
+type ServiceManager struct {
+	// Type is "systemd" (default, via systemctl), "dbus" (systemd through
+	// D-Bus, for the local host) or "command".
+	Type string
+	// Command lines for Type "command"; {unit} is replaced by the quoted
+	// unit name.
+	Restart, Start, Stop, Show string
+}
+
+// Deployment is one service made of roles.
+type Deployment struct {
+	Name   string
+	Roles  map[string]*Role
+	Labels map[string]string
+}
+
+// Role is one part of a deployment on one host.
+type Role struct {
+	Name         string
+	Host         string
+	Unit         string
+	URL          string
+	MetricsURL   string
+	LaunchScript string
+	LogFile      string
+	Labels       map[string]string
+}
+
+// Deployment returns the named deployment or an error naming the known ones.
+func (inv *Inventory) Deployment(name string) (*Deployment, error) {
+	d, ok := inv.Deployments[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown deployment %q in inventory %s (known: %s)", name, inv.File, join(slices.Sorted(maps.Keys(inv.Deployments))))
+	}
+	return d, nil
+}
+
+// Host returns the named host or an error naming the known ones.
+func (inv *Inventory) Host(name string) (*Host, error) {
+	h, ok := inv.Hosts[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown host %q in inventory %s (known: %s)", name, inv.File, join(slices.Sorted(maps.Keys(inv.Hosts))))
+	}
+	return h, nil
+}
+
+// Role returns the named role of the deployment.
+func (d *Deployment) Role(name string) (*Role, error) {
+	r, ok := d.Roles[name]
+	if !ok {
+		return nil, fmt.Errorf("deployment %q has no role %q (roles: %s)", d.Name, name, join(slices.Sorted(maps.Keys(d.Roles))))
+	}
+	return r, nil
+}
+
+func join(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	out := s[0]
+	for _, x := range s[1:] {
+		out += ", " + x
+	}
+	return out
+}

@@ -1,0 +1,98 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync"
+)
+
+// Pool hands out one SSH runner, and so one connection, per host name, for
+// the life of a run (close it at the end) or of the serve process. Each
+// runner keeps its connection alive and redials it when it breaks; callers
+// that arrive while a host is being dialed share that dial.
+type Pool struct {
+	mu     sync.Mutex
+	hosts  map[string]*pooled
+	closed bool
+}
+
+type pooled struct {
+	// asked is the configuration as given, to notice a changed inventory.
+	asked SSHConfig
+	ssh   *SSH
+}
+
+// NewPool returns an empty pool.
+func NewPool() *Pool {
+	return &Pool{hosts: map[string]*pooled{}}
+}
+
+// Runner returns the pool's runner for cfg's host without dialing. When the
+// host's configuration changed since the runner was made (an inventory
+// reload), the old runner is closed, failing its commands in flight, and a
+// new one takes its place.
+func (p *Pool) Runner(cfg SSHConfig) (*SSH, error) {
+	key := cfg.host()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, ErrClosed
+	}
+	if e, ok := p.hosts[key]; ok {
+		if reflect.DeepEqual(e.asked, cfg) {
+			return e.ssh, nil
+		}
+		e.ssh.Close()
+		delete(p.hosts, key)
+	}
+	s, err := NewSSH(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p.hosts[key] = &pooled{asked: cfg, ssh: s}
+	return s, nil
+}
+
+// Get returns the pool's runner for cfg's host, connected.
+func (p *Pool) Get(ctx context.Context, cfg SSHConfig) (*SSH, error) {
+	s, err := p.Runner(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Connect(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// FanOut connects to every host and calls fn with its runner, at most
+// parallelism hosts at a time; see the package-level FanOut. A host that
+// cannot be reached gets its *ConnectError as its result.
+func (p *Pool) FanOut(ctx context.Context, hosts []SSHConfig, parallelism int, fn func(ctx context.Context, r Runner) error) []HostResult {
+	names := make([]string, len(hosts))
+	for i, h := range hosts {
+		names[i] = h.host()
+	}
+	return fanOut(ctx, names, parallelism, func(ctx context.Context, i int) error {
+		r, err := p.Get(ctx, hosts[i])
+		if err != nil {
+			return err
+		}
+		return fn(ctx, r)
+	})
+}
+
+// Close closes every connection. The pool cannot be used afterwards.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	hosts := p.hosts
+	p.hosts = nil
+	p.closed = true
+	p.mu.Unlock()
+	var errs []error
+	for _, e := range hosts {
+		errs = append(errs, e.ssh.Close())
+	}
+	return errors.Join(errs...)
+}

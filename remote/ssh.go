@@ -1,0 +1,290 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// ErrConnectionLost says the connection broke while a command ran, so its
+// outcome is unknown. The next command reconnects.
+var ErrConnectionLost = errors.New("connection lost before the command finished")
+
+// stopTimeout bounds the work of stopping a timed-out command: learning its
+// process group, killing it from a second session and collecting its output.
+const stopTimeout = 5 * time.Second
+
+// SSH is a Runner for one host over a single SSH connection: every command
+// is a new session on it and every DialContext a tunnel through it. The
+// connection is dialed on first use (or by Connect), watched with
+// keepalives, and redialed when it breaks. SSH is safe for concurrent use.
+type SSH struct {
+	cfg SSHConfig
+	// sessions bounds concurrent commands; kills is a slot kept apart so a
+	// timed-out command can always be stopped, even when every other slot
+	// is taken.
+	sessions chan struct{}
+	kills    chan struct{}
+	closing  chan struct{}
+
+	mu      sync.Mutex
+	conn    *liveConn
+	dialing *dialCall
+	closed  bool
+	dials   int
+}
+
+// NewSSH returns a runner for the host cfg describes. It does not dial.
+func NewSSH(cfg SSHConfig) (*SSH, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	slots := c.MaxSessions - 1
+	if slots < 1 {
+		slots = 1
+	}
+	return &SSH{
+		cfg:      c,
+		sessions: make(chan struct{}, slots),
+		kills:    make(chan struct{}, 1),
+		closing:  make(chan struct{}),
+	}, nil
+}
+
+// Host implements Runner.
+func (s *SSH) Host() string { return s.cfg.Name }
+
+// Config returns the configuration in use, defaults filled in.
+func (s *SSH) Config() SSHConfig { return s.cfg }
+
+// Dials says how many connections have been established so far; more than
+// one means the runner reconnected.
+func (s *SSH) Dials() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dials
+}
+
+// Run implements Runner. The command runs under ctx's deadline; when it
+// expires the command's remote process group is killed and the error is a
+// *TimeoutError. Output produced so far is returned with any error.
+func (s *SSH) Run(ctx context.Context, cmd Command) (Output, error) {
+	start := time.Now()
+	timedOut := func(out Output) (Output, error) {
+		out.Duration = time.Since(start)
+		return out, &TimeoutError{Host: s.cfg.Name, Command: cmd.Line, After: out.Duration, Cause: context.Cause(ctx)}
+	}
+	if ctx.Err() != nil {
+		return timedOut(Output{})
+	}
+	select {
+	case s.sessions <- struct{}{}:
+		defer func() { <-s.sessions }()
+	case <-ctx.Done():
+		return timedOut(Output{})
+	}
+	sess, conn, err := s.openSession(ctx)
+	if err != nil {
+		if ctx.Err() != nil && !errors.As(err, new(*ConnectError)) {
+			return timedOut(Output{})
+		}
+		return Output{Duration: time.Since(start)}, err
+	}
+	defer sess.Close()
+
+	max := cmd.MaxOutput
+	if max <= 0 {
+		max = s.cfg.MaxOutput
+	}
+	stdout := newHeaderWriter(newCapWriter(max))
+	stderr := &lockedWriter{w: newCapWriter(max)}
+	sess.Stdout, sess.Stderr = stdout, stderr
+	if cmd.Stdin != nil {
+		sess.Stdin = bytes.NewReader(cmd.Stdin)
+	}
+	if err := sess.Start(wrapLine(cmd.Line)); err != nil {
+		return Output{Duration: time.Since(start)}, fmt.Errorf("start command on %s: %w", s.cfg.Name, err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- sess.Wait() }()
+	collect := func() Output {
+		var out Output
+		out.Stdout, out.StdoutTruncated = stdout.output()
+		out.Stderr, out.StderrTruncated = stderr.output()
+		out.Duration = time.Since(start)
+		return out
+	}
+
+	select {
+	case err := <-waited:
+		return s.finish(collect(), err)
+	case <-ctx.Done():
+	}
+	stopErr := s.stop(conn, stdout.found, waited, sess)
+	out, terr := timedOut(collect())
+	if stopErr != nil {
+		return out, errors.Join(terr, stopErr)
+	}
+	return out, terr
+}
+
+// openSession opens a session, redialing once when the connection turns out
+// to be broken before the command started (so nothing ran twice).
+func (s *SSH) openSession(ctx context.Context) (*ssh.Session, *liveConn, error) {
+	for attempt := 0; ; attempt++ {
+		conn, err := s.connection(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		sess, err := newSession(ctx, conn.client)
+		if err == nil {
+			return sess, conn, nil
+		}
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("open session on %s: %w", s.cfg.Name, context.Cause(ctx))
+		}
+		var refused *ssh.OpenChannelError
+		if errors.As(err, &refused) || attempt > 0 {
+			// The server said no, or a fresh connection failed too: a
+			// retry would not help.
+			return nil, nil, fmt.Errorf("open session on %s: %w", s.cfg.Name, err)
+		}
+		s.forget(conn)
+	}
+}
+
+// newSession opens a session under ctx. x/crypto's NewSession takes no
+// context, so a late session is closed by a goroutine left behind.
+func newSession(ctx context.Context, c *ssh.Client) (*ssh.Session, error) {
+	type result struct {
+		s   *ssh.Session
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		s, err := c.NewSession()
+		ch <- result{s, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.s, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.s != nil {
+				r.s.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// finish turns the session's end into Output: exit status, or 128+n for a
+// command killed by signal n, as a shell reports it.
+func (s *SSH) finish(out Output, err error) (Output, error) {
+	var exit *ssh.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		out.ExitCode = exit.ExitStatus()
+		if sig := exit.Signal(); sig != "" {
+			out.ExitCode = 128 + signalNumber(sig)
+		}
+	case errors.As(err, new(*ssh.ExitMissingError)):
+		return out, fmt.Errorf("run command on %s: %w", s.cfg.Name, ErrConnectionLost)
+	default:
+		return out, fmt.Errorf("run command on %s: %w: %w", s.cfg.Name, ErrConnectionLost, err)
+	}
+	return out, nil
+}
+
+// stop kills a timed-out command's process group through a second session,
+// then waits for the first session to end so its output is complete. It is
+// bounded by stopTimeout, independent of the caller's expired ctx.
+func (s *SSH) stop(conn *liveConn, found <-chan procGroup, waited <-chan error, sess *ssh.Session) error {
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	defer sess.Close()
+	var g procGroup
+	select {
+	case g = <-found:
+	case <-waited:
+		// It finished just as the deadline hit: nothing is left to kill.
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop command on %s: the remote process id never arrived, so it may still be running", s.cfg.Name)
+	}
+	if err := s.kill(ctx, conn, g); err != nil {
+		return fmt.Errorf("stop command on %s (process group %d): %w; it may still be running", s.cfg.Name, g.pid, err)
+	}
+	select {
+	case <-waited:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+func (s *SSH) kill(ctx context.Context, conn *liveConn, g procGroup) error {
+	select {
+	case s.kills <- struct{}{}:
+		defer func() { <-s.kills }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	ks, err := newSession(ctx, conn.client)
+	if err != nil {
+		return err
+	}
+	defer ks.Close()
+	done := make(chan error, 1)
+	go func() { done <- ks.Run(g.killLine()) }()
+	select {
+	case err := <-done:
+		// A non-zero exit means the processes were already gone.
+		if err != nil && !errors.As(err, new(*ssh.ExitError)) {
+			return err
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// signalNumber maps an SSH signal name to its Linux number.
+func signalNumber(name string) int {
+	switch name {
+	case "HUP":
+		return 1
+	case "INT":
+		return 2
+	case "QUIT":
+		return 3
+	case "ILL":
+		return 4
+	case "ABRT":
+		return 6
+	case "FPE":
+		return 8
+	case "KILL":
+		return 9
+	case "USR1":
+		return 10
+	case "SEGV":
+		return 11
+	case "USR2":
+		return 12
+	case "PIPE":
+		return 13
+	case "ALRM":
+		return 14
+	case "TERM":
+		return 15
+	default:
+		return 0
+	}
+}

@@ -1,0 +1,175 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrClosed is returned by an SSH runner (or Pool) used after Close.
+var ErrClosed = errors.New("ssh connection is closed")
+
+// liveConn is a connection plus a signal that it has gone away.
+type liveConn struct {
+	*sshConn
+	dead chan struct{}
+}
+
+func (c *liveConn) isDead() bool {
+	select {
+	case <-c.dead:
+		return true
+	default:
+		return false
+	}
+}
+
+// dialCall is one dial that concurrent callers wait for together.
+type dialCall struct {
+	done chan struct{}
+	conn *liveConn
+	err  error
+}
+
+// Connect dials the host now, unless a healthy connection exists, so that
+// unreachable hosts and host key problems surface before any step runs.
+func (s *SSH) Connect(ctx context.Context) error {
+	_, err := s.connection(ctx)
+	return err
+}
+
+// connection returns the current connection, dialing when there is none or
+// it broke. Concurrent callers share one dial. The dial itself is bounded by
+// ConnectTimeout, not by the first caller's ctx, so that one impatient
+// caller cannot fail the others; each caller stops waiting at its own ctx.
+func (s *SSH) connection(ctx context.Context) (*liveConn, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if s.conn != nil && !s.conn.isDead() {
+		c := s.conn
+		s.mu.Unlock()
+		return c, nil
+	}
+	call := s.dialing
+	if call == nil {
+		call = &dialCall{done: make(chan struct{})}
+		s.dialing = call
+		go s.dial(call)
+	}
+	s.mu.Unlock()
+	select {
+	case <-call.done:
+		return call.conn, call.err
+	case <-ctx.Done():
+		return nil, &ConnectError{Host: s.cfg.Name, Address: s.cfg.addr(), Err: fmt.Errorf("gave up waiting for the connection: %w", context.Cause(ctx))}
+	}
+}
+
+func (s *SSH) dial(call *dialCall) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Close aborts a dial in progress.
+	go func() {
+		select {
+		case <-s.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	conn, err := dialSSH(ctx, s.cfg)
+	var live *liveConn
+	if err == nil {
+		live = &liveConn{sshConn: conn, dead: make(chan struct{})}
+		go func() {
+			conn.client.Wait()
+			close(live.dead)
+		}()
+		if s.cfg.KeepAlive > 0 {
+			go keepAlive(live, s.cfg.KeepAlive)
+		}
+	}
+	s.mu.Lock()
+	s.dialing = nil
+	if live != nil {
+		if s.closed {
+			live.Close()
+			live, err = nil, ErrClosed
+		} else {
+			s.conn = live
+			s.dials++
+		}
+	}
+	s.mu.Unlock()
+	call.conn, call.err = live, err
+	close(call.done)
+}
+
+// keepAlive probes the connection every interval and closes it when a probe
+// goes unanswered for a whole interval, so that a host that vanished without
+// a TCP reset is noticed and the next command reconnects instead of hanging.
+func keepAlive(c *liveConn, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.dead:
+			return
+		case <-t.C:
+		}
+		reply := make(chan error, 1)
+		go func() {
+			// OpenSSH answers unknown global requests with a failure, which
+			// is a reply all the same; only a missing reply matters.
+			_, _, err := c.client.SendRequest("keepalive@openssh.com", true, nil)
+			reply <- err
+		}()
+		select {
+		case err := <-reply:
+			if err != nil {
+				c.Close()
+				return
+			}
+		case <-t.C:
+			c.Close()
+			return
+		case <-c.dead:
+			return
+		}
+	}
+}
+
+// forget drops c as the current connection after a failure that shows it is
+// unusable, so the next caller redials.
+func (s *SSH) forget(c *liveConn) {
+	c.Close()
+	s.mu.Lock()
+	if s.conn == c {
+		s.conn = nil
+	}
+	s.mu.Unlock()
+}
+
+// Close closes the connection and stops any dial in progress. Commands still
+// running fail.
+func (s *SSH) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.closing)
+	c := s.conn
+	s.conn = nil
+	s.mu.Unlock()
+	if c != nil {
+		// An error here only says the connection had already broken, which
+		// is no reason to bother the caller.
+		c.Close()
+	}
+	return nil
+}

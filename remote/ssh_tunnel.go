@@ -1,0 +1,59 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// DialContext implements Runner: it opens a direct-tcpip tunnel (or, for
+// network "unix", a stream-local one) through the host's connection, so
+// addr is resolved and reached as the host sees it, loopback included.
+// The returned connection supports deadlines.
+func (s *SSH) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	for attempt := 0; ; attempt++ {
+		conn, err := s.connection(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c, err := conn.client.DialContext(ctx, network, addr)
+		if err == nil {
+			return withDeadlines(c), nil
+		}
+		var refused *ssh.OpenChannelError
+		if ctx.Err() != nil || errors.As(err, &refused) || attempt > 0 {
+			return nil, fmt.Errorf("open tunnel from %s to %s: %w", s.cfg.Name, addr, err)
+		}
+		// The connection had broken: opening a tunnel changes nothing on
+		// the host, so one retry on a fresh connection is safe.
+		s.forget(conn)
+	}
+}
+
+// tunnelConn is the user's end of a net.Pipe whose other end is pumped to
+// and from an SSH channel. x/crypto's channel connections reject deadlines,
+// which HTTP clients and probes rely on; a pipe supports them.
+type tunnelConn struct {
+	net.Conn
+	local, remote net.Addr
+}
+
+func (c *tunnelConn) LocalAddr() net.Addr  { return c.local }
+func (c *tunnelConn) RemoteAddr() net.Addr { return c.remote }
+
+func withDeadlines(ch net.Conn) net.Conn {
+	user, inner := net.Pipe()
+	go func() {
+		io.Copy(ch, inner)
+		ch.Close()
+	}()
+	go func() {
+		io.Copy(inner, ch)
+		inner.Close()
+	}()
+	return &tunnelConn{Conn: user, local: ch.LocalAddr(), remote: ch.RemoteAddr()}
+}

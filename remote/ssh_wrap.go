@@ -1,0 +1,150 @@
+package remote
+
+import (
+	"bytes"
+	"strconv"
+	"sync"
+
+	"github.com/runbot/runbot/internal/shell"
+)
+
+// OpenSSH's sshd starts every session's command in a new session (setsid),
+// so the command's shell leads its own process group. The wrapper reports
+// that shell's pid and process group on the first stdout line, then execs
+// the command in the same process, so that a timed-out command's whole tree
+// can be killed from a second session. Signals sent over the SSH channel are
+// not enough: servers may ignore them, and they reach only the shell.
+//
+// The wrapper is handed to the login shell as `exec /bin/sh -c '…' runbot
+// 'line'`, which every POSIX login shell parses the same way; the command
+// line itself reaches /bin/sh only as the single-quoted $1. Reading
+// /proc/$$/stat with the `read` builtin costs no extra process.
+const wrapperScript = `read -r _ _ _ _ g _ 2>/dev/null </proc/$$/stat; printf '` + pgidTag + ` %s %s\n' "$$" "$g"; exec /bin/sh -c "$1"`
+
+// pgidTag starts the wrapper's header line.
+const pgidTag = "runbot-pgid"
+
+// wrapLine returns the line to send for a command line.
+func wrapLine(line string) string {
+	return "exec /bin/sh -c " + shell.Quote(wrapperScript) + " runbot " + shell.Quote(line)
+}
+
+// procGroup says what to kill when a command times out.
+type procGroup struct {
+	pid int
+	// leader says pid leads its process group, so the group can be killed.
+	leader bool
+}
+
+// killLine returns the line that stops the command's process tree.
+func (g procGroup) killLine() string {
+	p := strconv.Itoa(g.pid)
+	if g.leader {
+		// `kill -KILL -N` is understood by dash, bash and busybox alike;
+		// `--` is not.
+		return "kill -KILL -" + p + " 2>/dev/null || kill -KILL " + p
+	}
+	// Not a group leader (a server that does not setsid): kill the command
+	// and its direct children, the best that can be done without a group.
+	return "pkill -KILL -P " + p + " 2>/dev/null; kill -KILL " + p
+}
+
+// headerWriter strips the wrapper's header line from stdout and reports the
+// process group it names; all other bytes go to next. Lines before the
+// header (a noisy login script) are passed through.
+type headerWriter struct {
+	next  *capWriter
+	found chan procGroup // receives once, then is never used again
+	mu    sync.Mutex
+	buf   []byte
+	done  bool
+}
+
+// maxHeaderScan bounds how much stdout is searched for the header, so a
+// server that somehow skips the wrapper cannot make runbot buffer forever.
+const maxHeaderScan = 4096
+
+func newHeaderWriter(next *capWriter) *headerWriter {
+	return &headerWriter{next: next, found: make(chan procGroup, 1)}
+}
+
+func (w *headerWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return w.next.Write(p)
+	}
+	w.buf = append(w.buf, p...)
+	for {
+		nl := bytes.IndexByte(w.buf, '\n')
+		if nl < 0 {
+			if len(w.buf) > maxHeaderScan {
+				w.flush()
+			}
+			return len(p), nil
+		}
+		line := w.buf[:nl]
+		if g, ok := parseHeader(line); ok {
+			w.found <- g
+			w.buf = w.buf[nl+1:]
+			w.flush()
+			return len(p), nil
+		}
+		w.next.Write(w.buf[:nl+1])
+		w.buf = w.buf[nl+1:]
+	}
+}
+
+// flush gives up on the header and forwards what is buffered. Callers hold mu.
+func (w *headerWriter) flush() {
+	w.done = true
+	w.next.Write(w.buf)
+	w.buf = nil
+}
+
+// output returns what stdout produced so far, including bytes still held
+// while looking for the header.
+func (w *headerWriter) output() (out []byte, truncated bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done && len(w.buf) > 0 {
+		w.flush()
+	}
+	return bytes.Clone(w.next.bytes()), w.next.truncated
+}
+
+func parseHeader(line []byte) (procGroup, bool) {
+	f := bytes.Fields(line)
+	if len(f) < 2 || len(f) > 3 || string(f[0]) != pgidTag {
+		return procGroup{}, false
+	}
+	pid, err := strconv.Atoi(string(f[1]))
+	if err != nil || pid <= 1 {
+		return procGroup{}, false
+	}
+	g := procGroup{pid: pid}
+	if len(f) == 3 {
+		pg, err := strconv.Atoi(string(f[2]))
+		g.leader = err == nil && pg == pid
+	}
+	return g, true
+}
+
+// lockedWriter lets stderr be read while the session may still write to it
+// (a timed-out command's partial output).
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *capWriter
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) output() ([]byte, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.w.bytes()), l.w.truncated
+}

@@ -1,0 +1,130 @@
+package runbooks
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/runbot/runbot/internal/yamlnode"
+)
+
+//go:embed builtin/*.yaml
+var builtinFS embed.FS
+
+// Catalog is every runbook runbot knows: the built-ins embedded in the
+// binary plus those in configured directories, which may override a
+// built-in of the same name.
+type Catalog struct {
+	byName map[string]*Runbook
+}
+
+// LoadCatalog loads the built-ins and every *.yaml/*.yml file in dirs. It
+// returns all problems of all files; a broken file does not hide the others.
+func LoadCatalog(dirs ...string) (*Catalog, yamlnode.Problems, error) {
+	c := &Catalog{byName: map[string]*Runbook{}}
+	var all yamlnode.Problems
+	entries, err := fs.Glob(builtinFS, "builtin/*.yaml")
+	if err != nil {
+		return nil, nil, fmt.Errorf("list built-in runbooks: %w", err)
+	}
+	for _, e := range entries {
+		data, err := builtinFS.ReadFile(e)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read built-in runbook %s: %w", e, err)
+		}
+		rb, problems := Parse("builtin:"+filepath.Base(e), data)
+		all = append(all, problems...)
+		if rb != nil {
+			c.byName[rb.Name] = rb
+		}
+	}
+	for _, dir := range dirs {
+		files, err := RunbookFiles(dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, f := range files {
+			rb, problems, err := LoadFile(f)
+			if err != nil {
+				return nil, nil, err
+			}
+			all = append(all, problems...)
+			if rb != nil {
+				c.byName[rb.Name] = rb
+			}
+		}
+	}
+	return c, all, nil
+}
+
+// RunbookFiles lists the runbook files under path (a file or a directory,
+// not descending into testdata).
+func RunbookFiles(path string) ([]string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("read runbooks: %w", err)
+	}
+	if !st.IsDir() {
+		return []string{path}, nil
+	}
+	var files []string
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == "testdata" && p != path {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read runbooks in %s: %w", path, err)
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// Get returns a runbook by name, or an error with a did-you-mean.
+func (c *Catalog) Get(name string) (*Runbook, error) {
+	if rb, ok := c.byName[name]; ok {
+		return rb, nil
+	}
+	return nil, fmt.Errorf("unknown runbook %q%s (runbot list shows them all)", name, yamlnode.DidYouMean(name, c.Names()))
+}
+
+// ByCommand returns the runbook whose trigger word is cmd.
+func (c *Catalog) ByCommand(cmd string) *Runbook {
+	for _, rb := range c.byName {
+		if rb.Triggers.Command == cmd {
+			return rb
+		}
+	}
+	return nil
+}
+
+// Names lists runbook names, sorted.
+func (c *Catalog) Names() []string {
+	names := make([]string, 0, len(c.byName))
+	for n := range c.byName {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// All returns every runbook, sorted by name.
+func (c *Catalog) All() []*Runbook {
+	out := make([]*Runbook, 0, len(c.byName))
+	for _, n := range c.Names() {
+		out = append(out, c.byName[n])
+	}
+	return out
+}

@@ -1,0 +1,301 @@
+package runbooks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/runbot/runbot/checks"
+	"github.com/runbot/runbot/internal/step"
+	"github.com/runbot/runbot/internal/target"
+)
+
+// Engine runs runbooks.
+type Engine struct {
+	Targets Targets
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Parallel bounds how many targets of one step run at once; 16 when 0.
+	Parallel int
+	// Grace is how long the engine waits for a check that ignores its
+	// expired context before it gives up on it; 2s when 0.
+	Grace time.Duration
+}
+
+// RunOptions tune one run.
+type RunOptions struct {
+	RunID   string
+	Trigger string
+	// Progress, when set, is told as steps start and finish. It is called
+	// from several goroutines and must be quick.
+	Progress func(Event)
+	// Only restricts the run to these steps (and what they need), e.g. to
+	// re-run the failing probes after a remediation.
+	Only []string
+}
+
+// Event is a progress notification.
+type Event struct {
+	Kind string // "step_started" or "step_finished"
+	At   time.Time
+	Run  *TargetRun
+}
+
+// StepTimeoutError is the cause of a step's context when its own timeout
+// expired, as opposed to the whole run being cancelled.
+type StepTimeoutError struct {
+	Step    string
+	Target  string
+	Timeout time.Duration
+}
+
+func (e *StepTimeoutError) Error() string {
+	return fmt.Sprintf("step %s on %s timed out after %s", e.Step, e.Target, e.Timeout)
+}
+
+func (e *Engine) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+// NewRunID returns a sortable, unique run id such as r-20261129-083012-3f9a.
+func NewRunID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return "r-" + now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// Prepared is a runbook bound to validated params and resolved targets:
+// everything that can be wrong with a request is found before anything runs.
+type Prepared struct {
+	Runbook *Runbook
+	Params  map[string]any
+	Text    map[string]string
+	targets map[string][]target.Target // by step id
+}
+
+// Prepare validates params and resolves every step's targets.
+func (e *Engine) Prepare(ctx context.Context, rb *Runbook, given map[string]string) (*Prepared, error) {
+	typed, text, err := rb.ResolveParams(given)
+	if err != nil {
+		return nil, err
+	}
+	p := &Prepared{Runbook: rb, Params: typed, Text: text, targets: map[string][]target.Target{}}
+	for _, s := range rb.Steps {
+		ts, err := e.resolve(ctx, rb, s.Targets, typed)
+		if err != nil {
+			return nil, fmt.Errorf("step %s: %w", s.ID, err)
+		}
+		p.targets[s.ID] = ts
+	}
+	return p, nil
+}
+
+func (e *Engine) resolve(ctx context.Context, rb *Runbook, names []string, params map[string]any) ([]target.Target, error) {
+	refs := rb.refsFor(names, params)
+	out := make([]target.Target, len(refs))
+	for i, ref := range refs {
+		t, err := e.Targets.Target(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
+// Run runs a prepared runbook: every step as soon as the steps it needs are
+// done, every target of a step concurrently, and then its findings and
+// diagnoses. It returns an error only when the run could not start.
+func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *Report {
+	rb := p.Runbook
+	start := e.now()
+	if opts.RunID == "" {
+		opts.RunID = NewRunID(start)
+	}
+	rep := &Report{RunID: opts.RunID, Runbook: rb.Name, Title: rb.Title, Trigger: opts.Trigger, Params: p.Text, StartedAt: start}
+	selected := rb.closure(opts.Only)
+
+	type stepState struct {
+		done chan struct{}
+		runs []*TargetRun
+	}
+	states := map[string]*stepState{}
+	for _, s := range rb.Steps {
+		states[s.ID] = &stepState{done: make(chan struct{})}
+	}
+	var wg sync.WaitGroup
+	for _, s := range rb.Steps {
+		if !selected[s.ID] {
+			close(states[s.ID].done)
+			continue
+		}
+		wg.Go(func() {
+			st := states[s.ID]
+			defer close(st.done)
+			var observed []step.Event
+			var blocked string
+			for _, n := range s.Needs {
+				ns := states[n]
+				select {
+				case <-ns.done:
+				case <-ctx.Done():
+				}
+				for _, r := range ns.runs {
+					observed = append(observed, r.Events...)
+					if !r.Status.Ran() && blocked == "" {
+						blocked = fmt.Sprintf("needs %s, which did not run on %s (%s)", n, r.Target, r.Status)
+					}
+				}
+				if !selected[n] && blocked == "" {
+					blocked = fmt.Sprintf("needs %s, which was not part of this run", n)
+				}
+			}
+			st.runs = e.runStep(ctx, p, s, observed, blocked, start, opts)
+		})
+	}
+	wg.Wait()
+	for _, s := range rb.Steps {
+		rep.Steps = append(rep.Steps, states[s.ID].runs...)
+	}
+	rep.FinishedAt = e.now()
+	rb.evaluate(rep, p.Params, rep.FinishedAt)
+	return rep
+}
+
+// closure returns the selected steps plus everything they need.
+func (rb *Runbook) closure(only []string) map[string]bool {
+	sel := map[string]bool{}
+	if len(only) == 0 {
+		for _, s := range rb.Steps {
+			sel[s.ID] = true
+		}
+		return sel
+	}
+	var add func(id string)
+	add = func(id string) {
+		if sel[id] {
+			return
+		}
+		sel[id] = true
+		if s := rb.step(id); s != nil {
+			for _, n := range s.Needs {
+				add(n)
+			}
+		}
+	}
+	for _, id := range only {
+		add(id)
+	}
+	return sel
+}
+
+func (e *Engine) runStep(ctx context.Context, p *Prepared, s *Step, observed []step.Event, blocked string, runStart time.Time, opts RunOptions) []*TargetRun {
+	targets := p.targets[s.ID]
+	runs := make([]*TargetRun, len(targets))
+	parallel := e.Parallel
+	if parallel <= 0 {
+		parallel = 16
+	}
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		tr := &TargetRun{Step: s.ID, Check: s.Check, Target: t.Role, Host: t.Host}
+		runs[i] = tr
+		if blocked != "" {
+			tr.Status, tr.Error, tr.StartedAt = step.Skipped, blocked, e.now()
+			e.emit(opts, "step_finished", tr)
+			continue
+		}
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-ctx.Done():
+				tr.Status, tr.Error, tr.StartedAt = step.Canceled, "run cancelled before the step started", e.now()
+				e.emit(opts, "step_finished", tr)
+				return
+			}
+			e.runTarget(ctx, p, s, t, tr, observed, runStart, opts)
+		})
+	}
+	wg.Wait()
+	return runs
+}
+
+func (e *Engine) runTarget(ctx context.Context, p *Prepared, s *Step, t target.Target, tr *TargetRun, observed []step.Event, runStart time.Time, opts RunOptions) {
+	ct, _ := checks.Lookup(s.Check)
+	tr.StartedAt = e.now()
+	e.emit(opts, "step_started", tr)
+	defer func() {
+		tr.Duration = e.now().Sub(tr.StartedAt)
+		tr.DurationMS = tr.Duration.Milliseconds()
+		e.emit(opts, "step_finished", tr)
+	}()
+	args, err := renderArgs(ct.Spec, s.With, argData(p.Params, t, opts.RunID, runStart))
+	if err != nil {
+		tr.Status, tr.Error = step.Error, err.Error()
+		return
+	}
+	cause := &StepTimeoutError{Step: s.ID, Target: t.Name(), Timeout: s.Timeout}
+	sctx, cancel := context.WithTimeoutCause(ctx, s.Timeout, cause)
+	defer cancel()
+	env := checks.Env{Target: t, Args: args, Now: e.now, RunStarted: runStart, Observed: observed}
+
+	type outcome struct {
+		res step.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- outcome{err: fmt.Errorf("check %s panicked: %v\n%s", s.Check, r, debug.Stack())}
+			}
+		}()
+		res, err := ct.Check.Run(sctx, env)
+		done <- outcome{res, err}
+	}()
+	var out outcome
+	select {
+	case out = <-done:
+	case <-sctx.Done():
+		// Give a well-behaved check a moment to return what it saw before
+		// the deadline; a check that ignores its context is abandoned.
+		grace := e.Grace
+		if grace <= 0 {
+			grace = 2 * time.Second
+		}
+		select {
+		case out = <-done:
+		case <-time.After(grace):
+			out = outcome{err: context.Cause(sctx)}
+		}
+	}
+	tr.Values, tr.Evidence, tr.Events = out.res.Values, out.res.Evidence, out.res.Events
+	switch {
+	case out.err == nil:
+		tr.Status = step.OK
+	case ctx.Err() != nil:
+		tr.Status, tr.Error = step.Canceled, "run cancelled: "+out.err.Error()
+	case errors.Is(context.Cause(sctx), cause) && sctx.Err() != nil:
+		tr.Status, tr.Error = step.Timeout, cause.Error()
+	default:
+		tr.Status, tr.Error = step.Error, out.err.Error()
+	}
+}
+
+func (e *Engine) emit(opts RunOptions, kind string, tr *TargetRun) {
+	if opts.Progress == nil {
+		return
+	}
+	cp := *tr
+	opts.Progress(Event{Kind: kind, At: e.now(), Run: &cp})
+}

@@ -1,0 +1,165 @@
+package runbooks
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+)
+
+// envValue builds the expression environment from a report.
+func (rb *Runbook) envValue(rep *Report, params map[string]any, findings map[string]bool, now time.Time) reflect.Value {
+	e := rb.env
+	root := reflect.New(e.root).Elem()
+	pv := root.Field(0)
+	for name, i := range e.paramIdx {
+		if v, ok := params[name]; ok && v != nil {
+			pv.Field(i).Set(reflect.ValueOf(v).Convert(pv.Field(i).Type()))
+		}
+	}
+	sv := root.Field(1)
+	for _, s := range rb.Steps {
+		runs := rep.StepRuns(s.ID)
+		roles := make([]string, len(runs))
+		for i, r := range runs {
+			roles[i] = r.Target
+		}
+		sv.Field(e.stepIdx[s.ID]).Set(e.stepTypes[s.ID].value(runs, roles))
+	}
+	fv := root.Field(2)
+	for id, ok := range findings {
+		if i, has := e.findIdx[id]; has {
+			fv.Field(i).SetBool(ok)
+		}
+	}
+	root.Field(3).Set(reflect.ValueOf(now))
+	return root
+}
+
+// unranReason says why an expression cannot be evaluated: a step it reads
+// did not run. Empty when every referenced step ran.
+func unranReason(rep *Report, refs []stepRef) string {
+	for _, r := range refs {
+		for _, tr := range rep.StepRuns(r.Step) {
+			if r.Role != "" && tr.Target != r.Role {
+				continue
+			}
+			if !tr.Status.Ran() {
+				msg := tr.Error
+				if msg == "" {
+					msg = string(tr.Status)
+				}
+				return fmt.Sprintf("step %s on %s did not run: %s", r.Step, tr.Target, msg)
+			}
+		}
+	}
+	return ""
+}
+
+// evaluate computes findings and diagnoses into the report. A finding that
+// reads a step which did not run is inconclusive, never false and never
+// true: a dead SSH connection must not look like "0 bytes received".
+func (rb *Runbook) evaluate(rep *Report, params map[string]any, now time.Time) {
+	held := map[string]bool{}
+	unknown := map[string]string{}
+	env := rb.envValue(rep, params, held, now)
+	for _, f := range rb.Findings {
+		if reason := unranReason(rep, f.refs); reason != "" {
+			unknown[f.ID] = reason
+			rep.Inconclusive = append(rep.Inconclusive, FindingResult{ID: f.ID, Severity: f.Severity, Reason: reason})
+			continue
+		}
+		ok, err := evalBool(f.program, env.Interface())
+		if err != nil {
+			unknown[f.ID] = err.Error()
+			rep.Inconclusive = append(rep.Inconclusive, FindingResult{ID: f.ID, Severity: f.Severity, Reason: err.Error()})
+			continue
+		}
+		held[f.ID] = ok
+	}
+	env = rb.envValue(rep, params, held, now)
+	data := toTemplateData(env)
+	for _, f := range rb.Findings {
+		if !held[f.ID] {
+			continue
+		}
+		res := FindingResult{ID: f.ID, Severity: f.Severity, Summary: render(f.Summary, data, f.ID)}
+		for _, sid := range f.Evidence {
+			for _, tr := range rep.StepRuns(sid) {
+				for _, line := range tr.Evidence {
+					res.Evidence = append(res.Evidence, fmt.Sprintf("[%s@%s] %s", sid, tr.Target, line))
+				}
+			}
+		}
+		rep.Findings = append(rep.Findings, res)
+	}
+	for _, d := range rb.Diagnoses {
+		if unranReason(rep, d.refs) != "" {
+			continue
+		}
+		blocked := false
+		for _, f := range d.findings {
+			if _, ok := unknown[f]; ok {
+				blocked = true
+			}
+		}
+		if blocked {
+			continue
+		}
+		ok, err := evalBool(d.program, env.Interface())
+		if err != nil || !ok {
+			continue
+		}
+		var fs []string
+		for _, f := range d.findings {
+			if held[f] {
+				fs = append(fs, f)
+			}
+		}
+		rep.Diagnoses = append(rep.Diagnoses, DiagnosisResult{ID: d.ID, Severity: d.Severity, Summary: render(d.Summary, data, d.ID), Remediation: d.Remediate, Findings: fs})
+	}
+	rep.Outcome = OutcomeOK
+	for _, f := range rep.Findings {
+		if f.Severity == Critical {
+			rep.Outcome = OutcomeCritical
+		}
+	}
+	for _, d := range rep.Diagnoses {
+		if d.Severity == Critical {
+			rep.Outcome = OutcomeCritical
+		}
+	}
+	if rep.Outcome == OutcomeOK {
+		if len(rep.Inconclusive) > 0 {
+			rep.Outcome = OutcomeInconclusive
+		}
+		for _, s := range rep.Steps {
+			if !s.Status.Ran() {
+				rep.Outcome = OutcomeInconclusive
+			}
+		}
+	}
+}
+
+// EvalCondition evaluates a remediation condition against a report.
+func (rb *Runbook) EvalCondition(c *Condition, rep *Report, params map[string]any, now time.Time) (bool, error) {
+	if reason := unranReason(rep, c.refs); reason != "" {
+		return false, fmt.Errorf("cannot evaluate %q: %s", c.Source, reason)
+	}
+	held := map[string]bool{}
+	for _, f := range rep.Findings {
+		held[f.ID] = true
+	}
+	return evalBool(c.program, rb.envValue(rep, params, held, now).Interface())
+}
+
+func render(t *Template, data any, fallback string) string {
+	if t == nil {
+		return fallback
+	}
+	s, err := t.Execute(data)
+	if err != nil {
+		return fallback + " (summary could not be rendered: " + err.Error() + ")"
+	}
+	return strings.TrimSpace(s)
+}

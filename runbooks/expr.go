@@ -1,0 +1,180 @@
+package runbooks
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/parser"
+	"github.com/expr-lang/expr/vm"
+)
+
+// stepRef is a reference from an expression to a step, or to one target of
+// a step when Role is set.
+type stepRef struct {
+	Step string
+	Role string
+}
+
+// exprNames are the names an expression refers to under a root variable.
+type exprNames struct {
+	steps    []stepRef
+	findings []string
+	params   []string
+	// pos of each name, as expression byte offsets, for error positions
+	at map[string]int
+}
+
+// scanNames parses src (without type checking) and collects references to
+// steps.X[.role], findings.X and params.X.
+func scanNames(src string) (*exprNames, error) {
+	tree, err := parser.Parse(src)
+	if err != nil {
+		return nil, err
+	}
+	names := &exprNames{at: map[string]int{}}
+	var members []*ast.MemberNode
+	ast.Walk(&tree.Node, visitor(func(n *ast.Node) {
+		if m, ok := (*n).(*ast.MemberNode); ok {
+			members = append(members, m)
+		}
+	}))
+	inner := map[*ast.MemberNode]bool{}
+	for _, m := range members {
+		if in, ok := m.Node.(*ast.MemberNode); ok {
+			if root, prop := memberOf(in); root == "steps" && prop != "" {
+				if role := propName(m); role != "" {
+					names.steps = append(names.steps, stepRef{Step: prop, Role: role})
+					inner[in] = true
+				}
+			}
+		}
+	}
+	for _, m := range members {
+		root, prop := memberOf(m)
+		if prop == "" {
+			continue
+		}
+		names.at[root+"."+prop] = m.Location().From
+		switch root {
+		case "steps":
+			if !inner[m] {
+				names.steps = append(names.steps, stepRef{Step: prop})
+			}
+		case "findings":
+			names.findings = append(names.findings, prop)
+		case "params":
+			names.params = append(names.params, prop)
+		}
+	}
+	return names, nil
+}
+
+type visitor func(*ast.Node)
+
+func (v visitor) Visit(n *ast.Node) { v(n) }
+
+// memberOf returns ("steps", "chat") for the node `steps.chat`.
+func memberOf(m *ast.MemberNode) (root, prop string) {
+	id, ok := m.Node.(*ast.IdentifierNode)
+	if !ok {
+		return "", ""
+	}
+	return id.Value, propName(m)
+}
+
+func propName(m *ast.MemberNode) string {
+	if s, ok := m.Property.(*ast.StringNode); ok {
+		return s.Value
+	}
+	return ""
+}
+
+// compileBool type-checks src against env and returns a program yielding a
+// bool.
+func compileBool(src string, env any) (*vm.Program, error) {
+	return expr.Compile(src, expr.Env(env), expr.AsBool(), expr.Timezone("UTC"))
+}
+
+var structDumpRE = regexp.MustCompile(`struct \{[^}]*\}`)
+
+// exprError turns an expr error into a message and a column offset into
+// the expression.
+func exprError(err error) (string, int) {
+	if fe, ok := err.(*file.Error); ok {
+		msg := fe.Message
+		msg = structDumpRE.ReplaceAllString(msg, "this")
+		return msg, fe.Column
+	}
+	return err.Error(), 0
+}
+
+// newEnvValue returns a zero environment of the runbook's types.
+func (e *envTypes) zero() any {
+	return reflect.New(e.root).Elem().Interface()
+}
+
+// evalBool runs a compiled condition.
+func evalBool(p *vm.Program, env any) (bool, error) {
+	out, err := expr.Run(p, env)
+	if err != nil {
+		return false, fmt.Errorf("evaluate expression: %w", err)
+	}
+	b, _ := out.(bool)
+	return b, nil
+}
+
+// toTemplateData turns an environment struct into nested maps keyed by
+// expression names, so templates say {{ .steps.chat.bytes }} exactly as
+// expressions say steps.chat.bytes.
+func toTemplateData(v reflect.Value) any {
+	switch v.Kind() {
+	case reflect.Struct:
+		if t, ok := v.Interface().(time.Time); ok {
+			return t
+		}
+		m := map[string]any{}
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			name := exprName(f)
+			if name == "" {
+				if !f.IsExported() {
+					continue
+				}
+				name = f.Name
+			}
+			m[name] = toTemplateData(v.Field(i))
+		}
+		return m
+	case reflect.Slice:
+		if v.Type().Elem().Kind() != reflect.Struct {
+			return v.Interface()
+		}
+		out := make([]any, v.Len())
+		for i := range v.Len() {
+			out[i] = toTemplateData(v.Index(i))
+		}
+		return out
+	case reflect.Pointer:
+		if v.IsNil() {
+			return nil
+		}
+		return toTemplateData(v.Elem())
+	}
+	return v.Interface()
+}
+
+// lineCol maps a column inside a one-line expression to a file position.
+func exprPos(base, col int, quoted bool) int {
+	if quoted {
+		base++
+	}
+	return base + col
+}
+
+func oneLine(s string) bool { return !strings.Contains(s, "\n") }

@@ -1,0 +1,178 @@
+// Package runbooks is runbot's runbook model: the YAML loader that reports
+// every problem with file:line:col, the validator, and the engine that runs a
+// runbook's steps concurrently and evaluates its findings and diagnoses.
+package runbooks
+
+import (
+	"time"
+
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/runbot/runbot/internal/yamlnode"
+)
+
+// Runbook is a loaded, validated runbook.
+type Runbook struct {
+	Name  string
+	Title string
+	Doc   string
+	File  string
+
+	Params       []*Param
+	Triggers     Triggers
+	Steps        []*Step
+	Findings     []*Finding
+	Diagnoses    []*Diagnosis
+	Remediations []*Remediation
+
+	env *envTypes
+}
+
+// Triggers say what starts a runbook besides the CLI.
+type Triggers struct {
+	// Command is the runbook's own word after the slash command, e.g.
+	// "wedge" for `/runbot wedge dsv4`; Args maps positional words to params.
+	Command string
+	Args    []string
+	Alerts  []AlertTrigger
+	// Schedule is a cron expression; ScheduleParams fill the params.
+	Schedule       string
+	ScheduleParams map[string]string
+}
+
+// AlertTrigger maps an alert to this runbook.
+type AlertTrigger struct {
+	// Match is label name -> exact value (or /regex/).
+	Match map[string]string
+	// Params are templates over .labels and .annotations.
+	Params map[string]*Template
+	Pos    yamlnode.Pos
+}
+
+// ParamType is a runbook parameter's type.
+type ParamType string
+
+const (
+	ParamString     ParamType = "string"
+	ParamInt        ParamType = "int"
+	ParamDuration   ParamType = "duration"
+	ParamBool       ParamType = "bool"
+	ParamEnum       ParamType = "enum"
+	ParamDeployment ParamType = "deployment"
+	ParamHost       ParamType = "host"
+)
+
+// Param is one runbook parameter.
+type Param struct {
+	Name     string
+	Type     ParamType
+	Required bool
+	Default  string
+	HasDef   bool
+	Values   []string // for enum
+	Pattern  string   // optional regexp a string must match
+	Doc      string
+	Pos      yamlnode.Pos
+}
+
+// Step is one check run on one or more targets.
+type Step struct {
+	ID      string
+	Title   string
+	Check   string
+	Targets []string
+	With    map[string]*ArgValue
+	Timeout time.Duration
+	Needs   []string
+	Pos     yamlnode.Pos
+}
+
+// ArgValue is one `with:` argument: a constant or a template rendered at
+// run time.
+type ArgValue struct {
+	Raw any // decoded YAML value, string leaves may hold templates
+	// Const is the converted value when Raw holds no template.
+	Const    any
+	IsConst  bool
+	Template map[string]*Template // template leaves by path, when not const
+	Pos      yamlnode.Pos
+}
+
+// Severity grades a finding.
+type Severity string
+
+const (
+	Critical Severity = "critical"
+	Warning  Severity = "warning"
+	Info     Severity = "info"
+)
+
+// Finding is a named observation: a typed condition over step results.
+type Finding struct {
+	ID       string
+	Severity Severity
+	When     string
+	Summary  *Template
+	Evidence []string // step ids whose evidence supports the finding
+	Pos      yamlnode.Pos
+
+	program *vm.Program
+	refs    []stepRef
+}
+
+// Diagnosis is a conclusion over findings, optionally with a remediation.
+type Diagnosis struct {
+	ID        string
+	Severity  Severity
+	When      string
+	Summary   *Template
+	Remediate string
+	Pos       yamlnode.Pos
+
+	program  *vm.Program
+	refs     []stepRef
+	findings []string
+}
+
+// Remediation is what to do about a diagnosis, once approved.
+type Remediation struct {
+	Name     string
+	Doc      string
+	Approval ApprovalPolicy
+	// Preconditions are expressions that must still hold right before
+	// applying (re-checked by running their steps again).
+	Preconditions []*Condition
+	Actions       []*ActionStep
+	Verify        []string
+	// VerifyWhen must be true after the verify steps ran again.
+	VerifyWhen *Condition
+	Rollback   string // on_failed_verify | never
+	// MaxPerHour limits how often this remediation may run per deployment.
+	MaxPerHour int
+	Pos        yamlnode.Pos
+}
+
+// Condition is a compiled boolean expression.
+type Condition struct {
+	Source  string
+	Pos     yamlnode.Pos
+	program *vm.Program
+	refs    []stepRef
+}
+
+// ApprovalPolicy says who must approve a remediation.
+type ApprovalPolicy struct {
+	Approvers    []string
+	MinApprovals int
+	TwoPerson    bool
+	Expires      time.Duration
+}
+
+// ActionStep is one action of a remediation.
+type ActionStep struct {
+	Action  string
+	Targets []string
+	With    map[string]*ArgValue
+	Timeout time.Duration
+	Pos     yamlnode.Pos
+}

@@ -1,0 +1,169 @@
+package runbooks
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runbot/runbot/internal/yamlnode"
+)
+
+var paramTypes = []ParamType{ParamString, ParamInt, ParamDuration, ParamBool, ParamEnum, ParamDeployment, ParamHost}
+
+func paramTypeNames() []string {
+	out := make([]string, len(paramTypes))
+	for i, t := range paramTypes {
+		out[i] = string(t)
+	}
+	return out
+}
+
+// goType is the type a param has in expressions and templates.
+func (p *Param) goType() reflect.Type {
+	switch p.Type {
+	case ParamInt:
+		return reflect.TypeFor[int]()
+	case ParamDuration:
+		return reflect.TypeFor[time.Duration]()
+	case ParamBool:
+		return reflect.TypeFor[bool]()
+	}
+	return reflect.TypeFor[string]()
+}
+
+// convert parses a param value given as text (CLI, chat, alert label).
+func (p *Param) convert(s string) (any, error) {
+	switch p.Type {
+	case ParamInt:
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("want an integer, got %q", s)
+		}
+		return n, nil
+	case ParamDuration:
+		d, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("want a duration like 30s or 5m, got %q", s)
+		}
+		return d, nil
+	case ParamBool:
+		b, err := strconv.ParseBool(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("want true or false, got %q", s)
+		}
+		return b, nil
+	case ParamEnum:
+		if !slices.Contains(p.Values, s) {
+			return nil, fmt.Errorf("want one of %s, got %q%s", strings.Join(p.Values, ", "), s, yamlnode.DidYouMean(s, p.Values))
+		}
+		return s, nil
+	case ParamDeployment, ParamHost:
+		if !nameOK(s) {
+			return nil, fmt.Errorf("want a %s name (letters, digits, '.', '_', '-'), got %q", p.Type, s)
+		}
+		return s, nil
+	}
+	if p.Pattern != "" {
+		if ok, _ := regexp.MatchString("^(?:"+p.Pattern+")$", s); !ok {
+			return nil, fmt.Errorf("%q does not match the pattern %s", s, p.Pattern)
+		}
+	}
+	if len(s) > 4096 {
+		return nil, fmt.Errorf("value is %d bytes long; the limit is 4096", len(s))
+	}
+	return s, nil
+}
+
+var paramNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+func nameOK(s string) bool { return paramNameRE.MatchString(s) }
+
+// ParamError is a problem with the params a run was asked for. The CLI and
+// the bot show it to the person who asked.
+type ParamError struct {
+	Runbook string
+	Param   string
+	Msg     string
+}
+
+func (e *ParamError) Error() string {
+	if e.Param == "" {
+		return fmt.Sprintf("runbook %s: %s", e.Runbook, e.Msg)
+	}
+	return fmt.Sprintf("runbook %s: param %s: %s", e.Runbook, e.Param, e.Msg)
+}
+
+// Param returns the named param.
+func (rb *Runbook) Param(name string) *Param {
+	for _, p := range rb.Params {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// ResolveParams validates the given params (text, from the CLI, chat or an
+// alert) and fills defaults. It returns typed values by name and their
+// canonical text form.
+func (rb *Runbook) ResolveParams(given map[string]string) (map[string]any, map[string]string, error) {
+	names := make([]string, len(rb.Params))
+	for i, p := range rb.Params {
+		names[i] = p.Name
+	}
+	for _, k := range slices.Sorted(maps.Keys(given)) {
+		if rb.Param(k) == nil {
+			return nil, nil, &ParamError{Runbook: rb.Name, Param: k, Msg: "no such param" + yamlnode.DidYouMean(k, names) + paramList(names)}
+		}
+	}
+	typed, text := map[string]any{}, map[string]string{}
+	for _, p := range rb.Params {
+		s, ok := given[p.Name]
+		if !ok {
+			if p.Required {
+				return nil, nil, &ParamError{Runbook: rb.Name, Param: p.Name, Msg: "is required" + docSuffix(p.Doc)}
+			}
+			if !p.HasDef {
+				typed[p.Name] = reflect.Zero(p.goType()).Interface()
+				text[p.Name] = ""
+				continue
+			}
+			s = p.Default
+		}
+		v, err := p.convert(s)
+		if err != nil {
+			return nil, nil, &ParamError{Runbook: rb.Name, Param: p.Name, Msg: err.Error()}
+		}
+		typed[p.Name], text[p.Name] = v, s
+	}
+	return typed, text, nil
+}
+
+func paramList(names []string) string {
+	if len(names) == 0 {
+		return " (this runbook takes no params)"
+	}
+	return " (params: " + strings.Join(names, ", ") + ")"
+}
+
+func docSuffix(doc string) string {
+	if doc == "" {
+		return ""
+	}
+	return " (" + doc + ")"
+}
+
+// deploymentParam returns the runbook's deployment param, if any.
+func (rb *Runbook) deploymentParam() *Param {
+	for _, p := range rb.Params {
+		if p.Type == ParamDeployment {
+			return p
+		}
+	}
+	return nil
+}

@@ -1,0 +1,88 @@
+package runbooks
+
+import (
+	"time"
+
+	"github.com/runbot/runbot/internal/step"
+)
+
+// Outcome summarises a run for exit codes and Slack colours.
+type Outcome string
+
+const (
+	// OutcomeOK: every step ran and nothing critical was found.
+	OutcomeOK Outcome = "ok"
+	// OutcomeCritical: a critical finding or diagnosis.
+	OutcomeCritical Outcome = "critical"
+	// OutcomeInconclusive: nothing critical, but some findings could not be
+	// evaluated because their steps did not run.
+	OutcomeInconclusive Outcome = "inconclusive"
+)
+
+// Report is the complete record of one run: what ran where, what it saw,
+// and what that means. It is what the CLI prints, the store keeps and the
+// bot renders.
+type Report struct {
+	RunID      string            `json:"run_id"`
+	Runbook    string            `json:"runbook"`
+	Title      string            `json:"title,omitempty"`
+	Trigger    string            `json:"trigger,omitempty"`
+	Params     map[string]string `json:"params"`
+	StartedAt  time.Time         `json:"started_at"`
+	FinishedAt time.Time         `json:"finished_at"`
+	Outcome    Outcome           `json:"outcome"`
+	Steps      []*TargetRun      `json:"steps"`
+	Findings   []FindingResult   `json:"findings"`
+	// Inconclusive lists findings that could not be evaluated, and why.
+	Inconclusive []FindingResult   `json:"inconclusive,omitempty"`
+	Diagnoses    []DiagnosisResult `json:"diagnoses"`
+}
+
+// TargetRun is one step on one target.
+type TargetRun struct {
+	Step       string        `json:"id"`
+	Check      string        `json:"check"`
+	Target     string        `json:"target"`
+	Host       string        `json:"host,omitempty"`
+	Status     step.Status   `json:"status"`
+	StartedAt  time.Time     `json:"started_at"`
+	Duration   time.Duration `json:"-"`
+	DurationMS int64         `json:"duration_ms"`
+	Values     any           `json:"values,omitempty"`
+	Evidence   []string      `json:"evidence,omitempty"`
+	Events     []step.Event  `json:"events,omitempty"`
+	Error      string        `json:"error,omitempty"`
+}
+
+// FindingResult is a finding that held (or could not be evaluated).
+type FindingResult struct {
+	ID       string   `json:"id"`
+	Severity Severity `json:"severity"`
+	Summary  string   `json:"summary"`
+	Evidence []string `json:"evidence"`
+	// Reason says why an inconclusive finding could not be evaluated.
+	Reason string `json:"reason,omitempty"`
+}
+
+// DiagnosisResult is a diagnosis that held.
+type DiagnosisResult struct {
+	ID          string   `json:"id"`
+	Severity    Severity `json:"severity"`
+	Summary     string   `json:"summary"`
+	Remediation string   `json:"remediation,omitempty"`
+	Findings    []string `json:"findings,omitempty"`
+}
+
+// Critical reports whether the run found something critical.
+func (r *Report) Critical() bool { return r.Outcome == OutcomeCritical }
+
+// StepRuns returns the runs of one step, in target order.
+func (r *Report) StepRuns(id string) []*TargetRun {
+	var out []*TargetRun
+	for _, s := range r.Steps {
+		if s.Step == id {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,150 @@
+package runbooks
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"text/template/parse"
+	"time"
+
+	"github.com/runbot/runbot/internal/yamlnode"
+)
+
+// shape describes what names a template may read below a point of its data:
+// a closed set of fields, an open map (any key), or a leaf.
+type shape struct {
+	fields map[string]*shape
+	open   bool
+}
+
+var leaf = &shape{}
+
+// shapeOfType derives a shape from an expression environment type.
+func shapeOfType(t reflect.Type) *shape {
+	switch {
+	case t == reflect.TypeFor[time.Time]():
+		return leaf
+	case t.Kind() == reflect.Struct:
+		s := &shape{fields: map[string]*shape{}}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if name := exprName(f); name != "" {
+				s.fields[name] = shapeOfType(f.Type)
+			}
+		}
+		return s
+	case t.Kind() == reflect.Map:
+		return &shape{open: true}
+	case t.Kind() == reflect.Pointer:
+		return shapeOfType(t.Elem())
+	}
+	return leaf
+}
+
+// shapeOfValue derives a shape from template data made of maps.
+func shapeOfValue(v any) *shape {
+	switch x := v.(type) {
+	case map[string]any:
+		s := &shape{fields: map[string]*shape{}}
+		for k, e := range x {
+			s.fields[k] = shapeOfValue(e)
+		}
+		return s
+	case map[string]string:
+		return &shape{open: true}
+	}
+	return leaf
+}
+
+// checkFields reports the first name a template reads that its data cannot
+// have, e.g. `.steps.chat.byts`. Names under range and with are not
+// checked, since the dot moves there.
+func checkFields(t *Template, root *shape) error {
+	if t == nil || t.t.Tree == nil {
+		return nil
+	}
+	var err error
+	var walkList func(l *parse.ListNode)
+	walkPipe := func(p *parse.PipeNode) {
+		if p == nil || err != nil {
+			return
+		}
+		for _, c := range p.Cmds {
+			for _, a := range c.Args {
+				if err == nil {
+					err = checkArg(a, root)
+				}
+			}
+		}
+	}
+	walkList = func(l *parse.ListNode) {
+		if l == nil {
+			return
+		}
+		for _, n := range l.Nodes {
+			switch n := n.(type) {
+			case *parse.ActionNode:
+				walkPipe(n.Pipe)
+			case *parse.IfNode:
+				walkPipe(n.Pipe)
+				walkList(n.List)
+				walkList(n.ElseList)
+			case *parse.RangeNode:
+				walkPipe(n.Pipe)
+			case *parse.WithNode:
+				walkPipe(n.Pipe)
+			}
+		}
+	}
+	walkList(t.t.Tree.Root)
+	return err
+}
+
+func checkArg(a parse.Node, root *shape) error {
+	switch a := a.(type) {
+	case *parse.FieldNode:
+		return checkChain(a.Ident, root)
+	case *parse.VariableNode:
+		if len(a.Ident) > 1 && a.Ident[0] == "$" {
+			return checkChain(a.Ident[1:], root)
+		}
+	case *parse.PipeNode:
+		for _, c := range a.Cmds {
+			for _, x := range c.Args {
+				if err := checkArg(x, root); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func checkChain(idents []string, s *shape) error {
+	path := ""
+	for _, id := range idents {
+		if s.open {
+			return nil
+		}
+		if s.fields == nil {
+			return fmt.Errorf("%s has no field %q", dotPath(path), id)
+		}
+		next, ok := s.fields[id]
+		if !ok {
+			names := slices.Sorted(maps.Keys(s.fields))
+			return fmt.Errorf("%s has no field %q%s", dotPath(path), id, yamlnode.DidYouMean(id, names))
+		}
+		path += "." + id
+		s = next
+	}
+	return nil
+}
+
+func dotPath(p string) string {
+	if p == "" {
+		return "the template data"
+	}
+	return strings.TrimPrefix(p, "")
+}

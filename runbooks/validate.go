@@ -1,0 +1,338 @@
+package runbooks
+
+import (
+	"reflect"
+	"slices"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/runbot/runbot/checks"
+	"github.com/runbot/runbot/internal/yamlnode"
+)
+
+type whenRef struct {
+	node      *yaml.Node
+	finding   *Finding
+	diagnosis *Diagnosis
+	cond      *Condition
+}
+
+type summaryRef struct {
+	node *yaml.Node
+	t    *Template
+}
+
+// validate checks cross-references and compiles expressions, after the
+// whole document has been decoded so every problem is found in one pass.
+func (l *loader) validate() {
+	d, rb := l.d, l.rb
+	stepIDs := make([]string, 0, len(rb.Steps))
+	for _, s := range rb.Steps {
+		stepIDs = append(stepIDs, s.ID)
+	}
+	findingIDs := make([]string, 0, len(rb.Findings))
+	for _, f := range rb.Findings {
+		findingIDs = append(findingIDs, f.ID)
+	}
+	paramNames := make([]string, 0, len(rb.Params))
+	deployments := 0
+	for _, p := range rb.Params {
+		paramNames = append(paramNames, p.Name)
+		if p.Type == ParamDeployment {
+			deployments++
+		}
+	}
+	if deployments > 1 {
+		d.Errorf(l.rootNode, "runbook: at most one param may have type deployment; steps name its roles")
+	}
+
+	// needs: existence and cycles
+	for _, s := range rb.Steps {
+		for _, n := range s.Needs {
+			if n == s.ID {
+				l.errAtNeeds(s.ID, "step %s needs itself", s.ID)
+			} else if !slices.Contains(stepIDs, n) {
+				l.errAtNeeds(s.ID, "step %s needs %q, which is not a step%s", s.ID, n, yamlnode.DidYouMean(n, stepIDs))
+			}
+		}
+		l.checkTarget(s.ID, s.Targets, s.Pos)
+	}
+	if cyc := findCycle(rb.Steps); cyc != nil {
+		l.errAtNeeds(cyc[0], "steps depend on each other in a loop: %s", joinArrow(cyc))
+	}
+
+	// expression environment
+	l.buildEnv()
+	env := rb.env.zero()
+	for _, w := range l.whenNodes {
+		if w.node == nil {
+			continue
+		}
+		src := w.node.Value
+		names, err := scanNames(src)
+		if err != nil {
+			msg, col := exprError(err)
+			l.exprErr(w.node, col, "when: %s", msg)
+			continue
+		}
+		bad := false
+		for _, r := range names.steps {
+			s := rb.step(r.Step)
+			if s == nil {
+				l.exprErr(w.node, names.at["steps."+r.Step], "when: no step %q%s", r.Step, yamlnode.DidYouMean(r.Step, stepIDs))
+				bad = true
+			} else if r.Role != "" && len(s.Targets) > 1 && !slices.Contains(s.Targets, r.Role) && !isStepField(s, r.Role) {
+				l.exprErr(w.node, names.at["steps."+r.Step], "when: step %s has no target %q (targets: %v)", r.Step, r.Role, s.Targets)
+				bad = true
+			}
+		}
+		for _, f := range names.findings {
+			if w.finding != nil {
+				l.exprErr(w.node, names.at["findings."+f], "when: a finding cannot refer to findings; use a diagnosis")
+				bad = true
+			} else if !slices.Contains(findingIDs, f) {
+				l.exprErr(w.node, names.at["findings."+f], "when: no finding %q%s", f, yamlnode.DidYouMean(f, findingIDs))
+				bad = true
+			}
+		}
+		for _, p := range names.params {
+			if !slices.Contains(paramNames, p) {
+				l.exprErr(w.node, names.at["params."+p], "when: no param %q%s", p, yamlnode.DidYouMean(p, paramNames))
+				bad = true
+			}
+		}
+		if bad {
+			continue
+		}
+		prog, err := compileBool(src, env)
+		if err != nil {
+			msg, col := exprError(err)
+			l.exprErr(w.node, col, "when: %s", msg)
+			continue
+		}
+		refs := dedupRefs(names.steps)
+		switch {
+		case w.finding != nil:
+			w.finding.program, w.finding.refs = prog, refs
+		case w.diagnosis != nil:
+			w.diagnosis.program, w.diagnosis.refs, w.diagnosis.findings = prog, refs, dedup(names.findings)
+		case w.cond != nil:
+			w.cond.program, w.cond.refs = prog, refs
+		}
+	}
+
+	// references by id
+	for _, dg := range rb.Diagnoses {
+		if dg.Remediate != "" && rb.Remediation(dg.Remediate) == nil {
+			names := make([]string, len(rb.Remediations))
+			for i, r := range rb.Remediations {
+				names[i] = r.Name
+			}
+			d.Errorf(l.remediate[dg.ID], "diagnosis %s: no remediation %q%s", dg.ID, dg.Remediate, yamlnode.DidYouMean(dg.Remediate, names))
+		}
+	}
+	for _, f := range rb.Findings {
+		l.checkStepList(f.Evidence, "evidence:"+f.ID, "finding "+f.ID+" evidence", stepIDs)
+	}
+	for _, r := range rb.Remediations {
+		l.checkStepList(r.Verify, "verify:"+r.Name, "remediation "+r.Name+" verify", stepIDs)
+		for _, a := range r.Actions {
+			l.checkTarget("action "+a.Action, a.Targets, a.Pos)
+		}
+	}
+	for _, name := range rb.Triggers.Args {
+		if rb.Param(name) == nil {
+			d.Errorf(l.rootNode, "triggers.args: no param %q%s", name, yamlnode.DidYouMean(name, paramNames))
+		}
+	}
+	for _, at := range rb.Triggers.Alerts {
+		for name := range at.Params {
+			if rb.Param(name) == nil {
+				d.ErrorAt(at.Pos, "alert trigger: no param %q%s", name, yamlnode.DidYouMean(name, paramNames))
+			}
+		}
+	}
+	for name := range rb.Triggers.ScheduleParams {
+		if rb.Param(name) == nil {
+			d.Errorf(l.rootNode, "triggers.schedule_params: no param %q%s", name, yamlnode.DidYouMean(name, paramNames))
+		}
+	}
+
+	// summaries render against a zero environment, which catches misspelt
+	// names with missingkey=error.
+	envShape := shapeOfType(reflect.TypeOf(env))
+	for _, s := range l.summaries {
+		if err := checkFields(s.t, envShape); err != nil {
+			d.Errorf(s.node, "summary: %v", err)
+		}
+	}
+}
+
+func (l *loader) checkTarget(owner string, targets []string, pos yamlnode.Pos) {
+	rb := l.rb
+	dep := rb.deploymentParam()
+	for _, t := range targets {
+		if p := rb.Param(t); p != nil && p.Type == ParamHost {
+			continue
+		}
+		if dep == nil {
+			l.d.ErrorAt(pos, "%s: target %q is neither a role (the runbook has no deployment param) nor a host param", owner, t)
+		}
+	}
+}
+
+func (l *loader) checkStepList(ids []string, key, what string, stepIDs []string) {
+	for _, id := range ids {
+		if !slices.Contains(stepIDs, id) {
+			l.d.Errorf(l.verifyNode[key][0], "%s: no step %q%s", what, id, yamlnode.DidYouMean(id, stepIDs))
+		}
+	}
+}
+
+func (l *loader) errAtNeeds(stepID, format string, args ...any) {
+	if ns := l.needsNodes[stepID]; len(ns) > 0 {
+		l.d.Errorf(ns[0], format, args...)
+		return
+	}
+	l.d.Errorf(l.stepPos[stepID], format, args...)
+}
+
+// exprErr reports an expression problem at the column inside the
+// expression where a one-line plain or quoted scalar allows it.
+func (l *loader) exprErr(n *yaml.Node, col int, format string, args ...any) {
+	p := yamlnode.PosOf(n)
+	if oneLine(n.Value) && (n.Style == 0 || n.Style == yaml.DoubleQuotedStyle || n.Style == yaml.SingleQuotedStyle) {
+		p.Col = exprPos(p.Col, col, n.Style != 0)
+	}
+	l.d.ErrorAt(p, format, args...)
+}
+
+func (l *loader) buildEnv() {
+	rb := l.rb
+	e := &envTypes{stepTypes: map[string]*stepType{}}
+	var names []string
+	var types []reflect.Type
+	for _, p := range rb.Params {
+		names, types = append(names, p.Name), append(types, p.goType())
+	}
+	e.params, e.paramIdx = structOf(names, types)
+	names, types = nil, nil
+	for _, s := range rb.Steps {
+		var out reflect.Type
+		if ct, ok := checks.Lookup(s.Check); ok {
+			out = ct.Spec.Outputs
+		}
+		st := newStepType(out, s.Targets)
+		e.stepTypes[s.ID] = st
+		names, types = append(names, s.ID), append(types, st.typ)
+	}
+	e.steps, e.stepIdx = structOf(names, types)
+	names, types = nil, nil
+	for _, f := range rb.Findings {
+		names, types = append(names, f.ID), append(types, reflect.TypeFor[bool]())
+	}
+	e.findings, e.findIdx = structOf(names, types)
+	e.root, _ = structOf([]string{"params", "steps", "findings", "now"},
+		[]reflect.Type{e.params, e.steps, e.findings, reflect.TypeFor[time.Time]()})
+	rb.env = e
+}
+
+func isStepField(s *Step, name string) bool {
+	return slices.Contains(commonNames, name)
+}
+
+func dedupRefs(refs []stepRef) []stepRef {
+	var out []stepRef
+	for _, r := range refs {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func dedup(s []string) []string {
+	var out []string
+	for _, x := range s {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// findCycle returns the step ids of a dependency loop, if there is one.
+func findCycle(steps []*Step) []string {
+	needs := map[string][]string{}
+	for _, s := range steps {
+		needs[s.ID] = s.Needs
+	}
+	const (
+		unseen = iota
+		active
+		done
+	)
+	state := map[string]int{}
+	var stack []string
+	var visit func(id string) []string
+	visit = func(id string) []string {
+		switch state[id] {
+		case active:
+			i := slices.Index(stack, id)
+			return append(slices.Clone(stack[i:]), id)
+		case done:
+			return nil
+		}
+		state[id] = active
+		stack = append(stack, id)
+		for _, n := range needs[id] {
+			if _, ok := needs[n]; !ok {
+				continue
+			}
+			if c := visit(n); c != nil {
+				return c
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[id] = done
+		return nil
+	}
+	for _, s := range steps {
+		if c := visit(s.ID); c != nil {
+			return c
+		}
+	}
+	return nil
+}
+
+func joinArrow(ids []string) string {
+	out := ""
+	for i, id := range ids {
+		if i > 0 {
+			out += " -> "
+		}
+		out += id
+	}
+	return out
+}
+
+// step returns the step with the given id.
+func (rb *Runbook) step(id string) *Step {
+	for _, s := range rb.Steps {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// Remediation returns the named remediation.
+func (rb *Runbook) Remediation(name string) *Remediation {
+	for _, r := range rb.Remediations {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package sim
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// The KV transfer wire protocol between a decode engine and a prefill engine's
+// bootstrap port. It stands in for NIXL/Mooncake: a control plane (decode announces
+// the rooms it pre-allocated, acknowledges completed transfers, forwards aborts)
+// and a data plane (prefill sends the KV bytes of a room). One persistent TCP
+// connection per decode/prefill pair carries every room, like a transfer engine
+// session. Frames are a text header line, optionally followed by a payload:
+//
+//	decode -> prefill   PREALLOC <room>     decode reserved KV for room and is ready to receive
+//	decode -> prefill   DONE <room>         decode polled the transfer as successful
+//	decode -> prefill   ABORT <room>        the request was aborted on decode
+//	prefill -> decode   KV <room> <n>       followed by n bytes of KV data
+//	prefill -> decode   FAIL <room> <why>   prefill gave up on the room
+const (
+	kvPrealloc = "PREALLOC"
+	kvDone     = "DONE"
+	kvAbort    = "ABORT"
+	kvData     = "KV"
+	kvFail     = "FAIL"
+)
+
+// maxKVPayload bounds one room's payload so a huge prompt cannot exhaust memory.
+const maxKVPayload = 1 << 20
+
+// kvPattern is the byte pattern KV payloads are cut from.
+var kvPattern = func() []byte {
+	b := make([]byte, maxKVPayload)
+	for i := range b {
+		b[i] = byte(i * 31)
+	}
+	return b
+}()
+
+// kvFrame is one decoded frame header.
+type kvFrame struct {
+	op     string
+	room   uint64
+	n      int    // KV payload length
+	reason string // FAIL reason
+}
+
+func readKVFrame(r *bufio.Reader) (kvFrame, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return kvFrame{}, err
+	}
+	fields := strings.SplitN(strings.TrimSuffix(line, "\n"), " ", 3)
+	if len(fields) < 2 {
+		return kvFrame{}, fmt.Errorf("malformed kv frame %q", line)
+	}
+	room, err := strconv.ParseUint(fields[1], 10, 64)
+	if err != nil {
+		return kvFrame{}, fmt.Errorf("malformed kv room in %q: %w", line, err)
+	}
+	f := kvFrame{op: fields[0], room: room}
+	switch f.op {
+	case kvData:
+		if len(fields) != 3 {
+			return f, fmt.Errorf("kv frame without length: %q", line)
+		}
+		if f.n, err = strconv.Atoi(fields[2]); err != nil || f.n < 0 || f.n > maxKVPayload {
+			return f, fmt.Errorf("bad kv length in %q", line)
+		}
+	case kvFail:
+		if len(fields) == 3 {
+			f.reason = fields[2]
+		}
+	case kvPrealloc, kvDone, kvAbort:
+	default:
+		return f, fmt.Errorf("unknown kv frame %q", line)
+	}
+	return f, nil
+}
+
+// kvWriter serialises frames from many goroutines onto one connection.
+type kvWriter struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func newKVWriter(w io.Writer) *kvWriter { return &kvWriter{w: bufio.NewWriterSize(w, 64<<10)} }
+
+func (k *kvWriter) send(op string, room uint64, extra string, payload []byte) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if extra != "" {
+		fmt.Fprintf(k.w, "%s %d %s\n", op, room, extra)
+	} else {
+		fmt.Fprintf(k.w, "%s %d\n", op, room)
+	}
+	if payload != nil {
+		if _, err := k.w.Write(payload); err != nil {
+			return fmt.Errorf("write kv payload: %w", err)
+		}
+	}
+	if err := k.w.Flush(); err != nil {
+		return fmt.Errorf("send %s frame: %w", op, err)
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migration is one numbered schema change, migrations/NNNN_name.sql.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func loadMigrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("read migrations: %w", err)
+	}
+	var ms []migration
+	for _, e := range entries {
+		name := e.Name()
+		num, _, ok := strings.Cut(name, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: name must be NNNN_name.sql", name)
+		}
+		b, err := migrationFiles.ReadFile("migrations/" + name)
+		if err != nil {
+			return nil, fmt.Errorf("read migration %s: %w", name, err)
+		}
+		ms = append(ms, migration{version: v, name: name, sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration %s: expected version %d", m.name, i+1)
+		}
+	}
+	return ms, nil
+}
+
+// SchemaVersion is the schema version this binary brings a database to.
+func SchemaVersion() int {
+	ms, err := loadMigrations()
+	if err != nil {
+		return 0
+	}
+	return len(ms)
+}
+
+// migrate applies the migrations the database lacks, each in its own
+// IMMEDIATE transaction together with its row in schema_migrations. The
+// version is read again inside the transaction, so two processes opening a
+// new file at once apply each migration exactly once.
+func (s *SQLite) migrate(ctx context.Context) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		err := s.write(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`); err != nil {
+				return fmt.Errorf("create schema_migrations: %w", err)
+			}
+			v, err := currentVersion(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if v > len(ms) {
+				return fmt.Errorf("database schema version %d is newer than this binary's %d", v, len(ms))
+			}
+			if v >= m.version {
+				return nil
+			}
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return fmt.Errorf("apply migration %s: %w", m.name, err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+				m.version, m.name, s.clock().UnixNano()); err != nil {
+				return fmt.Errorf("record migration %s: %w", m.name, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func currentVersion(ctx context.Context, q querier) (int, error) {
+	var v sql.NullInt64
+	if err := q.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return int(v.Int64), nil
+}
+
+// Version returns the schema version recorded in the database.
+func (s *SQLite) Version(ctx context.Context) (int, error) {
+	return currentVersion(ctx, s.db)
+}

@@ -1,0 +1,93 @@
+package store
+
+// PlanState is where a remediation plan is in its life:
+//
+//	proposed ─> approved ─> applying ─> verifying ─> done | rolled_back | failed
+//	   │           │           │                     (applying may also end
+//	   │           │           │                      rolled_back | failed | not_needed)
+//	   │           │           └─> interrupted (process died; never resumed
+//	   │           │               without a new plan and a new approval)
+//	   │           └─> not_needed | superseded | failed | expired
+//	   └─> denied | expired | superseded
+type PlanState string
+
+const (
+	PlanProposed    PlanState = "proposed"
+	PlanApproved    PlanState = "approved"
+	PlanApplying    PlanState = "applying"
+	PlanVerifying   PlanState = "verifying"
+	PlanDone        PlanState = "done"
+	PlanRolledBack  PlanState = "rolled_back"
+	PlanFailed      PlanState = "failed"
+	PlanNotNeeded   PlanState = "not_needed"
+	PlanDenied      PlanState = "denied"
+	PlanExpired     PlanState = "expired"
+	PlanSuperseded  PlanState = "superseded"
+	PlanInterrupted PlanState = "interrupted"
+)
+
+// planTransitions lists every allowed move. Anything else is an
+// *InvalidTransitionError.
+var planTransitions = map[PlanState][]PlanState{
+	PlanProposed: {PlanApproved, PlanDenied, PlanExpired, PlanSuperseded},
+	// An approved plan is re-checked before it is applied: the symptom may
+	// be gone (not_needed), the target may have changed (superseded), or
+	// the re-check may fail. An approval not acted on before the plan's
+	// expiry expires.
+	PlanApproved: {PlanApplying, PlanNotNeeded, PlanSuperseded, PlanFailed, PlanExpired},
+	// not_needed: every action found its target already in the wanted state.
+	PlanApplying:  {PlanVerifying, PlanRolledBack, PlanFailed, PlanNotNeeded, PlanInterrupted},
+	PlanVerifying: {PlanDone, PlanRolledBack, PlanFailed, PlanInterrupted},
+}
+
+// CanTransition reports whether the state machine allows from -> to.
+func CanTransition(from, to PlanState) bool {
+	for _, s := range planTransitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// Final reports whether nothing can follow the state.
+func (s PlanState) Final() bool { return len(planTransitions[s]) == 0 && s.valid() }
+
+func (s PlanState) valid() bool {
+	switch s {
+	case PlanProposed, PlanApproved, PlanApplying, PlanVerifying, PlanDone, PlanRolledBack,
+		PlanFailed, PlanNotNeeded, PlanDenied, PlanExpired, PlanSuperseded, PlanInterrupted:
+		return true
+	}
+	return false
+}
+
+// ActionState is what became of one action of a plan.
+type ActionState string
+
+const (
+	// ActionStarted is written before the side effect; an action left in
+	// it by a crash may or may not have happened.
+	ActionStarted        ActionState = "started"
+	ActionDone           ActionState = "done"
+	ActionFailed         ActionState = "failed"
+	ActionRolledBack     ActionState = "rolled_back"
+	ActionRollbackFailed ActionState = "rollback_failed"
+)
+
+var actionTransitions = map[ActionState][]ActionState{
+	ActionStarted: {ActionDone, ActionFailed},
+	// A failed action may have changed part of its target, so it can be
+	// rolled back too.
+	ActionDone:   {ActionRolledBack, ActionRollbackFailed},
+	ActionFailed: {ActionRolledBack, ActionRollbackFailed},
+}
+
+func canActionTransition(from, to ActionState) bool {
+	for _, s := range actionTransitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,397 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Trigger says what started a run.
+type Trigger string
+
+const (
+	TriggerCLI      Trigger = "cli"
+	TriggerSlack    Trigger = "slack"
+	TriggerAlert    Trigger = "alert"
+	TriggerSchedule Trigger = "schedule"
+)
+
+func (t Trigger) valid() bool {
+	switch t {
+	case TriggerCLI, TriggerSlack, TriggerAlert, TriggerSchedule:
+		return true
+	}
+	return false
+}
+
+// RunStatus says whether a run is still going and how it ended as a process;
+// Outcome says what it found.
+type RunStatus string
+
+const (
+	RunRunning RunStatus = "running"
+	// RunFinished means every step ran to its end (whatever it observed).
+	RunFinished RunStatus = "finished"
+	// RunFailed means the engine could not carry the run out.
+	RunFailed RunStatus = "failed"
+	// RunInterrupted means the process running it went away.
+	RunInterrupted RunStatus = "interrupted"
+	// RunCanceled means someone cancelled it.
+	RunCanceled RunStatus = "canceled"
+)
+
+// Final reports whether the status ends a run.
+func (s RunStatus) Final() bool {
+	switch s {
+	case RunFinished, RunFailed, RunInterrupted, RunCanceled:
+		return true
+	}
+	return false
+}
+
+// Outcome is a run's verdict.
+type Outcome string
+
+const (
+	OutcomeNone         Outcome = ""
+	OutcomeOK           Outcome = "ok"
+	OutcomeCritical     Outcome = "critical"
+	OutcomeInconclusive Outcome = "inconclusive"
+	OutcomeError        Outcome = "error"
+)
+
+func (o Outcome) valid() bool {
+	switch o {
+	case OutcomeNone, OutcomeOK, OutcomeCritical, OutcomeInconclusive, OutcomeError:
+		return true
+	}
+	return false
+}
+
+// SlackRef locates a Slack message.
+type SlackRef struct {
+	Channel string `json:"channel"`
+	TS      string `json:"ts"`
+}
+
+// Run is one execution of a runbook.
+type Run struct {
+	ID          string            `json:"id"`
+	Runbook     string            `json:"runbook"`
+	Trigger     Trigger           `json:"trigger"`
+	RequestedBy string            `json:"requested_by"`
+	Params      map[string]string `json:"params,omitempty"`
+	Status      RunStatus         `json:"status"`
+	Outcome     Outcome           `json:"outcome,omitempty"`
+	StartedAt   time.Time         `json:"started_at"`
+	FinishedAt  time.Time         `json:"finished_at,omitzero"`
+	// Report is the engine's report (steps, findings, diagnoses); the
+	// store keeps it as an opaque JSON document.
+	Report json.RawMessage `json:"report,omitempty"`
+	// Slack is where the bot posted the run, nil if it did not.
+	Slack *SlackRef `json:"slack,omitempty"`
+	// WorkID is the queued trigger the run carries out, if any; creating
+	// the run links the work item to it.
+	WorkID string `json:"work_id,omitempty"`
+	// Owner names the process that runs it (host/pid/start).
+	Owner string `json:"owner,omitempty"`
+}
+
+// RunFilter selects runs for ListRuns. Zero fields do not filter.
+type RunFilter struct {
+	Runbook string
+	Trigger Trigger
+	Status  RunStatus
+	// Since keeps runs started at or after it.
+	Since time.Time
+	// Limit caps the result; 0 means 50.
+	Limit int
+}
+
+const runColumns = `id, runbook, trigger_type, requested_by, params, status, outcome, started_at, finished_at,
+	report, slack_channel, slack_ts, work_id, owner`
+
+func scanRun(row interface{ Scan(...any) error }) (Run, error) {
+	var (
+		r                 Run
+		params            string
+		started, finished sql.NullInt64
+		report            sql.NullString
+		channel, ts, work sql.NullString
+	)
+	err := row.Scan(&r.ID, &r.Runbook, &r.Trigger, &r.RequestedBy, &params, &r.Status, &r.Outcome,
+		&started, &finished, &report, &channel, &ts, &work, &r.Owner)
+	if err != nil {
+		return Run{}, err
+	}
+	if err := json.Unmarshal([]byte(params), &r.Params); err != nil {
+		return Run{}, fmt.Errorf("decode params of run %s: %w", r.ID, err)
+	}
+	r.StartedAt, r.FinishedAt = fromNanos(started), fromNanos(finished)
+	r.Report = rawJSON(report)
+	if channel.Valid || ts.Valid {
+		r.Slack = &SlackRef{Channel: channel.String, TS: ts.String}
+	}
+	r.WorkID = work.String
+	return r, nil
+}
+
+func checkJSON(what string, b []byte) error {
+	if len(b) > 0 && !json.Valid(b) {
+		return fmt.Errorf("%s is not valid JSON", what)
+	}
+	return nil
+}
+
+// CreateRun inserts a run in state running.
+func (s *SQLite) CreateRun(ctx context.Context, r Run) (Run, error) {
+	if r.Runbook == "" {
+		return Run{}, errors.New("create run: runbook is required")
+	}
+	if !r.Trigger.valid() {
+		return Run{}, fmt.Errorf("create run: invalid trigger %q", r.Trigger)
+	}
+	if err := checkJSON("report", r.Report); err != nil {
+		return Run{}, fmt.Errorf("create run: %w", err)
+	}
+	if r.ID != "" {
+		if err := checkID(r.ID); err != nil {
+			return Run{}, fmt.Errorf("create run: %w", err)
+		}
+	}
+	params, err := json.Marshal(r.Params)
+	if err != nil {
+		return Run{}, fmt.Errorf("create run: encode params: %w", err)
+	}
+	if r.Params == nil {
+		params = []byte("{}")
+	}
+	now := s.clock()
+	if r.StartedAt.IsZero() {
+		r.StartedAt = now
+	}
+	r.Status, r.Outcome, r.FinishedAt, r.Owner = RunRunning, OutcomeNone, time.Time{}, s.owner
+	generated := r.ID == ""
+	for attempt := 0; ; attempt++ {
+		if generated {
+			r.ID = newID("r", r.StartedAt)
+		}
+		err = s.write(ctx, func(tx *sql.Tx) error {
+			var channel, ts any
+			if r.Slack != nil {
+				channel, ts = r.Slack.Channel, r.Slack.TS
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+				r.ID, r.Runbook, r.Trigger, r.RequestedBy, string(params), r.Status, r.Outcome,
+				nanos(r.StartedAt), nil, jsonText(r.Report), channel, ts, nullString(r.WorkID), r.Owner); err != nil {
+				return err
+			}
+			if r.WorkID != "" {
+				res, err := tx.ExecContext(ctx, `UPDATE work SET run_id = ? WHERE id = ?`, r.ID, r.WorkID)
+				if err != nil {
+					return fmt.Errorf("link work %s: %w", r.WorkID, err)
+				}
+				if n, _ := res.RowsAffected(); n == 0 {
+					return fmt.Errorf("link work %s: %w", r.WorkID, ErrNotFound)
+				}
+			}
+			return appendAudit(ctx, tx, AuditEvent{At: now, RunID: r.ID, Kind: AuditRunCreated, Actor: r.RequestedBy,
+				Detail: mustJSON(map[string]any{"runbook": r.Runbook, "trigger": r.Trigger, "params": r.Params})})
+		})
+		if generated && isUniqueViolation(err) && attempt < 5 {
+			continue
+		}
+		if err != nil {
+			return Run{}, fmt.Errorf("create run: %w", err)
+		}
+		return r, nil
+	}
+}
+
+// GetRun finds a run by ID or unique ID prefix.
+func (s *SQLite) GetRun(ctx context.Context, idOrPrefix string) (Run, error) {
+	if err := checkID(idOrPrefix); err != nil {
+		return Run{}, fmt.Errorf("get run: %w", err)
+	}
+	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, idOrPrefix))
+	if err == nil {
+		return r, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return Run{}, fmt.Errorf("get run %s: %w", idOrPrefix, err)
+	}
+	id, err := s.resolvePrefix(ctx, "runs", idOrPrefix)
+	if err != nil {
+		return Run{}, fmt.Errorf("get run %s: %w", idOrPrefix, err)
+	}
+	r, err = scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	if err != nil {
+		return Run{}, fmt.Errorf("get run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// resolvePrefix finds the one ID in table that starts with prefix. IDs hold
+// only characters below '~' (checkID), so [prefix, prefix+"~") is exactly
+// the IDs with that prefix, and the primary key index serves the range.
+func (s *SQLite) resolvePrefix(ctx context.Context, table, prefix string) (string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id FROM `+table+` WHERE id >= ? AND id < ? ORDER BY id LIMIT 5`,
+		prefix, prefix+"~")
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return "", err
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	switch len(ids) {
+	case 0:
+		return "", ErrNotFound
+	case 1:
+		return ids[0], nil
+	}
+	return "", &AmbiguousIDError{Prefix: prefix, Matches: ids}
+}
+
+// ListRuns returns runs newest first.
+func (s *SQLite) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
+	var where []string
+	var args []any
+	if f.Runbook != "" {
+		where, args = append(where, "runbook = ?"), append(args, f.Runbook)
+	}
+	if f.Trigger != "" {
+		where, args = append(where, "trigger_type = ?"), append(args, f.Trigger)
+	}
+	if f.Status != "" {
+		where, args = append(where, "status = ?"), append(args, f.Status)
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, "started_at >= ?"), append(args, f.Since.UnixNano())
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	q := `SELECT ` + runColumns + ` FROM runs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY started_at DESC, id DESC LIMIT ?`
+	rows, err := s.db.QueryContext(ctx, q, append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var runs []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return runs, nil
+}
+
+// SetRunReport replaces the report of a running run.
+func (s *SQLite) SetRunReport(ctx context.Context, id string, report json.RawMessage) error {
+	if err := checkJSON("report", report); err != nil {
+		return fmt.Errorf("set report of run %s: %w", id, err)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET report = ? WHERE id = ? AND status = 'running'`, jsonText(report), id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return nil
+		}
+		return runConflict(ctx, tx, id, RunRunning)
+	})
+	if err != nil {
+		return fmt.Errorf("set report of run %s: %w", id, err)
+	}
+	return nil
+}
+
+// runConflict explains why an update guarded by "status = want" matched no row.
+func runConflict(ctx context.Context, q querier, id string, want RunStatus) error {
+	var got string
+	err := q.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, id).Scan(&got)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	return &StateConflictError{Kind: "run", ID: id, Want: string(want), Got: got}
+}
+
+// FinishRun moves a running run to a final status.
+func (s *SQLite) FinishRun(ctx context.Context, id string, status RunStatus, outcome Outcome, report json.RawMessage) (Run, error) {
+	if !status.Final() {
+		return Run{}, fmt.Errorf("finish run %s: %w", id, &InvalidTransitionError{Kind: "run", From: string(RunRunning), To: string(status)})
+	}
+	if !outcome.valid() {
+		return Run{}, fmt.Errorf("finish run %s: invalid outcome %q", id, outcome)
+	}
+	if err := checkJSON("report", report); err != nil {
+		return Run{}, fmt.Errorf("finish run %s: %w", id, err)
+	}
+	now := s.clock()
+	var r Run
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		// A nil report keeps the one SetRunReport stored last.
+		row := tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, outcome = ?, finished_at = ?, report = coalesce(?, report)
+			WHERE id = ? AND status = 'running' RETURNING `+runColumns,
+			status, outcome, now.UnixNano(), jsonText(report), id)
+		var err error
+		r, err = scanRun(row)
+		if errors.Is(err, sql.ErrNoRows) {
+			return runConflict(ctx, tx, id, RunRunning)
+		}
+		if err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, AuditEvent{At: now, RunID: id, Kind: AuditRunFinished,
+			Detail: mustJSON(map[string]any{"status": status, "outcome": outcome})})
+	})
+	if err != nil {
+		return Run{}, fmt.Errorf("finish run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// SetRunSlack records where the bot posted the run.
+func (s *SQLite) SetRunSlack(ctx context.Context, id string, ref SlackRef) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET slack_channel = ?, slack_ts = ? WHERE id = ?`, ref.Channel, ref.TS, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("set slack message of run %s: %w", id, err)
+	}
+	return nil
+}

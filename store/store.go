@@ -1,0 +1,131 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Store is runbot's durable state. The SQLite implementation (Open) is the
+// default; the interface exists so that a PostgreSQL implementation can
+// replace it without the engine or the bot noticing. Every method is safe for
+// concurrent use by several goroutines, and the SQLite implementation is also
+// safe for several processes that open the same file.
+type Store interface {
+	Runs
+	Plans
+	Locks
+	AuditLog
+	Alerts
+	WorkQueue
+
+	// MarkInterrupted is called once at startup. Runs left running, plans
+	// left applying or verifying and work left started by a process that no
+	// longer exists are marked as such; what changed is returned and audited.
+	MarkInterrupted(ctx context.Context) (Recovery, error)
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Runs records runbook executions.
+type Runs interface {
+	// CreateRun inserts a run in state running. An empty ID is generated;
+	// an empty StartedAt is now.
+	CreateRun(ctx context.Context, r Run) (Run, error)
+	// GetRun finds a run by its ID or by a unique prefix of it.
+	GetRun(ctx context.Context, idOrPrefix string) (Run, error)
+	// ListRuns returns runs newest first.
+	ListRuns(ctx context.Context, f RunFilter) ([]Run, error)
+	// SetRunReport replaces the report of a running run (live progress).
+	SetRunReport(ctx context.Context, id string, report json.RawMessage) error
+	// FinishRun moves a running run to a final status with its outcome and
+	// final report.
+	FinishRun(ctx context.Context, id string, status RunStatus, outcome Outcome, report json.RawMessage) (Run, error)
+	// SetRunSlack records where the bot posted the run.
+	SetRunSlack(ctx context.Context, id string, ref SlackRef) error
+}
+
+// Plans records remediation plans, their approvals and their actions.
+type Plans interface {
+	// CreatePlan inserts a proposed plan. Older proposed plans of the same
+	// remediation on the same deployment are superseded in the same
+	// transaction and returned.
+	CreatePlan(ctx context.Context, p Plan) (created Plan, superseded []Plan, err error)
+	GetPlan(ctx context.Context, id string) (Plan, error)
+	ListPlans(ctx context.Context, f PlanFilter) ([]Plan, error)
+	// PendingPlans returns proposed plans that have not expired: the
+	// approval requests that must survive a restart.
+	PendingPlans(ctx context.Context) ([]Plan, error)
+	// ExpirePlans moves proposed and approved plans whose approval expired
+	// to expired and returns them.
+	ExpirePlans(ctx context.Context) ([]Plan, error)
+	// TransitionPlan moves a plan from t.From to t.To with compare-and-set:
+	// of two callers making the same move, exactly one succeeds and the
+	// other gets a *StateConflictError.
+	TransitionPlan(ctx context.Context, t Transition) (Plan, error)
+	// RecordApproval records one approver's decision and, atomically, moves
+	// the plan to approved or denied when the decision settles it.
+	RecordApproval(ctx context.Context, a Approval) (ApprovalResult, error)
+	Approvals(ctx context.Context, planID string) ([]Approval, error)
+
+	// StartAction records an action as started. Call it before the side
+	// effect, so that a crash leaves a trace of what may have happened.
+	StartAction(ctx context.Context, a ActionRecord) (ActionRecord, error)
+	// SetActionState records what became of a started action.
+	SetActionState(ctx context.Context, planID string, index int, to ActionState, detail json.RawMessage) (ActionRecord, error)
+	Actions(ctx context.Context, planID string) ([]ActionRecord, error)
+
+	// CountApplied counts plans that started applying, for rate limits.
+	CountApplied(ctx context.Context, f AppliedFilter) (int, error)
+	// LastRemediation returns the most recently applied plan for a
+	// diagnosis on a deployment; its State is the outcome. It returns
+	// ErrNotFound when none was ever applied.
+	LastRemediation(ctx context.Context, deployment, diagnosis string) (Plan, error)
+}
+
+// Locks are leases on a key (e.g. "deployment/dsv4") that exclude other
+// holders, in this process and in others, until released or expired.
+type Locks interface {
+	// Acquire takes the lock or returns a *LockedError naming its holder.
+	Acquire(ctx context.Context, key, holder string, ttl time.Duration) (Lock, error)
+	// Refresh extends a held lock; ErrLockLost if it was lost meanwhile.
+	Refresh(ctx context.Context, l Lock, ttl time.Duration) (Lock, error)
+	// Release gives the lock up; releasing a lost lock is ErrLockLost.
+	Release(ctx context.Context, l Lock) error
+}
+
+// AuditLog is the append-only record of every state change. It deliberately
+// offers no way to change or remove an entry.
+type AuditLog interface {
+	AppendAudit(ctx context.Context, e AuditEvent) (AuditEvent, error)
+	Audit(ctx context.Context, f AuditFilter) ([]AuditEvent, error)
+}
+
+// Alerts is the durable inbox of Alertmanager deliveries and the dedup state
+// per alert fingerprint.
+type Alerts interface {
+	// RecordAlert stores one delivered alert durably (the webhook answers
+	// 2xx only after it returns) and folds it into the fingerprint's dedup
+	// state. payload is one Alertmanager alert object; its "status" field
+	// says firing or resolved.
+	RecordAlert(ctx context.Context, fingerprint string, payload []byte, receivedAt time.Time) (AlertState, error)
+	// AlertState returns the dedup state of one fingerprint.
+	AlertState(ctx context.Context, fingerprint string) (AlertState, error)
+	// RecentAlerts returns the states of fingerprints seen at or after since.
+	RecentAlerts(ctx context.Context, since time.Time) ([]AlertState, error)
+	// AlertDeliveries returns the stored deliveries of a fingerprint, oldest first.
+	AlertDeliveries(ctx context.Context, fingerprint string) ([]AlertDelivery, error)
+}
+
+// WorkQueue holds accepted triggers until a worker has run them, so that work
+// accepted before a restart is done after it.
+type WorkQueue interface {
+	// Enqueue adds pending work. Work with the Key of existing work is not
+	// added again: the existing item is returned with created false.
+	Enqueue(ctx context.Context, w Work) (item Work, created bool, err error)
+	// ClaimWork moves the oldest pending work to started; ErrNoWork if none.
+	ClaimWork(ctx context.Context) (Work, error)
+	// CompleteWork moves started work to done.
+	CompleteWork(ctx context.Context, id string) (Work, error)
+	GetWork(ctx context.Context, id string) (Work, error)
+}
