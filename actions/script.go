@@ -387,8 +387,9 @@ func (s *script) ensureFlag(f flagArg, after string, pattern *regexp.Regexp) (st
 		}
 		changed := false
 		// Last to first, so a change cannot move the offsets of the rest.
+		col := s.alignedColumn(c)
 		for i := len(occ) - 1; i >= 0; i-- {
-			if s.setFlagValue(occ[i], f) {
+			if s.setFlagValue(occ[i], f, col) {
 				changed = true
 			}
 		}
@@ -409,11 +410,20 @@ func (s *script) ensureFlag(f flagArg, after string, pattern *regexp.Regexp) (st
 	return change, nil
 }
 
-func (s *script) setFlagValue(o occurrence, f flagArg) bool {
+// setFlagValue gives an occurrence the wanted value. When the command's
+// continuation backslashes are aligned in column col (0 if not), the
+// changed line's backslash is moved back into that column.
+func (s *script) setFlagValue(o occurrence, f flagArg, col int) bool {
 	if v, ok := s.flagValue(o); ok && v == f.Value {
 		return false
 	}
 	l := o.flag.line
+	defer func() {
+		if text := s.lines[l]; col > 0 && s.parsed[l].cont {
+			body := stripContinuation(text)
+			s.setLine(l, body+strings.Repeat(" ", max(1, col-len(body)))+`\`)
+		}
+	}()
 	text := s.lines[l]
 	switch {
 	case o.equals:

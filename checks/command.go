@@ -30,7 +30,7 @@ var commandType = Type{
 		Args: []argspec.Arg{
 			{Name: "cmd", Type: argspec.Shell, Required: true, Doc: "command line; template values are shell-quoted automatically"},
 			{Name: "expect_exit", Type: argspec.Int, Default: 0, Doc: "exit status that counts as ok"},
-			{Name: "extract", Type: argspec.RegexMap, Doc: "name -> regular expression; the first capture group (or the whole match) of the first matching line becomes values.NAME"},
+			{Name: "extract", Type: argspec.RegexMap, Doc: "name -> regular expression; the first capture group (or the whole match) of the first match in stdout becomes values.NAME"},
 			{Name: "max_output", Type: argspec.Int, Default: 64 << 10, Doc: "bytes of stdout and of stderr kept"},
 		},
 		Outputs: reflect.TypeFor[CommandOutput](),

@@ -159,9 +159,33 @@ func (s *SSH) openSession(ctx context.Context) (*ssh.Session, *liveConn, error) 
 	}
 }
 
-// newSession opens a session under ctx. x/crypto's NewSession takes no
-// context, so a late session is closed by a goroutine left behind.
+// newSession opens a session under ctx. A refusal is retried a few times
+// with a short backoff: OpenSSH counts a finished session against
+// MaxSessions until it has cleaned up after it, so a new session opened
+// right after one ends can be refused although the runner keeps within the
+// limit.
 func newSession(ctx context.Context, c *ssh.Client) (*ssh.Session, error) {
+	backoff := 5 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		s, err := openSession(ctx, c)
+		var refused *ssh.OpenChannelError
+		if err == nil || !errors.As(err, &refused) || attempt == 6 {
+			return s, err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		backoff *= 2
+	}
+}
+
+// openSession opens a session under ctx. x/crypto's NewSession takes no
+// context, so a late session is closed by a goroutine left behind.
+func openSession(ctx context.Context, c *ssh.Client) (*ssh.Session, error) {
 	type result struct {
 		s   *ssh.Session
 		err error

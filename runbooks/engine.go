@@ -143,11 +143,11 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *Report 
 			var observed []step.Event
 			var blocked string
 			for _, n := range s.Needs {
+				// A cancelled run still waits here: every step returns
+				// promptly once its context is done, and its runs are
+				// only safe to read after it has.
 				ns := states[n]
-				select {
-				case <-ns.done:
-				case <-ctx.Done():
-				}
+				<-ns.done
 				for _, r := range ns.runs {
 					observed = append(observed, r.Events...)
 					if !r.Status.Ran() && blocked == "" {

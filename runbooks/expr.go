@@ -28,6 +28,14 @@ type exprNames struct {
 	params   []string
 	// pos of each name, as expression byte offsets, for error positions
 	at map[string]int
+	// chains are the maximal constant member paths, e.g. steps.chat.bytes,
+	// checked against the environment's shape for did-you-mean errors.
+	chains []chain
+}
+
+type chain struct {
+	idents []string
+	at     int
 }
 
 // scanNames parses src (without type checking) and collects references to
@@ -56,6 +64,11 @@ func scanNames(src string) (*exprNames, error) {
 		}
 	}
 	for _, m := range members {
+		if idents, ok := chainOf(m); ok && !inner2(members, m) {
+			names.chains = append(names.chains, chain{idents: idents, at: m.Location().From})
+		}
+	}
+	for _, m := range members {
 		root, prop := memberOf(m)
 		if prop == "" {
 			continue
@@ -73,6 +86,34 @@ func scanNames(src string) (*exprNames, error) {
 		}
 	}
 	return names, nil
+}
+
+// chainOf returns [steps chat bytes] for `steps.chat.bytes`.
+func chainOf(m *ast.MemberNode) ([]string, bool) {
+	prop := propName(m)
+	if prop == "" {
+		return nil, false
+	}
+	switch n := m.Node.(type) {
+	case *ast.IdentifierNode:
+		return []string{n.Value, prop}, true
+	case *ast.MemberNode:
+		if head, ok := chainOf(n); ok {
+			return append(head, prop), true
+		}
+	}
+	return nil, false
+}
+
+// inner2 reports whether m is the object of another member access, so
+// only the longest chain is checked.
+func inner2(all []*ast.MemberNode, m *ast.MemberNode) bool {
+	for _, o := range all {
+		if o.Node == ast.Node(m) && propName(o) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 type visitor func(*ast.Node)

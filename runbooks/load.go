@@ -217,7 +217,7 @@ func (l *loader) step(n *yaml.Node) {
 		case "timeout":
 			s.Timeout = d.Duration(v, "timeout")
 			if s.Timeout <= 0 {
-				d.Errorf(v, "timeout must be positive")
+				d.Errorf(v, "step %s: timeout must be positive", s.ID)
 			}
 		case "needs":
 			s.Needs = d.Strings(v, "needs")

@@ -105,10 +105,10 @@ func checkFields(t *Template, root *shape) error {
 func checkArg(a parse.Node, root *shape) error {
 	switch a := a.(type) {
 	case *parse.FieldNode:
-		return checkChain(a.Ident, root)
+		return checkChain(a.Ident, root, ".")
 	case *parse.VariableNode:
 		if len(a.Ident) > 1 && a.Ident[0] == "$" {
-			return checkChain(a.Ident[1:], root)
+			return checkChain(a.Ident[1:], root, ".")
 		}
 	case *parse.PipeNode:
 		for _, c := range a.Cmds {
@@ -122,29 +122,34 @@ func checkArg(a parse.Node, root *shape) error {
 	return nil
 }
 
-func checkChain(idents []string, s *shape) error {
+// checkChain follows idents through s. prefix is "." for templates and ""
+// for expressions, so messages name paths the way the author wrote them.
+func checkChain(idents []string, s *shape, prefix ...string) error {
 	path := ""
 	for _, id := range idents {
 		if s.open {
 			return nil
 		}
 		if s.fields == nil {
-			return fmt.Errorf("%s has no field %q", dotPath(path), id)
+			return fmt.Errorf("%s has no field %q", showPath(path, prefix), id)
 		}
 		next, ok := s.fields[id]
 		if !ok {
 			names := slices.Sorted(maps.Keys(s.fields))
-			return fmt.Errorf("%s has no field %q%s", dotPath(path), id, yamlnode.DidYouMean(id, names))
+			return fmt.Errorf("%s has no field %q%s", showPath(path, prefix), id, yamlnode.DidYouMean(id, names))
 		}
-		path += "." + id
+		if path != "" {
+			path += "."
+		}
+		path += id
 		s = next
 	}
 	return nil
 }
 
-func dotPath(p string) string {
+func showPath(p string, prefix []string) string {
 	if p == "" {
-		return "the template data"
+		return "the data"
 	}
-	return strings.TrimPrefix(p, "")
+	return strings.Join(prefix, "") + p
 }

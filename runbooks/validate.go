@@ -56,7 +56,7 @@ func (l *loader) validate() {
 				l.errAtNeeds(s.ID, "step %s needs %q, which is not a step%s", s.ID, n, yamlnode.DidYouMean(n, stepIDs))
 			}
 		}
-		l.checkTarget(s.ID, s.Targets, s.Pos)
+		l.checkTarget("step "+s.ID, s.Targets, s.Pos)
 	}
 	if cyc := findCycle(rb.Steps); cyc != nil {
 		l.errAtNeeds(cyc[0], "steps depend on each other in a loop: %s", joinArrow(cyc))
@@ -65,6 +65,7 @@ func (l *loader) validate() {
 	// expression environment
 	l.buildEnv()
 	env := rb.env.zero()
+	envShape := shapeOfType(reflect.TypeOf(env))
 	for _, w := range l.whenNodes {
 		if w.node == nil {
 			continue
@@ -102,6 +103,18 @@ func (l *loader) validate() {
 				bad = true
 			}
 		}
+		if !bad {
+			for _, c := range names.chains {
+				if c.idents[0] != "steps" && c.idents[0] != "params" {
+					continue
+				}
+				if err := checkChain(c.idents, envShape); err != nil {
+					l.exprErr(w.node, c.at, "when: %v", err)
+					bad = true
+					break
+				}
+			}
+		}
 		if bad {
 			continue
 		}
@@ -111,7 +124,7 @@ func (l *loader) validate() {
 			l.exprErr(w.node, col, "when: %s", msg)
 			continue
 		}
-		refs := dedupRefs(names.steps)
+		refs := l.normalizeRefs(names.steps)
 		switch {
 		case w.finding != nil:
 			w.finding.program, w.finding.refs = prog, refs
@@ -161,7 +174,6 @@ func (l *loader) validate() {
 
 	// summaries render against a zero environment, which catches misspelt
 	// names with missingkey=error.
-	envShape := shapeOfType(reflect.TypeOf(env))
 	for _, s := range l.summaries {
 		if err := checkFields(s.t, envShape); err != nil {
 			d.Errorf(s.node, "summary: %v", err)
@@ -242,9 +254,14 @@ func isStepField(s *Step, name string) bool {
 	return slices.Contains(commonNames, name)
 }
 
-func dedupRefs(refs []stepRef) []stepRef {
+// normalizeRefs keeps a role only where it names one of a multi-target
+// step's targets; `steps.slow.exit_code` refers to the whole step.
+func (l *loader) normalizeRefs(refs []stepRef) []stepRef {
 	var out []stepRef
 	for _, r := range refs {
+		if s := l.rb.step(r.Step); s == nil || len(s.Targets) < 2 || !slices.Contains(s.Targets, r.Role) {
+			r.Role = ""
+		}
 		if !slices.Contains(out, r) {
 			out = append(out, r)
 		}

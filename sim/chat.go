@@ -40,6 +40,9 @@ func decodeChatRequest(r *http.Request) (*chatRequest, error) {
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxBodyBytes)).Decode(&c); err != nil {
 		return nil, fmt.Errorf("invalid JSON body: %w", err)
 	}
+	// Reading the body to its end lets the HTTP server watch the connection, so a
+	// client that goes away cancels the request context: that is how an abort starts.
+	_, _ = io.Copy(io.Discard, r.Body)
 	return &c, nil
 }
 

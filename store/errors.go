@@ -15,6 +15,9 @@ var (
 	// ErrLockLost is returned when a lock's lease expired and it was taken
 	// or released by someone else, so its holder no longer holds it.
 	ErrLockLost = errors.New("lock no longer held")
+	// ErrNeedsApproval is returned by TransitionPlan for a move to approved
+	// or denied: only RecordApproval, which checks the policy, makes those.
+	ErrNeedsApproval = errors.New("only an approval can approve or deny a plan")
 )
 
 // AmbiguousIDError says that an ID prefix matches more than one record.

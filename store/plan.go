@@ -294,6 +294,11 @@ func (s *SQLite) ExpirePlans(ctx context.Context) ([]Plan, error) {
 
 // TransitionPlan moves a plan's state with compare-and-set.
 func (s *SQLite) TransitionPlan(ctx context.Context, t Transition) (Plan, error) {
+	if t.To == PlanApproved || t.To == PlanDenied {
+		// Approval is the one move that needs people, and the policy check
+		// lives in RecordApproval; no caller may skip it.
+		return Plan{}, fmt.Errorf("move plan %s to %s: %w", t.PlanID, t.To, ErrNeedsApproval)
+	}
 	if err := checkJSON("detail", t.Detail); err != nil {
 		return Plan{}, fmt.Errorf("move plan %s: %w", t.PlanID, err)
 	}

@@ -61,7 +61,8 @@ type Plans interface {
 	ExpirePlans(ctx context.Context) ([]Plan, error)
 	// TransitionPlan moves a plan from t.From to t.To with compare-and-set:
 	// of two callers making the same move, exactly one succeeds and the
-	// other gets a *StateConflictError.
+	// other gets a *StateConflictError. Moves to approved or denied are
+	// refused with ErrNeedsApproval: RecordApproval makes them.
 	TransitionPlan(ctx context.Context, t Transition) (Plan, error)
 	// RecordApproval records one approver's decision and, atomically, moves
 	// the plan to approved or denied when the decision settles it.
@@ -109,8 +110,8 @@ type Alerts interface {
 	// state. payload is one Alertmanager alert object; its "status" field
 	// says firing or resolved.
 	RecordAlert(ctx context.Context, fingerprint string, payload []byte, receivedAt time.Time) (AlertState, error)
-	// AlertState returns the dedup state of one fingerprint.
-	AlertState(ctx context.Context, fingerprint string) (AlertState, error)
+	// GetAlert returns the dedup state of one fingerprint.
+	GetAlert(ctx context.Context, fingerprint string) (AlertState, error)
 	// RecentAlerts returns the states of fingerprints seen at or after since.
 	RecentAlerts(ctx context.Context, since time.Time) ([]AlertState, error)
 	// AlertDeliveries returns the stored deliveries of a fingerprint, oldest first.

@@ -1,0 +1,95 @@
+package layers_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const mod = "github.com/runbot/runbot/"
+
+// allowed lists, per package (prefix), the project packages it may import
+// directly. Third-party and standard library imports are not restricted
+// here; depguard in .golangci.yml guards those.
+var allowed = map[string][]string{
+	"cmd/runbot":     {"*"},
+	"cmd/sglang-sim": {"sim"},
+	"bot":            {"runbooks", "store", "inventory", "remote", "checks", "actions", "internal/"},
+	"runbooks":       {"checks", "actions", "inventory", "store", "remote", "internal/"},
+	"checks":         {"remote", "internal/"},
+	"actions":        {"remote", "internal/"},
+	"remote":         {"internal/shell"},
+	"inventory":      {"internal/yamlnode"},
+	"store":          {"internal/"},
+	"sim":            {},
+	"bench":          {"*"},
+	"test":           {"*"},
+	// internal/target names a remote.Runner: the one way down into remote.
+	"internal/target": {"remote", "internal/"},
+	"internal/":       {"internal/"},
+}
+
+func TestImportsPointDown(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, mod+"...").CombinedOutput()
+	require.NoError(t, err, string(out))
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], mod)
+		rule, ok := ruleFor(pkg)
+		require.True(t, ok, "package %s has no layering rule; add it to this test and DESIGN.md", pkg)
+		for _, imp := range fields[1:] {
+			if !strings.HasPrefix(imp, mod) {
+				continue
+			}
+			dep := strings.TrimPrefix(imp, mod)
+			require.True(t, permitted(rule, dep), "%s must not import %s (allowed: %v)", pkg, dep, rule)
+			checked++
+		}
+	}
+	require.Positive(t, checked)
+}
+
+func ruleFor(pkg string) ([]string, bool) {
+	best, bestLen := []string(nil), -1
+	for prefix, rule := range allowed {
+		if (pkg == strings.TrimSuffix(prefix, "/") || strings.HasPrefix(pkg, prefix) || strings.HasPrefix(pkg, prefix+"/")) && len(prefix) > bestLen {
+			best, bestLen = rule, len(prefix)
+		}
+	}
+	return best, bestLen >= 0
+}
+
+func permitted(rule []string, dep string) bool {
+	for _, r := range rule {
+		if r == "*" || dep == strings.TrimSuffix(r, "/") || (strings.HasSuffix(r, "/") && strings.HasPrefix(dep, r)) || strings.HasPrefix(dep, r+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRulesCatchViolations guards the checker itself.
+func TestRulesCatchViolations(t *testing.T) {
+	cases := []struct {
+		pkg, dep string
+		ok       bool
+	}{
+		{"checks", "actions", false},
+		{"actions", "checks", false},
+		{"runbooks", "bot", false},
+		{"remote", "runbooks", false},
+		{"checks", "remote", true},
+		{"runbooks", "internal/step", true},
+		{"internal/step", "remote", false},
+		{"internal/target", "remote", true},
+		{"sim", "runbooks", false},
+	}
+	for _, c := range cases {
+		rule, ok := ruleFor(c.pkg)
+		require.True(t, ok)
+		require.Equal(t, c.ok, permitted(rule, c.dep), "%s -> %s", c.pkg, c.dep)
+	}
+}

@@ -1,0 +1,26 @@
+package runbooks_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/runbooks"
+)
+
+// TestGeneratedFilesAreCurrent fails when a spec changed but schema.json or
+// docs/reference.md were not regenerated (`make generate`).
+func TestGeneratedFilesAreCurrent(t *testing.T) {
+	schema, err := runbooks.Schema()
+	require.NoError(t, err)
+	files := map[string][]byte{"schema.json": schema, "../docs/reference.md": runbooks.ReferenceDoc()}
+	for path, want := range files {
+		if *update {
+			require.NoError(t, os.WriteFile(path, want, 0o644))
+		}
+		got, err := os.ReadFile(path)
+		require.NoError(t, err, "run make generate")
+		require.Equal(t, string(want), string(got), "%s is stale: run make generate", path)
+	}
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the real parts the test suite runs against, or fails naming them.
+set -euo pipefail
+
+need_pkgs=()
+command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need_pkgs+=(openssh-server)
+command -v ssh >/dev/null 2>&1 || need_pkgs+=(openssh-client)
+command -v ssh-keygen >/dev/null 2>&1 || need_pkgs+=(openssh-client)
+command -v pgrep >/dev/null 2>&1 || need_pkgs+=(procps)
+
+if ((${#need_pkgs[@]})); then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "test-deps: installing ${need_pkgs[*]} (apt-get)"
+        apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+    else
+        echo "test-deps: missing Debian packages: ${need_pkgs[*]} (install them, or run make test as root)" >&2
+        exit 1
+    fi
+fi
+mkdir -p /run/sshd 2>/dev/null || true
+
+gobin="$(go env GOPATH)/bin"
+if [ ! -x "$gobin/alertmanager" ]; then
+    echo "test-deps: installing alertmanager v0.31.1 (go install)"
+    go install github.com/prometheus/alertmanager/cmd/alertmanager@v0.31.1
+fi

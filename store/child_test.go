@@ -1,0 +1,213 @@
+package store_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/store"
+)
+
+// A child is this test binary re-executed in another process: it opens the
+// same database file and does what its mode says, talking to the parent over
+// stdin (go-ahead lines) and stdout (results, one per line).
+const (
+	childEnv     = "RUNBOT_STORE_TEST_CHILD"
+	childPathEnv = "RUNBOT_STORE_TEST_PATH"
+	childArgEnv  = "RUNBOT_STORE_TEST_ARG"
+)
+
+type child struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string
+	stderr bytes.Buffer
+}
+
+func startChild(t *testing.T, mode, path, arg string) *child {
+	t.Helper()
+	c := &child{t: t, lines: make(chan string, 1024)}
+	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	c.cmd.Env = append(os.Environ(), childEnv+"="+mode, childPathEnv+"="+path, childArgEnv+"="+arg)
+	c.cmd.Stderr = &c.stderr
+	var err error
+	c.stdin, err = c.cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := c.cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, c.cmd.Start())
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			c.lines <- sc.Text()
+		}
+		close(c.lines)
+	}()
+	t.Cleanup(func() {
+		c.stdin.Close()
+		if c.cmd.ProcessState == nil {
+			_ = c.cmd.Process.Kill()
+			_ = c.cmd.Wait()
+		}
+	})
+	return c
+}
+
+// next returns the child's next output line. The deadline only guards
+// against a hung child; no assertion depends on timing.
+func (c *child) next() string {
+	c.t.Helper()
+	select {
+	case l, ok := <-c.lines:
+		require.True(c.t, ok, "child exited early; stderr:\n%s", c.stderr.String())
+		return l
+	case <-time.After(2 * time.Minute):
+		c.t.Fatalf("child said nothing for 2 minutes; stderr:\n%s", c.stderr.String())
+		return ""
+	}
+}
+
+func (c *child) send(line string) {
+	c.t.Helper()
+	_, err := io.WriteString(c.stdin, line+"\n")
+	require.NoError(c.t, err)
+}
+
+// wait closes the child's stdin and waits for it to exit successfully,
+// returning the lines it printed meanwhile.
+func (c *child) wait() []string {
+	c.t.Helper()
+	c.stdin.Close()
+	var rest []string
+	for {
+		l, ok := <-c.lines
+		if !ok {
+			break
+		}
+		rest = append(rest, l)
+	}
+	require.NoError(c.t, c.cmd.Wait(), "child failed; stderr:\n%s", c.stderr.String())
+	return rest
+}
+
+// runChild is the child side. It returns the process exit code.
+func runChild(mode string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := store.Open(ctx, os.Getenv(childPathEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	in := bufio.NewScanner(os.Stdin)
+	arg := os.Getenv(childArgEnv)
+	if err := childModes[mode](ctx, s, in, arg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+var childModes = map[string]func(ctx context.Context, s *store.SQLite, in *bufio.Scanner, arg string) error{
+	// apply: on the go-ahead, try approved -> applying on every plan in
+	// arg (comma-separated) and report which moves this process won.
+	"apply": func(ctx context.Context, s *store.SQLite, in *bufio.Scanner, arg string) error {
+		fmt.Println("ready")
+		in.Scan()
+		for _, id := range strings.Split(arg, ",") {
+			_, err := s.TransitionPlan(ctx, store.Transition{PlanID: id, From: store.PlanApproved, To: store.PlanApplying,
+				Actor: fmt.Sprintf("pid-%d", os.Getpid())})
+			var conflict *store.StateConflictError
+			switch {
+			case err == nil:
+				fmt.Println("won " + id)
+			case errors.As(err, &conflict):
+				fmt.Println("lost " + id)
+			default:
+				return err
+			}
+		}
+		return nil
+	},
+	// lock: on the go-ahead, try to take lock arg for an hour, report the
+	// result, and keep (never release) it until stdin closes.
+	"lock": func(ctx context.Context, s *store.SQLite, in *bufio.Scanner, arg string) error {
+		fmt.Println("ready")
+		in.Scan()
+		holder := fmt.Sprintf("pid-%d", os.Getpid())
+		_, err := s.Acquire(ctx, arg, holder, time.Hour)
+		var locked *store.LockedError
+		switch {
+		case err == nil:
+			fmt.Println("won " + holder)
+		case errors.As(err, &locked):
+			fmt.Println("lost " + locked.Holder)
+		default:
+			return err
+		}
+		for in.Scan() {
+		}
+		return nil
+	},
+	// crash: start a run, apply a plan, claim work, then exit without
+	// finishing anything, as a process that dies mid-remediation does.
+	"crash": func(ctx context.Context, s *store.SQLite, in *bufio.Scanner, arg string) error {
+		out := map[string]string{}
+		w, _, err := s.Enqueue(ctx, store.Work{Trigger: store.TriggerAlert, Runbook: "sglang-pd-wedge", Key: "crash-" + arg})
+		if err != nil {
+			return err
+		}
+		if w, err = s.ClaimWork(ctx); err != nil {
+			return err
+		}
+		out["work"] = w.ID
+		run, err := s.CreateRun(ctx, store.Run{Runbook: "sglang-pd-wedge", Trigger: store.TriggerAlert, WorkID: w.ID})
+		if err != nil {
+			return err
+		}
+		out["run"] = run.ID
+		p, _, err := s.CreatePlan(ctx, store.Plan{RunID: run.ID, Remediation: "restart-" + arg, Deployment: "dsv4",
+			Hash: "h1", Body: json.RawMessage(`{}`), RequestedBy: "alertmanager"})
+		if err != nil {
+			return err
+		}
+		if _, err := s.RecordApproval(ctx, store.Approval{PlanID: p.ID, User: "U-bob", Decision: store.Approve, PlanHash: "h1"}); err != nil {
+			return err
+		}
+		if _, err := s.TransitionPlan(ctx, store.Transition{PlanID: p.ID, From: store.PlanApproved, To: store.PlanApplying}); err != nil {
+			return err
+		}
+		if _, err := s.StartAction(ctx, store.ActionRecord{PlanID: p.ID, Index: 0, Target: "decode@gpu-1", Action: "systemd_restart"}); err != nil {
+			return err
+		}
+		out["plan"] = p.ID
+		b, _ := json.Marshal(out)
+		fmt.Println(string(b))
+		// Exit without Close, without finishing: the rows stay owned by a
+		// process that no longer exists.
+		os.Exit(0)
+		return nil
+	},
+	// claim: claim the oldest pending work and die holding it.
+	"claim": func(ctx context.Context, s *store.SQLite, in *bufio.Scanner, arg string) error {
+		w, err := s.ClaimWork(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Println(w.ID)
+		os.Exit(0)
+		return nil
+	},
+}

@@ -1,0 +1,76 @@
+// Package store is runbot's durable state: runs and their reports,
+// remediation plans with their approvals and actions, an append-only audit
+// log, cross-process locks, the alert inbox with its dedup state, and the
+// queue of accepted triggers.
+//
+// Callers use the Store interface; Open returns the SQLite implementation,
+// which keeps everything in one file that several goroutines and several
+// processes (a `runbot serve` and a `runbot run` beside it) may use at once.
+// It runs in WAL mode with busy_timeout, foreign keys on and
+// synchronous=FULL, and begins every write transaction IMMEDIATE, so that a
+// read-then-write holds the write lock from its first read. That makes the
+// compare-and-set of plan states and the lock acquisition atomic across
+// processes, not only across goroutines.
+//
+// Decisions that depend on time (lock expiry, approval expiry, dedup
+// windows) read the clock given by WithNow.
+//
+// # Schema
+//
+// Migrations are embedded (migrations/NNNN_name.sql), applied in order, each
+// in its own transaction with its row in schema_migrations(version, name,
+// applied_at). Times are INTEGER nanoseconds since the Unix epoch, UTC; NULL
+// means "not yet". JSON columns hold TEXT. Tables are STRICT.
+//
+//	runs(id PK, runbook, trigger_type, requested_by, params JSON, status,
+//	     outcome, started_at, finished_at, report JSON, slack_channel,
+//	     slack_ts, work_id, owner)
+//	    One runbook execution. status: running → finished | failed |
+//	    interrupted | canceled. outcome: ok | critical | inconclusive |
+//	    error. report is the engine's report, opaque here.
+//
+//	plans(id PK, run_id → runs, remediation, diagnosis, deployment, hash,
+//	      body JSON, requested_by, policy JSON, expires_at, state,
+//	      created_at, updated_at, applied_at, finished_at, owner)
+//	    A remediation plan; state follows the machine documented on
+//	    PlanState, every move a compare-and-set on the current state.
+//	    applied_at is when it entered applying (rate limits count it).
+//
+//	approvals(plan_id → plans, approver, decision, plan_hash, at;
+//	          PK plan_id, approver, decision)
+//	    Who approved or denied, bound to the plan hash they were shown.
+//
+//	actions(plan_id → plans, idx, target, action, state, detail JSON,
+//	        started_at, finished_at; PK plan_id, idx)
+//	    One action of a plan, written as started before its side effect;
+//	    state: started → done | failed → rolled_back | rollback_failed.
+//
+//	audit(id PK AUTOINCREMENT, at, run_id, plan_id, kind, actor, detail JSON)
+//	    Every state change, written in the transaction that makes it.
+//	    Triggers abort any UPDATE or DELETE; there are no foreign keys, so
+//	    the log outlives what it mentions.
+//
+//	locks(key PK, holder, token, since, expires_at)
+//	    Leases. A row whose expires_at has passed is free.
+//
+//	alert_inbox(id PK AUTOINCREMENT, fingerprint, received_at, payload BLOB)
+//	    Every alert delivery, stored before the webhook answers 2xx.
+//
+//	alert_state(fingerprint PK, status, first_seen, last_seen, triggered_at,
+//	            repeats, trigger_key)
+//	    Dedup state per alert; trigger_key is the dedup_key of the work the
+//	    current trigger enqueues, which links the alert to its run.
+//
+//	work(id PK, dedup_key UNIQUE, trigger_type, runbook, params JSON,
+//	     requested_by, payload JSON, state, attempts, run_id, owner,
+//	     enqueued_at, started_at, done_at)
+//	    Accepted triggers: pending → started → done.
+//
+// # Ownership and recovery
+//
+// Rows that a process is working on (running runs, applying plans, started
+// work) carry its owner, "host/pid/start-time". At startup MarkInterrupted
+// interrupts the rows of owners that no longer run; it leaves rows of live
+// processes alone. A plan interrupted while applying is never applied again
+// without a new plan and a new approval.
+package store

@@ -1,0 +1,122 @@
+package store_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/store"
+)
+
+// Two processes race to move the same approved plans to applying, as two
+// bot replicas handling a double click would: every plan is won by exactly
+// one of them, and the audit log shows exactly one applying move per plan.
+func TestApplyCASAcrossProcesses(t *testing.T) {
+	path := dbPath(t)
+	s := openAt(t, path)
+	const n = 40
+	var ids []string
+	for range n {
+		// Creating a plan supersedes only proposed ones, so the approved
+		// plans of earlier iterations stay approved.
+		p := approve(t, s, mkPlan(t, s))
+		ids = append(ids, p.ID)
+	}
+	arg := strings.Join(ids, ",")
+	a, b := startChild(t, "apply", path, arg), startChild(t, "apply", path, arg)
+	require.Equal(t, "ready", a.next())
+	require.Equal(t, "ready", b.next())
+	a.send("go")
+	b.send("go")
+
+	winners := map[string]int{}
+	for _, c := range []*child{a, b} {
+		for _, line := range c.wait() {
+			verdict, id, ok := strings.Cut(line, " ")
+			require.True(t, ok, line)
+			if verdict == "won" {
+				winners[id]++
+			}
+		}
+	}
+	for _, id := range ids {
+		require.Equal(t, 1, winners[id], "plan %s must be applied by exactly one process", id)
+		p, err := s.GetPlan(testCtx(t), id)
+		require.NoError(t, err)
+		require.Equal(t, store.PlanApplying, p.State)
+		moves := 0
+		for _, k := range auditKinds(t, s, store.AuditFilter{PlanID: id}) {
+			if k == store.AuditPlanState+":applying" {
+				moves++
+			}
+		}
+		require.Equal(t, 1, moves, "plan %s", id)
+	}
+}
+
+// A lock taken by another process is refused with its holder, stays held
+// after that process dies without releasing it, and is free once its lease
+// has expired.
+func TestLockAcrossProcesses(t *testing.T) {
+	path := dbPath(t)
+	// The child uses the real clock; the parent's fake clock starts at real
+	// time so that the child's hour-long lease is current for it.
+	c := &clock{t: time.Now().UTC()}
+	s := openAt(t, path, store.WithNow(c.Now))
+
+	holder := startChild(t, "lock", path, "deployment/dsv4")
+	require.Equal(t, "ready", holder.next())
+	holder.send("go")
+	won := holder.next()
+	require.True(t, strings.HasPrefix(won, "won "), won)
+	holderName := strings.TrimPrefix(won, "won ")
+
+	_, err := s.Acquire(testCtx(t), "deployment/dsv4", "parent", time.Minute)
+	var locked *store.LockedError
+	require.ErrorAs(t, err, &locked)
+	require.Equal(t, holderName, locked.Holder)
+	require.Equal(t, "deployment/dsv4", locked.Key)
+
+	holder.wait() // the child exits without releasing
+	_, err = s.Acquire(testCtx(t), "deployment/dsv4", "parent", time.Minute)
+	require.ErrorAs(t, err, &locked, "a dead holder's lease lasts until it expires")
+
+	c.Advance(time.Hour + time.Second)
+	l, err := s.Acquire(testCtx(t), "deployment/dsv4", "parent", time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, "parent", l.Holder)
+}
+
+// Two processes race for one free lock: exactly one gets it, and the other
+// is told who has it.
+func TestLockRaceAcrossProcesses(t *testing.T) {
+	path := dbPath(t)
+	openAt(t, path) // create the schema before the race
+	for round := range 5 {
+		key := "deployment/race-" + string(rune('a'+round))
+		a, b := startChild(t, "lock", path, key), startChild(t, "lock", path, key)
+		require.Equal(t, "ready", a.next())
+		require.Equal(t, "ready", b.next())
+		a.send("go")
+		b.send("go")
+		ra, rb := a.next(), b.next()
+		verdicts := []string{ra, rb}
+		wins := 0
+		var winner, loserSaw string
+		for _, v := range verdicts {
+			verdict, who, _ := strings.Cut(v, " ")
+			if verdict == "won" {
+				wins++
+				winner = who
+			} else {
+				loserSaw = who
+			}
+		}
+		require.Equal(t, 1, wins, "round %d: %v", round, verdicts)
+		require.Equal(t, winner, loserSaw, "the loser names the winner")
+		a.wait()
+		b.wait()
+	}
+}

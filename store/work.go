@@ -1,0 +1,180 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// WorkState is where an accepted trigger is: pending until a worker claims
+// it, started while its run goes, done after.
+type WorkState string
+
+const (
+	WorkPending WorkState = "pending"
+	WorkStarted WorkState = "started"
+	WorkDone    WorkState = "done"
+)
+
+// Work is an accepted trigger: which runbook to run with which params.
+type Work struct {
+	ID string `json:"id"`
+	// Key makes Enqueue idempotent: a Slack event_id, an alert's
+	// TriggerKey. Empty means no dedup.
+	Key         string            `json:"key,omitempty"`
+	Trigger     Trigger           `json:"trigger"`
+	Runbook     string            `json:"runbook"`
+	Params      map[string]string `json:"params,omitempty"`
+	RequestedBy string            `json:"requested_by"`
+	// Payload is what the trigger carried (the alert, the Slack command),
+	// kept for the run and for replies.
+	Payload json.RawMessage `json:"payload,omitempty"`
+	State   WorkState       `json:"state"`
+	// Attempts counts claims; more than one means a process died with it.
+	Attempts   int       `json:"attempts"`
+	RunID      string    `json:"run_id,omitempty"`
+	Owner      string    `json:"owner,omitempty"`
+	EnqueuedAt time.Time `json:"enqueued_at"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	DoneAt     time.Time `json:"done_at,omitzero"`
+}
+
+// maxAttempts is how many times work is claimed before a restart gives up
+// on it: work that killed its process twice is not fed to a third.
+const maxAttempts = 3
+
+const workColumns = `id, dedup_key, trigger_type, runbook, params, requested_by, payload, state, attempts, run_id, owner,
+	enqueued_at, started_at, done_at`
+
+func scanWork(row interface{ Scan(...any) error }) (Work, error) {
+	var (
+		w                       Work
+		key, payload            sql.NullString
+		params                  string
+		enqueued, started, done sql.NullInt64
+	)
+	if err := row.Scan(&w.ID, &key, &w.Trigger, &w.Runbook, &params, &w.RequestedBy, &payload, &w.State, &w.Attempts,
+		&w.RunID, &w.Owner, &enqueued, &started, &done); err != nil {
+		return Work{}, err
+	}
+	if err := json.Unmarshal([]byte(params), &w.Params); err != nil {
+		return Work{}, fmt.Errorf("decode params of work %s: %w", w.ID, err)
+	}
+	w.Key, w.Payload = key.String, rawJSON(payload)
+	w.EnqueuedAt, w.StartedAt, w.DoneAt = fromNanos(enqueued), fromNanos(started), fromNanos(done)
+	return w, nil
+}
+
+// Enqueue adds pending work unless work with the same Key exists.
+func (s *SQLite) Enqueue(ctx context.Context, w Work) (Work, bool, error) {
+	if w.Runbook == "" || !w.Trigger.valid() {
+		return Work{}, false, fmt.Errorf("enqueue work: a runbook and a valid trigger are required (got %q, %q)", w.Runbook, w.Trigger)
+	}
+	if err := checkJSON("payload", w.Payload); err != nil {
+		return Work{}, false, fmt.Errorf("enqueue work: %w", err)
+	}
+	params := []byte("{}")
+	if w.Params != nil {
+		var err error
+		if params, err = json.Marshal(w.Params); err != nil {
+			return Work{}, false, fmt.Errorf("enqueue work: encode params: %w", err)
+		}
+	}
+	now := s.clock()
+	w.State, w.Attempts, w.RunID, w.Owner = WorkPending, 0, "", ""
+	w.EnqueuedAt, w.StartedAt, w.DoneAt = now, time.Time{}, time.Time{}
+	created := false
+	for attempt := 0; ; attempt++ {
+		w.ID = newID("w", now)
+		err := s.write(ctx, func(tx *sql.Tx) error {
+			res, err := tx.ExecContext(ctx, `INSERT INTO work (`+workColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+				ON CONFLICT (dedup_key) DO NOTHING`,
+				w.ID, nullString(w.Key), w.Trigger, w.Runbook, string(params), w.RequestedBy, jsonText(w.Payload),
+				w.State, 0, "", "", now.UnixNano(), nil, nil)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				created = false
+				w, err = scanWork(tx.QueryRowContext(ctx, `SELECT `+workColumns+` FROM work WHERE dedup_key = ?`, w.Key))
+				return err
+			}
+			created = true
+			return appendAudit(ctx, tx, AuditEvent{At: now, Kind: AuditWorkEnqueued, Actor: w.RequestedBy,
+				Detail: mustJSON(map[string]any{"work": w.ID, "key": w.Key, "runbook": w.Runbook, "trigger": w.Trigger})})
+		})
+		if isUniqueViolation(err) && attempt < 5 {
+			continue
+		}
+		if err != nil {
+			return Work{}, false, fmt.Errorf("enqueue work for %s: %w", w.Runbook, err)
+		}
+		return w, created, nil
+	}
+}
+
+// ClaimWork moves the oldest pending work to started, owned by this process.
+func (s *SQLite) ClaimWork(ctx context.Context) (Work, error) {
+	now := s.clock()
+	var w Work
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		w, err = scanWork(tx.QueryRowContext(ctx, `UPDATE work SET state = 'started', attempts = attempts + 1, owner = ?, started_at = ?
+			WHERE id = (SELECT id FROM work WHERE state = 'pending' ORDER BY enqueued_at, id LIMIT 1)
+			RETURNING `+workColumns, s.owner, now.UnixNano()))
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNoWork
+		}
+		if err != nil {
+			return err
+		}
+		return auditWork(ctx, tx, now, w, WorkPending)
+	})
+	if err != nil {
+		return Work{}, fmt.Errorf("claim work: %w", err)
+	}
+	return w, nil
+}
+
+func auditWork(ctx context.Context, tx *sql.Tx, now time.Time, w Work, from WorkState) error {
+	return appendAudit(ctx, tx, AuditEvent{At: now, RunID: w.RunID, Kind: AuditWorkState, Actor: w.Owner,
+		Detail: mustJSON(map[string]any{"work": w.ID, "from": from, "to": w.State, "attempts": w.Attempts})})
+}
+
+// CompleteWork moves started work to done.
+func (s *SQLite) CompleteWork(ctx context.Context, id string) (Work, error) {
+	now := s.clock()
+	var w Work
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		w, err = scanWork(tx.QueryRowContext(ctx, `UPDATE work SET state = 'done', done_at = ?
+			WHERE id = ? AND state = 'started' RETURNING `+workColumns, now.UnixNano(), id))
+		if errors.Is(err, sql.ErrNoRows) {
+			var got string
+			if err := tx.QueryRowContext(ctx, `SELECT state FROM work WHERE id = ?`, id).Scan(&got); err != nil {
+				return notFound(err)
+			}
+			return &StateConflictError{Kind: "work", ID: id, Want: string(WorkStarted), Got: got}
+		}
+		if err != nil {
+			return err
+		}
+		return auditWork(ctx, tx, now, w, WorkStarted)
+	})
+	if err != nil {
+		return Work{}, fmt.Errorf("complete work %s: %w", id, err)
+	}
+	return w, nil
+}
+
+// GetWork returns one work item.
+func (s *SQLite) GetWork(ctx context.Context, id string) (Work, error) {
+	w, err := scanWork(s.db.QueryRowContext(ctx, `SELECT `+workColumns+` FROM work WHERE id = ?`, id))
+	if err != nil {
+		return Work{}, fmt.Errorf("get work %s: %w", id, notFound(err))
+	}
+	return w, nil
+}
