@@ -96,7 +96,7 @@ func (ConfigEdit) Plan(ctx context.Context, env Env) (Plan, error) {
 	p.Diff = unifiedDiff(f.Path, f.Content, content)
 	p.Commands = []string{
 		readFileCommand(f.Path),
-		writeStdinNote(content, newSHA) + "\n" + writeFileCommand(f.Path, backup, f.sha256()),
+		writeCommand(f.Path, backup, f.sha256(), content),
 	}
 	p.Data["backup"] = backup
 	p.Data["new_sha256"] = newSHA
@@ -104,10 +104,12 @@ func (ConfigEdit) Plan(ctx context.Context, env Env) (Plan, error) {
 	return p, nil
 }
 
-// writeStdinNote is a shell comment that opens the write command, saying
-// what it reads on standard input, so the plan shows it.
-func writeStdinNote(content []byte, sha string) string {
-	return fmt.Sprintf("# standard input: the planned content (%d bytes, sha256 %s)", len(content), sha)
+// writeCommand is the command Apply runs to write content, opened by a
+// shell comment that says what it reads on standard input, so the plan
+// shows that too.
+func writeCommand(file, backup, oldSHA string, content []byte) string {
+	note := fmt.Sprintf("# standard input: the planned content (%d bytes, sha256 %s)", len(content), sha256Hex(content))
+	return note + "\n" + writeFileCommand(file, backup, oldSHA)
 }
 
 // Apply implements Action. It refuses with ErrPlanStale when the file's
@@ -130,7 +132,7 @@ func (ConfigEdit) Apply(ctx context.Context, env Env, plan Plan) (Applied, error
 		return Applied{}, fmt.Errorf("apply config_edit to %s on %s: the plan's content does not match its checksum", file, r.Host())
 	}
 	backup := plan.Data["backup"]
-	out, err := r.Run(ctx, remote.Command{Line: writeFileCommand(file, backup, plan.Data["sha256"]), Stdin: content})
+	out, err := r.Run(ctx, remote.Command{Line: writeCommand(file, backup, plan.Data["sha256"], content), Stdin: content})
 	if err != nil {
 		return Applied{}, fmt.Errorf("write %s on %s: %w", file, r.Host(), err)
 	}

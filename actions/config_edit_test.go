@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/internal/argspec"
+	"github.com/runbot/runbot/remote"
 )
 
 func testCtx(t *testing.T) context.Context {
@@ -69,6 +70,8 @@ func TestConfigEditPlanApplyRollback(t *testing.T) {
 	require.Contains(t, plan.Diff, "\n+  --disable-overlap-schedule \\\n   --log-level info\n")
 	require.Contains(t, plan.Fingerprint, "mode:750")
 	require.Len(t, plan.Commands, 2)
+	require.True(t, strings.HasPrefix(plan.Commands[1], "# standard input: the planned content"), plan.Commands[1])
+	require.Contains(t, plan.Commands[1], "mv -f -- \"$t\" \"$f\"")
 
 	applied, err := a.Apply(ctx, env, plan)
 	require.NoError(t, err)
@@ -224,4 +227,28 @@ func TestConfigEditPlanErrors(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
+}
+
+// TestWriteAndRestoreGuards runs the write and restore commands directly,
+// as a race would meet them: a file that changed between Apply's check and
+// its write, and a backup that no longer holds the original.
+func TestWriteAndRestoreGuards(t *testing.T) {
+	ctx := testCtx(t)
+	r := localEnv(nil).Target.Runner
+	script := copyFixture(t, "sglang/serve_dsv4_prefill.sh", t.TempDir(), "serve.sh", 0o755)
+	before := stateOf(t, script)
+
+	out, err := r.Run(ctx, remote.Command{Line: writeFileCommand(script, script+".bak", sha256Hex([]byte("other"))), Stdin: []byte("new")})
+	require.NoError(t, err)
+	require.Equal(t, exitChanged, out.ExitCode, string(out.Stderr))
+	require.Equal(t, before, stateOf(t, script))
+	require.NoFileExists(t, script+".bak")
+
+	require.NoError(t, os.WriteFile(script+".bak", []byte("not the original"), 0o644))
+	sum := sha256Hex([]byte(before.content))
+	out, err = r.Run(ctx, remote.Command{Line: restoreFileCommand(script, script+".bak", sha256Hex([]byte("original")), sum, false)})
+	require.NoError(t, err)
+	require.Equal(t, 1, out.ExitCode)
+	require.Contains(t, string(out.Stderr), "no longer holds the original content")
+	require.Equal(t, before, stateOf(t, script))
 }

@@ -7,7 +7,12 @@ import (
 
 // registry lists every action type. Adding an action means adding one line
 // here and one file beside this one.
-var registry = map[string]Type{}
+var registry = map[string]Type{
+	"command":         commandActionType,
+	"config_edit":     configEditType,
+	"daemon_reload":   daemonReloadType,
+	"systemd_restart": systemdRestartType,
+}
 
 // Lookup returns the action type with the given name.
 func Lookup(name string) (Type, bool) {

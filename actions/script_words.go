@@ -55,7 +55,8 @@ func scanLine(s string) scriptLine {
 			redirect := strings.ContainsAny(text, "<>")
 			out.words = append(out.words, word{start: i, end: j, val: text, op: true, control: !redirect})
 			// ">&2" and "2>&1" carry their target; "> file" does not.
-			redirectTarget = redirect && !(strings.Contains(text, "&") && j > 0 && (isDigit(s[j-1]) || s[j-1] == '-'))
+			carriesTarget := strings.Contains(text, "&") && (isDigit(s[j-1]) || s[j-1] == '-')
+			redirectTarget = redirect && !carriesTarget
 			i = j
 			continue
 		}

@@ -37,9 +37,18 @@ func fanOut(ctx context.Context, names []string, parallelism int, fn func(ctx co
 	var wg sync.WaitGroup
 	for i, name := range names {
 		results[i].Host = name
+		acquired := false
 		select {
 		case slots <- struct{}{}:
+			acquired = true
 		case <-ctx.Done():
+		}
+		// Checked after taking a slot too: when both were ready, select may
+		// have picked the slot.
+		if ctx.Err() != nil {
+			if acquired {
+				<-slots
+			}
 			results[i].Err = context.Cause(ctx)
 			continue
 		}

@@ -3,13 +3,13 @@ package remote
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
@@ -69,30 +69,15 @@ func newAuth(c SSHConfig) (*auth, error) {
 	return a, nil
 }
 
-// identityCache keeps parsed identity files, so that a fan-out to many hosts
-// with one passphrase-protected key runs the slow key derivation once. An
-// entry is only reused while the file's size and modification time match.
-var identityCache sync.Map // path -> identityEntry
-
-type identityEntry struct {
-	size    int64
-	mod     time.Time
-	signers []ssh.Signer
-}
+// decrypted keeps keys decrypted in this process, so that a fan-out to many
+// hosts with one passphrase-protected key runs the slow key derivation
+// once. It is keyed by a hash of the key file and the passphrase together,
+// so a config with a wrong or missing passphrase never gets the key.
+var decrypted sync.Map // [sha256.Size]byte -> ssh.Signer
 
 // loadIdentity parses one private key file, decrypting it when needed, and
 // pairs it with a certificate at path+"-cert.pub" when one exists.
 func loadIdentity(path string, c SSHConfig) ([]ssh.Signer, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("identity file %s: %w", path, err)
-	}
-	if e, ok := identityCache.Load(path); ok {
-		e := e.(identityEntry)
-		if e.size == fi.Size() && e.mod.Equal(fi.ModTime()) {
-			return e.signers, nil
-		}
-	}
 	pem, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read identity file %s: %w", path, err)
@@ -100,29 +85,47 @@ func loadIdentity(path string, c SSHConfig) ([]ssh.Signer, error) {
 	signer, err := ssh.ParsePrivateKey(pem)
 	var missing *ssh.PassphraseMissingError
 	if errors.As(err, &missing) {
-		pass, perr := passphrase(c)
-		if perr != nil {
-			return nil, fmt.Errorf("identity file %s is encrypted: %w", path, perr)
-		}
-		signer, err = ssh.ParsePrivateKeyWithPassphrase(pem, pass)
+		signer, err = decrypt(path, pem, c)
 		if err != nil {
-			// The x/crypto error never contains the passphrase, but it can be
-			// vague, so say plainly what most likely happened.
-			return nil, fmt.Errorf("decrypt identity file %s (wrong passphrase?): %w", path, err)
+			return nil, err
 		}
 	} else if err != nil {
 		return nil, fmt.Errorf("parse identity file %s: %w", path, err)
 	}
-	signers := []ssh.Signer{signer}
-	if cert, err := loadCertificate(path+"-cert.pub", signer); err != nil {
+	cert, err := loadCertificate(path+"-cert.pub", signer)
+	if err != nil {
 		return nil, err
-	} else if cert != nil {
+	}
+	if cert != nil {
 		// Offer the certificate first: servers that trust the CA accept it
 		// without the plain key being in authorized_keys.
-		signers = []ssh.Signer{cert, signer}
+		return []ssh.Signer{cert, signer}, nil
 	}
-	identityCache.Store(path, identityEntry{size: fi.Size(), mod: fi.ModTime(), signers: signers})
-	return signers, nil
+	return []ssh.Signer{signer}, nil
+}
+
+func decrypt(path string, pem []byte, c SSHConfig) (ssh.Signer, error) {
+	pass, err := passphrase(c)
+	if err != nil {
+		return nil, fmt.Errorf("identity file %s is encrypted: %w", path, err)
+	}
+	h := sha256.New()
+	h.Write(pem)
+	h.Write([]byte{0})
+	h.Write(pass)
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	if s, ok := decrypted.Load(key); ok {
+		return s.(ssh.Signer), nil
+	}
+	signer, err := ssh.ParsePrivateKeyWithPassphrase(pem, pass)
+	if err != nil {
+		// The x/crypto error never contains the passphrase, but it can be
+		// vague, so say plainly what most likely happened.
+		return nil, fmt.Errorf("decrypt identity file %s (wrong passphrase?): %w", path, err)
+	}
+	decrypted.Store(key, signer)
+	return signer, nil
 }
 
 // loadCertificate returns nil, nil when there is no certificate file.

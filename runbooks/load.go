@@ -406,7 +406,7 @@ func (l *loader) diagnosis(n *yaml.Node) {
 	l.rb.Diagnoses = append(l.rb.Diagnoses, dg)
 }
 
-var remediationKeys = []string{"doc", "approval", "preconditions", "actions", "verify", "verify_when", "rollback", "max_per_hour"}
+var remediationKeys = []string{"doc", "approval", "preconditions", "actions", "verify", "verify_when", "settle", "rollback", "max_per_hour", "escalate"}
 
 func (l *loader) remediation(name string, k, n *yaml.Node) {
 	d := l.d
@@ -450,6 +450,10 @@ func (l *loader) remediation(name string, k, n *yaml.Node) {
 			}
 		case "max_per_hour":
 			r.MaxPerHour = d.Int(v, "max_per_hour")
+		case "settle":
+			r.Settle = d.Duration(v, "settle")
+		case "escalate":
+			r.Escalate = d.String(v, "escalate")
 		}
 	})
 	if len(r.Actions) == 0 {

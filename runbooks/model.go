@@ -149,6 +149,12 @@ type Remediation struct {
 	Rollback   string // on_failed_verify | never
 	// MaxPerHour limits how often this remediation may run per deployment.
 	MaxPerHour int
+	// Settle is how long to wait after the actions before verifying, so
+	// a restarted service has come up.
+	Settle time.Duration
+	// Escalate is a message for humans shown with the outcome, e.g. when
+	// the remediation is a stop-gap.
+	Escalate string
 	Pos        yamlnode.Pos
 }
 

@@ -74,6 +74,8 @@ func Schema() ([]byte, error) {
 				"actions":       map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"oneOf": actionVariants}},
 				"verify":        map[string]any{"type": "array", "items": str},
 				"verify_when":   str,
+				"settle":        duration,
+				"escalate":      str,
 				"rollback":      map[string]any{"enum": []string{"on_failed_verify", "never"}},
 				"max_per_hour":  map[string]any{"type": "integer", "minimum": 0},
 			}, "approval", "actions")},

@@ -88,28 +88,29 @@ func (d *decodeSched) expireLocked(req *decodeReq, now time.Time) {
 // decodeStepLocked gives every running request one token. Caller holds d.mu.
 func (d *decodeSched) decodeStepLocked(now time.Time) {
 	d.forwardCt++
-	keep := d.running[:0]
 	for _, req := range d.running {
 		req.generated++
 		d.rankTokens[req.rank]++
-		final := req.generated >= req.maxTokens
-		req.out <- decodeEvent{token: tokenText(req.generated), final: final}
-		if final {
+		req.out <- decodeEvent{token: tokenText(req.generated), final: req.generated >= req.maxTokens}
+	}
+	d.e.metrics.addGenerated(len(d.running))
+	// The line describes the batch that just ran, finished requests included.
+	if d.forwardCt%d.e.cfg.DecodeLogInterval == 0 {
+		d.logBatchLocked(now)
+	}
+	keep := d.running[:0]
+	for _, req := range d.running {
+		if req.generated >= req.maxTokens {
 			delete(d.reqs, req.room)
 			req.state = dsDone
 			continue
 		}
 		keep = append(keep, req)
 	}
-	generated := len(d.running)
 	for i := len(keep); i < len(d.running); i++ {
 		d.running[i] = nil
 	}
 	d.running = keep
-	d.e.metrics.addGenerated(generated)
-	if d.forwardCt%d.e.cfg.DecodeLogInterval == 0 {
-		d.logBatchLocked(now)
-	}
 }
 
 // rankCounts tallies the queues of one DP rank. Caller holds d.mu.

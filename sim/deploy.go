@@ -15,20 +15,20 @@ var Roles = []string{"prefill", "decode", "router"}
 // Deployment is the on-disk description of a simulated PD deployment, DIR/sim.json.
 // `up` writes it; `ctl` and `down` read it.
 type Deployment struct {
-	Dir           string   `json:"dir"`
-	Name          string   `json:"name"`
-	Scenario      string   `json:"scenario"`
-	Binary        string   `json:"binary"`
-	Host          string   `json:"host"`
-	RouterPort    int      `json:"router_port"`
-	PrefillPort   int      `json:"prefill_port"`
-	BootstrapPort int      `json:"bootstrap_port"`
-	DecodePort    int      `json:"decode_port"`
-	Restart       string   `json:"restart"` // "no" or "on-failure", like systemd's Restart=
+	Dir           string `json:"dir"`
+	Name          string `json:"name"`
+	Scenario      string `json:"scenario"`
+	Binary        string `json:"binary"`
+	Host          string `json:"host"`
+	RouterPort    int    `json:"router_port"`
+	PrefillPort   int    `json:"prefill_port"`
+	BootstrapPort int    `json:"bootstrap_port"`
+	DecodePort    int    `json:"decode_port"`
+	Restart       string `json:"restart"` // "no" or "on-failure", like systemd's Restart=
 	// DecodeLogInterval is the --decode-log-interval written into serve_decode.sh.
-	DecodeLogInterval int `json:"decode_log_interval"`
-	EngineArgs    []string `json:"engine_args,omitempty"`
-	Env           []string `json:"env,omitempty"` // extra "export K=V" lines for the engine scripts
+	DecodeLogInterval int      `json:"decode_log_interval"`
+	EngineArgs        []string `json:"engine_args,omitempty"`
+	Env               []string `json:"env,omitempty"` // extra "export K=V" lines for the engine scripts
 }
 
 func deploymentFile(dir string) string { return filepath.Join(dir, "sim.json") }

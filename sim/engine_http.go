@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -56,8 +57,8 @@ func (e *Engine) handleHealth(w http.ResponseWriter, r *http.Request) {
 			}
 		case <-deadline.C:
 			last := time.Unix(0, e.lastOutput.Load()).UTC()
-			e.log.Logf("", "Health check failed. Server couldn't get a response from detokenizer for last %d seconds. tic start time: %s. last_heartbeat time: %s",
-				int(e.healthWait.Seconds()), tic.UTC().Format("15:04:05"), last.Format("15:04:05"))
+			e.log.Logf("", "Health check failed. Server couldn't get a response from detokenizer for last %s seconds. tic start time: %s. last_heartbeat time: %s",
+				strconv.FormatFloat(e.healthWait.Seconds(), 'f', -1, 64), tic.UTC().Format("15:04:05"), last.Format("15:04:05"))
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}

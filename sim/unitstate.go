@@ -52,9 +52,10 @@ func writeUnitState(path string, s UnitState) error {
 }
 
 // effective corrects a recorded state against reality: a unit recorded as active
-// whose main process is gone (its supervisor was killed too) is failed.
+// whose main process and supervisor are both gone (someone killed the supervisor)
+// is failed. While the supervisor lives it records the outcome itself.
 func (s UnitState) effective() UnitState {
-	if s.ActiveState == "active" && !alive(s.MainPID) {
+	if s.ActiveState == "active" && !alive(s.MainPID) && !alive(s.SupervisorPID) {
 		s.ActiveState, s.SubState, s.Result, s.MainPID = "failed", "failed", "signal", 0
 	}
 	return s

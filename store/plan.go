@@ -236,7 +236,7 @@ func (s *SQLite) ListPlans(ctx context.Context, f PlanFilter) ([]Plan, error) {
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+	q += ` ORDER BY created_at DESC, rowid DESC LIMIT ?`
 	rows, err := s.db.QueryContext(ctx, q, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list plans: %w", err)
@@ -252,7 +252,7 @@ func (s *SQLite) ListPlans(ctx context.Context, f PlanFilter) ([]Plan, error) {
 // first.
 func (s *SQLite) PendingPlans(ctx context.Context) ([]Plan, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+planColumns+` FROM plans
-		WHERE state = 'proposed' AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at, id`, s.clock().UnixNano())
+		WHERE state = 'proposed' AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at, rowid`, s.clock().UnixNano())
 	if err != nil {
 		return nil, fmt.Errorf("list pending plans: %w", err)
 	}

@@ -53,7 +53,7 @@ func (s *SQLite) CountApplied(ctx context.Context, f AppliedFilter) (int, error)
 func (s *SQLite) LastRemediation(ctx context.Context, deployment, diagnosis string) (Plan, error) {
 	p, err := scanPlan(s.db.QueryRowContext(ctx, `SELECT `+planColumns+` FROM plans
 		WHERE deployment = ? AND diagnosis = ? AND applied_at IS NOT NULL
-		ORDER BY applied_at DESC, id DESC LIMIT 1`, deployment, diagnosis))
+		ORDER BY applied_at DESC, rowid DESC LIMIT 1`, deployment, diagnosis))
 	if err != nil {
 		return Plan{}, fmt.Errorf("last remediation of %s on %s: %w", diagnosis, deployment, notFound(err))
 	}

@@ -128,7 +128,7 @@ func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	if err != nil {
 		return Run{}, err
 	}
-	if err := json.Unmarshal([]byte(params), &r.Params); err != nil {
+	if err := decodeParams(params, &r.Params); err != nil {
 		return Run{}, fmt.Errorf("decode params of run %s: %w", r.ID, err)
 	}
 	r.StartedAt, r.FinishedAt = fromNanos(started), fromNanos(finished)
@@ -138,6 +138,15 @@ func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	}
 	r.WorkID = work.String
 	return r, nil
+}
+
+// decodeParams reads a params column; "{}" is a nil map, as it was written.
+func decodeParams(text string, params *map[string]string) error {
+	if text == "{}" {
+		*params = nil
+		return nil
+	}
+	return json.Unmarshal([]byte(text), params)
 }
 
 func checkJSON(what string, b []byte) error {
@@ -289,7 +298,7 @@ func (s *SQLite) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	q += ` ORDER BY started_at DESC, id DESC LIMIT ?`
+	q += ` ORDER BY started_at DESC, rowid DESC LIMIT ?`
 	rows, err := s.db.QueryContext(ctx, q, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)

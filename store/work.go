@@ -60,7 +60,7 @@ func scanWork(row interface{ Scan(...any) error }) (Work, error) {
 		&w.RunID, &w.Owner, &enqueued, &started, &done); err != nil {
 		return Work{}, err
 	}
-	if err := json.Unmarshal([]byte(params), &w.Params); err != nil {
+	if err := decodeParams(params, &w.Params); err != nil {
 		return Work{}, fmt.Errorf("decode params of work %s: %w", w.ID, err)
 	}
 	w.Key, w.Payload = key.String, rawJSON(payload)

@@ -8,7 +8,7 @@ import "strings"
 // Quote returns s as a single POSIX shell word. Plain words made only of
 // characters that no shell treats specially are returned as they are, so that
 // plans stay readable; everything else is wrapped in single quotes, with each
-// embedded single quote written as '\''.
+// embedded single quote written as '\”.
 func Quote(s string) string {
 	if s == "" {
 		return "''"

@@ -1,0 +1,232 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	sdbus "github.com/coreos/go-systemd/v22/dbus"
+)
+
+// DBus manages the units of the machine runbot itself runs on through
+// systemd's D-Bus API, for when the bot runs on the host it remediates.
+//
+// Every call opens its own connection under the call's context and closes
+// it at the end: the D-Bus library ties a connection's life to the context
+// it was opened with, and a connection that outlived a daemon-reexec would
+// fail anyway. A restart or a state read is rare enough that the extra
+// connect costs nothing worth saving.
+type DBus struct {
+	// Name is how errors name this host; "localhost" when empty.
+	Name string
+	// Connect opens a connection to systemd; nil means the system bus
+	// (sdbus.NewSystemConnectionContext). A connection it returns is closed
+	// after one call.
+	Connect func(ctx context.Context) (*sdbus.Conn, error)
+}
+
+// JobError says systemd finished a unit's job with a result other than
+// "done": "failed" (the unit did not start, e.g. it hit its start limit),
+// "canceled", "timeout", "dependency" or "skipped".
+type JobError struct {
+	Host   string
+	Unit   string
+	Job    string
+	Result string
+}
+
+func (e *JobError) Error() string {
+	return fmt.Sprintf("%s unit %s on %s: systemd's job ended %q", e.Job, e.Unit, e.Host, e.Result)
+}
+
+// Show implements ServiceManager. It reads the unit's properties and, for
+// unit types that have them (a service's MainPID, NRestarts and Result),
+// those of its type too.
+func (d *DBus) Show(ctx context.Context, unit string) (UnitState, error) {
+	name := unitName(unit)
+	conn, err := d.connect(ctx)
+	if err != nil {
+		return UnitState{}, fmt.Errorf("show unit %s on %s: %w", name, d.host(), err)
+	}
+	defer conn.Close()
+	props, err := conn.GetUnitPropertiesContext(ctx, name)
+	if err != nil {
+		return UnitState{}, fmt.Errorf("show unit %s on %s: %w", name, d.host(), err)
+	}
+	var typeProps map[string]any
+	if iface := unitInterface(name); iface != "" && props["LoadState"] != "not-found" {
+		typeProps, err = conn.GetUnitTypePropertiesContext(ctx, name, iface)
+		if err != nil {
+			return UnitState{}, fmt.Errorf("show unit %s on %s: read its %s properties: %w", name, d.host(), iface, err)
+		}
+	}
+	return unitStateFromProperties(name, props, typeProps), nil
+}
+
+// Restart implements ServiceManager. Like `systemctl restart`, it waits
+// until systemd's restart job has finished, and reports a job that did not
+// end "done" as a *JobError.
+func (d *DBus) Restart(ctx context.Context, unit string) error {
+	name := unitName(unit)
+	conn, err := d.connect(ctx)
+	if err != nil {
+		return fmt.Errorf("restart unit %s on %s: %w", name, d.host(), err)
+	}
+	defer conn.Close()
+	// Buffered, so the library's signal loop never blocks on a result that
+	// arrives after the context ended and nobody reads it.
+	done := make(chan string, 1)
+	if _, err := conn.RestartUnitContext(ctx, name, "replace", done); err != nil {
+		return fmt.Errorf("restart unit %s on %s: %w", name, d.host(), err)
+	}
+	select {
+	case result := <-done:
+		if result != "done" {
+			return &JobError{Host: d.host(), Unit: name, Job: "restart", Result: result}
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("restart unit %s on %s: waiting for systemd's job to finish: %w", name, d.host(), context.Cause(ctx))
+	}
+}
+
+// RestartCall describes, for plans, the call Restart makes.
+func (d *DBus) RestartCall(unit string) string {
+	return fmt.Sprintf("D-Bus org.freedesktop.systemd1.Manager.RestartUnit(%q, \"replace\")", unitName(unit))
+}
+
+func (d *DBus) connect(ctx context.Context) (*sdbus.Conn, error) {
+	if d.Connect != nil {
+		return d.Connect(ctx)
+	}
+	conn, err := sdbus.NewSystemConnectionContext(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect to systemd over the system bus: %w", err)
+	}
+	return conn, nil
+}
+
+func (d *DBus) host() string {
+	if d.Name == "" {
+		return "localhost"
+	}
+	return d.Name
+}
+
+// unitTypes are systemd's unit types, by name suffix.
+var unitTypes = []string{"service", "socket", "target", "device", "mount", "automount", "swap", "timer", "path", "slice", "scope"}
+
+// unitName completes a bare name the way systemctl does: "decode" means
+// "decode.service". Unlike systemctl, the D-Bus API takes names literally.
+func unitName(unit string) string {
+	if i := strings.LastIndexByte(unit, '.'); i >= 0 && slices.Contains(unitTypes, unit[i+1:]) {
+		return unit
+	}
+	return unit + ".service"
+}
+
+// unitInterface is the D-Bus interface suffix holding the type-specific
+// properties of a unit ("Service" for x.service).
+func unitInterface(name string) string {
+	i := strings.LastIndexByte(name, '.')
+	if i < 0 {
+		return ""
+	}
+	t := name[i+1:]
+	switch t {
+	case "automount":
+		return "Automount"
+	case "service", "socket", "target", "device", "mount", "swap", "timer", "path", "slice", "scope":
+		return strings.ToUpper(t[:1]) + t[1:]
+	}
+	return ""
+}
+
+// unitStateFromProperties maps D-Bus properties, typed as the D-Bus
+// library decodes them, onto a UnitState. Props holds every property as
+// `systemctl show` would print it, so callers that read Props see the same
+// text from D-Bus as from systemctl; timestamps are exact rather than
+// parsed back from text.
+func unitStateFromProperties(unit string, unitProps, typeProps map[string]any) UnitState {
+	st := UnitState{Unit: unit, Props: make(map[string]string, len(unitProps)+len(typeProps))}
+	for _, m := range []map[string]any{unitProps, typeProps} {
+		for k, v := range m {
+			st.Props[k] = propertyText(k, v)
+		}
+	}
+	str := func(k string) string { s, _ := lookup(k, unitProps, typeProps).(string); return s }
+	st.ActiveState = str("ActiveState")
+	st.SubState = str("SubState")
+	st.LoadState = str("LoadState")
+	st.Result = str("Result")
+	st.MainPID = int(asInt64(lookup("MainPID", unitProps, typeProps)))
+	st.NRestarts = int(asInt64(lookup("NRestarts", unitProps, typeProps)))
+	st.ExecStatus = int(asInt64(lookup("ExecMainStatus", unitProps, typeProps)))
+	if us := asInt64(lookup("ActiveEnterTimestamp", unitProps, typeProps)); us > 0 {
+		st.ActiveEnter = time.UnixMicro(us)
+	}
+	return st
+}
+
+func lookup(k string, maps ...map[string]any) any {
+	for _, m := range maps {
+		if v, ok := m[k]; ok {
+			return v
+		}
+	}
+	return nil
+}
+
+func asInt64(v any) int64 {
+	switch x := v.(type) {
+	case int32:
+		return int64(x)
+	case uint32:
+		return int64(x)
+	case int64:
+		return x
+	case uint64:
+		return int64(x)
+	case int:
+		return int64(x)
+	case uint16:
+		return int64(x)
+	case int16:
+		return int64(x)
+	case uint8:
+		return int64(x)
+	}
+	return 0
+}
+
+// propertyText renders a property value the way `systemctl show` does for
+// the common types: yes/no for booleans, decimal numbers, space-separated
+// lists, and timestamps (microseconds since the epoch) as systemd's local
+// time text, empty when unset.
+func propertyText(name string, v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case bool:
+		if x {
+			return "yes"
+		}
+		return "no"
+	case uint64:
+		if strings.HasSuffix(name, "Timestamp") {
+			if x == 0 {
+				return ""
+			}
+			return time.UnixMicro(int64(x)).Format("Mon 2006-01-02 15:04:05 MST")
+		}
+		return strconv.FormatUint(x, 10)
+	case int32, uint32, int64, int, uint16, int16, uint8:
+		return strconv.FormatInt(asInt64(x), 10)
+	case []string:
+		return strings.Join(x, " ")
+	}
+	return fmt.Sprint(v)
+}

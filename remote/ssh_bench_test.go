@@ -1,0 +1,101 @@
+package remote_test
+
+import (
+	"os"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/runbot/runbot/internal/sshdtest"
+	"github.com/runbot/runbot/remote"
+)
+
+// BenchmarkSSHRun is one command on an established connection, as runbot
+// runs it: a new session, the wrapper that makes timeouts killable, output
+// capture and exit status.
+func BenchmarkSSHRun(b *testing.B) {
+	srv := sshdtest.Start(b, sshdtest.Options{})
+	s, err := remote.NewSSH(remote.SSHConfig{
+		Name: "bench", Address: srv.Host, Port: srv.Port, User: srv.User,
+		IdentityFiles: []string{srv.ClientKeyFile}, PinnedHostKeys: []string{srv.HostPublicKey},
+	})
+	require.NoError(b, err)
+	defer s.Close()
+	ctx := b.Context()
+	require.NoError(b, s.Connect(ctx))
+	b.ResetTimer()
+	for b.Loop() {
+		out, err := s.Run(ctx, remote.Command{Line: "true"})
+		if err != nil || out.ExitCode != 0 {
+			b.Fatal(err, out.ExitCode)
+		}
+	}
+}
+
+// BenchmarkRawSession is the floor BenchmarkSSHRun is measured against: a
+// bare x/crypto session running the same command on the same kind of
+// connection, with nothing around it.
+func BenchmarkRawSession(b *testing.B) {
+	srv := sshdtest.Start(b, sshdtest.Options{})
+	client := rawClient(b, srv)
+	defer client.Close()
+	for b.Loop() {
+		sess, err := client.NewSession()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := sess.Run("true"); err != nil {
+			b.Fatal(err)
+		}
+		sess.Close()
+	}
+}
+
+// BenchmarkSSHConnect is a full connection: TCP, key exchange, host key
+// check, public key login. It also reports the heap one idle connection
+// keeps.
+func BenchmarkSSHConnect(b *testing.B) {
+	srv := sshdtest.Start(b, sshdtest.Options{Config: []string{"MaxStartups 1000"}})
+	cfg := remote.SSHConfig{
+		Name: "bench", Address: srv.Host, Port: srv.Port, User: srv.User,
+		IdentityFiles: []string{srv.ClientKeyFile}, PinnedHostKeys: []string{srv.HostPublicKey},
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var open []*remote.SSH
+	for b.Loop() {
+		s, err := remote.NewSSH(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Connect(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+		open = append(open, s)
+	}
+	b.StopTimer()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/float64(len(open)), "heap-B/conn")
+	for _, s := range open {
+		s.Close()
+	}
+}
+
+func rawClient(b *testing.B, srv *sshdtest.Server) *ssh.Client {
+	pem, err := os.ReadFile(srv.ClientKeyFile)
+	require.NoError(b, err)
+	signer, err := ssh.ParsePrivateKey(pem)
+	require.NoError(b, err)
+	hostKey, _, _, _, err := ssh.ParseAuthorizedKey([]byte(srv.HostPublicKey))
+	require.NoError(b, err)
+	client, err := ssh.Dial("tcp", srv.Addr, &ssh.ClientConfig{
+		User: srv.User, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback: ssh.FixedHostKey(hostKey),
+	})
+	require.NoError(b, err)
+	return client
+}

@@ -1,0 +1,78 @@
+package runbooks
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Outcomes of a remediation that callers (CLI, bot) branch on.
+var (
+	// ErrNotApprover: the person is not named by the remediation's policy.
+	ErrNotApprover = errors.New("not an approver for this remediation")
+	// ErrPreconditionFailed: right before applying, the diagnosed state no
+	// longer holds (the service recovered on its own) or a precondition is
+	// false; nothing was done.
+	ErrPreconditionFailed = errors.New("precondition no longer holds")
+	// ErrPlanChanged: the target changed since the plan was approved; it
+	// needs a new plan and a new approval.
+	ErrPlanChanged = errors.New("the plan changed since it was approved")
+	// ErrRateLimited: this remediation already ran as often as its policy
+	// allows in the last hour.
+	ErrRateLimited = errors.New("rate limit reached")
+	// ErrCircuitOpen: the last remediation for this diagnosis did not fix
+	// it; repeating it is refused and humans must take over.
+	ErrCircuitOpen = errors.New("the last remediation for this diagnosis did not fix it; escalate to a human")
+	// ErrNotApproved: the plan is not (or no longer) approved.
+	ErrNotApproved = errors.New("plan is not approved")
+)
+
+// ApprovalError says who was refused and why.
+type ApprovalError struct {
+	User   string
+	Reason error
+	Detail string
+}
+
+func (e *ApprovalError) Error() string {
+	if e.Detail != "" {
+		return fmt.Sprintf("approval by %s refused: %v (%s)", e.User, e.Reason, e.Detail)
+	}
+	return fmt.Sprintf("approval by %s refused: %v", e.User, e.Reason)
+}
+
+// Unwrap lets callers match the reason.
+func (e *ApprovalError) Unwrap() error { return e.Reason }
+
+// Groups maps group names to their members, from config. An approver
+// entry "@sre-oncall" or "group:sre-oncall" names a group; anything else is
+// a user id.
+type Groups map[string][]string
+
+// Authorized reports whether user is named by the approvers list.
+func (g Groups) Authorized(approvers []string, user string) bool {
+	for _, a := range approvers {
+		name, isGroup := groupName(a)
+		if !isGroup {
+			if a == user {
+				return true
+			}
+			continue
+		}
+		if slices.Contains(g[name], user) {
+			return true
+		}
+	}
+	return false
+}
+
+func groupName(a string) (string, bool) {
+	if s, ok := strings.CutPrefix(a, "@"); ok {
+		return s, true
+	}
+	if s, ok := strings.CutPrefix(a, "group:"); ok {
+		return s, true
+	}
+	return "", false
+}

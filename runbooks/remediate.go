@@ -1,0 +1,552 @@
+package runbooks
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/runbot/runbot/actions"
+	"github.com/runbot/runbot/internal/target"
+	"github.com/runbot/runbot/store"
+)
+
+// Remediator proposes remediations, records votes on them, and applies an
+// approved plan with every guardrail: a fresh look at the symptom, the plan
+// re-made and compared with what was approved, a per-deployment lock, a
+// rate limit, a circuit breaker, verification and rollback. Every state
+// change is in the store before the side effect it announces.
+type Remediator struct {
+	Engine  *Engine
+	Store   store.Store
+	Catalog *Catalog
+	Groups  Groups
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Holder names this process in locks, e.g. "runbot@host/pid".
+	Holder string
+}
+
+// PlannedAction is one action on one target, as shown to approvers.
+type PlannedAction struct {
+	Index  int          `json:"index"`
+	Action string       `json:"action"`
+	Target string       `json:"target"`
+	Plan   actions.Plan `json:"plan"`
+}
+
+// PlanBody is the stored, hashed and shown content of a remediation plan.
+// An approval is bound to its hash, so anything that can change what Apply
+// does is in here.
+type PlanBody struct {
+	Runbook     string            `json:"runbook"`
+	Remediation string            `json:"remediation"`
+	Diagnosis   string            `json:"diagnosis"`
+	Deployment  string            `json:"deployment"`
+	Params      map[string]string `json:"params"`
+	Actions     []PlannedAction   `json:"actions"`
+	Verify      []string          `json:"verify"`
+	Rollback    string            `json:"rollback"`
+	Escalate    string            `json:"escalate,omitempty"`
+}
+
+// Hash is the plan's content hash.
+func (b *PlanBody) Hash() string {
+	data, _ := json.Marshal(b)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// Diff joins the diffs of every action, for approvers.
+func (b *PlanBody) Diff() string {
+	var parts []string
+	for _, a := range b.Actions {
+		if a.Plan.Diff != "" {
+			parts = append(parts, a.Plan.Diff)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Proposal is a stored plan waiting for approval.
+type Proposal struct {
+	Plan store.Plan
+	Body PlanBody
+}
+
+func (r *Remediator) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// remediationFor returns the remediation a report's diagnoses propose.
+func remediationFor(rb *Runbook, rep *Report) (*Remediation, *DiagnosisResult) {
+	for i := range rep.Diagnoses {
+		d := &rep.Diagnoses[i]
+		if d.Remediation != "" {
+			return rb.Remediation(d.Remediation), d
+		}
+	}
+	return nil, nil
+}
+
+// Plan makes the plan a report's diagnosis proposes, reading the targets'
+// current state but changing nothing. It returns nil when no diagnosis
+// proposes a remediation.
+func (r *Remediator) Plan(ctx context.Context, p *Prepared, rep *Report) (*PlanBody, error) {
+	rem, diag := remediationFor(p.Runbook, rep)
+	if rem == nil {
+		return nil, nil
+	}
+	return r.plan(ctx, p, rem, diag.ID)
+}
+
+func (r *Remediator) plan(ctx context.Context, p *Prepared, rem *Remediation, diagnosis string) (*PlanBody, error) {
+	body := &PlanBody{
+		Runbook: p.Runbook.Name, Remediation: rem.Name, Diagnosis: diagnosis, Deployment: p.deployment(),
+		Params: p.Text, Verify: rem.Verify, Rollback: rem.Rollback, Escalate: rem.Escalate,
+	}
+	idx := 0
+	for _, as := range rem.Actions {
+		at, _ := actions.Lookup(as.Action)
+		targets, err := r.Engine.resolve(ctx, p.Runbook, as.Targets, p.Params)
+		if err != nil {
+			return nil, fmt.Errorf("plan %s: %w", rem.Name, err)
+		}
+		for _, t := range targets {
+			env, err := r.actionEnv(at, as, p, t)
+			if err != nil {
+				return nil, fmt.Errorf("plan %s: action %s on %s: %w", rem.Name, as.Action, t.Name(), err)
+			}
+			actx, cancel := context.WithTimeoutCause(ctx, planTimeout(as), fmt.Errorf("planning %s on %s took longer than %s", as.Action, t.Name(), planTimeout(as)))
+			pl, err := at.Action.Plan(actx, env)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("plan %s: action %s on %s: %w", rem.Name, as.Action, t.Name(), err)
+			}
+			body.Actions = append(body.Actions, PlannedAction{Index: idx, Action: as.Action, Target: t.Name(), Plan: pl})
+			idx++
+		}
+	}
+	return body, nil
+}
+
+func planTimeout(as *ActionStep) time.Duration {
+	return min(as.Timeout, 30*time.Second) + 5*time.Second
+}
+
+func (r *Remediator) actionEnv(at actions.Type, as *ActionStep, p *Prepared, t target.Target) (actions.Env, error) {
+	args, err := renderArgs(at.Spec, as.With, argData(p.Params, t, "", r.now()))
+	if err != nil {
+		return actions.Env{}, err
+	}
+	return actions.Env{Target: t, Args: args, Now: r.now}, nil
+}
+
+// deployment names what a remediation locks: the deployment param's value,
+// or else the first host param's.
+func (p *Prepared) deployment() string {
+	if dp := p.Runbook.deploymentParam(); dp != nil {
+		return p.Text[dp.Name]
+	}
+	for _, prm := range p.Runbook.Params {
+		if prm.Type == ParamHost {
+			return "host/" + p.Text[prm.Name]
+		}
+	}
+	return p.Runbook.Name
+}
+
+// Propose stores the plan a report's diagnosis proposes, for approval. It
+// returns nil when there is nothing to propose.
+func (r *Remediator) Propose(ctx context.Context, p *Prepared, rep *Report, requestedBy string) (*Proposal, error) {
+	rem, diag := remediationFor(p.Runbook, rep)
+	if rem == nil {
+		return nil, nil
+	}
+	body, err := r.plan(ctx, p, rem, diag.ID)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode plan: %w", err)
+	}
+	pol := store.Policy{
+		Approvers: rem.Approval.Approvers, MinApprovals: rem.Approval.MinApprovals, TwoPerson: rem.Approval.TwoPerson,
+	}
+	if rem.Approval.Expires > 0 {
+		pol.ExpiresAt = r.now().Add(rem.Approval.Expires)
+	}
+	plan, _, err := r.Store.CreatePlan(ctx, store.Plan{
+		RunID: rep.RunID, Remediation: rem.Name, Diagnosis: diag.ID, Deployment: body.Deployment,
+		Hash: body.Hash(), Body: raw, RequestedBy: requestedBy, Policy: pol,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("propose %s: %w", rem.Name, err)
+	}
+	return &Proposal{Plan: plan, Body: *body}, nil
+}
+
+// LoadProposal reads a stored plan.
+func (r *Remediator) LoadProposal(ctx context.Context, planID string) (*Proposal, error) {
+	plan, err := r.Store.GetPlan(ctx, planID)
+	if err != nil {
+		return nil, err
+	}
+	var body PlanBody
+	if err := json.Unmarshal(plan.Body, &body); err != nil {
+		return nil, fmt.Errorf("decode plan %s: %w", planID, err)
+	}
+	return &Proposal{Plan: plan, Body: body}, nil
+}
+
+// Vote records one person's decision on the plan hash they were shown.
+// A person the policy does not name is refused here; the store refuses the
+// rest (expired, changed plan, self-approval under the two-person rule,
+// closed) atomically, so a double click counts once.
+func (r *Remediator) Vote(ctx context.Context, planID, user string, approve bool, shownHash string) (store.ApprovalResult, error) {
+	plan, err := r.Store.GetPlan(ctx, planID)
+	if err != nil {
+		return store.ApprovalResult{}, err
+	}
+	decision := store.Deny
+	if approve {
+		decision = store.Approve
+	}
+	if !r.Groups.Authorized(plan.Policy.Approvers, user) {
+		detail, _ := json.Marshal(map[string]any{"decision": decision, "reason": "not an approver"})
+		_, _ = r.Store.AppendAudit(ctx, store.AuditEvent{At: r.now(), RunID: plan.RunID, PlanID: plan.ID, Kind: store.AuditApprovalRefused, Actor: user, Detail: detail})
+		return store.ApprovalResult{Plan: plan}, &ApprovalError{User: user, Reason: ErrNotApprover, Detail: "approvers: " + strings.Join(plan.Policy.Approvers, ", ")}
+	}
+	return r.Store.RecordApproval(ctx, store.Approval{PlanID: planID, User: user, Decision: decision, PlanHash: shownHash, At: r.now()})
+}
+
+// ApplyEvent reports progress of an apply.
+type ApplyEvent struct {
+	Stage  string // precheck, action, settle, verify, rollback
+	Detail string
+}
+
+// ApplyResult is the outcome of applying a plan.
+type ApplyResult struct {
+	PlanID    string
+	State     store.PlanState
+	Recovered bool
+	// Message says in one sentence what happened.
+	Message string
+	Actions []store.ActionRecord
+	// Precheck and Verify are the reports of the runs before and after.
+	Precheck *Report
+	Verify   *Report
+}
+
+// Apply carries out an approved plan. See Remediator for the guardrails.
+func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress func(ApplyEvent)) (*ApplyResult, error) {
+	say := func(stage, format string, args ...any) {
+		if progress != nil {
+			progress(ApplyEvent{Stage: stage, Detail: fmt.Sprintf(format, args...)})
+		}
+	}
+	prop, err := r.LoadProposal(ctx, planID)
+	if err != nil {
+		return nil, err
+	}
+	plan, body := prop.Plan, prop.Body
+	res := &ApplyResult{PlanID: plan.ID, State: plan.State}
+	if plan.State != store.PlanApproved {
+		return res, fmt.Errorf("apply plan %s (state %s): %w", plan.ID, plan.State, ErrNotApproved)
+	}
+	rb, err := r.Catalog.Get(body.Runbook)
+	if err != nil {
+		return res, fmt.Errorf("apply plan %s: %w", plan.ID, err)
+	}
+	rem := rb.Remediation(body.Remediation)
+	if rem == nil {
+		return res, fmt.Errorf("apply plan %s: runbook %s no longer has remediation %s", plan.ID, rb.Name, body.Remediation)
+	}
+	p, err := r.Engine.Prepare(ctx, rb, body.Params)
+	if err != nil {
+		return res, fmt.Errorf("apply plan %s: %w", plan.ID, err)
+	}
+	// Claim the plan first: of two clicks, one moves it to applying and the
+	// other stops here.
+	if _, err := r.move(ctx, plan, store.PlanApproved, store.PlanApplying, actor, nil); err != nil {
+		return res, err
+	}
+	res.State = store.PlanApplying
+	finish := func(to store.PlanState, msg string, cause error) (*ApplyResult, error) {
+		detail := map[string]any{"message": msg}
+		if _, err := r.move(ctx, plan, res.State, to, actor, detail); err != nil {
+			return res, err
+		}
+		res.State, res.Message = to, msg
+		if cause != nil {
+			return res, fmt.Errorf("apply plan %s: %s: %w", plan.ID, msg, cause)
+		}
+		return res, nil
+	}
+
+	lock, err := r.Store.Acquire(ctx, "deployment/"+body.Deployment, r.holder(plan.ID), 30*time.Minute)
+	if err != nil {
+		return finish(store.PlanFailed, "another remediation holds the deployment", err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), 10*time.Second, errors.New("releasing the deployment lock took too long"))
+		defer cancel()
+		_ = r.Store.Release(rctx, lock)
+	}()
+
+	if err := r.guardrails(ctx, plan, body, rem); err != nil {
+		return finish(store.PlanFailed, err.Error(), err)
+	}
+
+	say("precheck", "re-running %s to confirm %s still holds", rb.Name, body.Diagnosis)
+	pre := r.Engine.Run(ctx, p, RunOptions{Trigger: "precheck"})
+	res.Precheck = pre
+	if !hasDiagnosis(pre, body.Diagnosis) {
+		return finish(store.PlanNotNeeded, fmt.Sprintf("%s no longer holds; nothing was done", body.Diagnosis), nil)
+	}
+	for _, c := range rem.Preconditions {
+		ok, err := rb.EvalCondition(c, pre, p.Params, r.now())
+		if err != nil || !ok {
+			return finish(store.PlanNotNeeded, fmt.Sprintf("precondition %q does not hold; nothing was done", c.Source), nil)
+		}
+	}
+	fresh, err := r.plan(ctx, p, rem, body.Diagnosis)
+	if err != nil {
+		return finish(store.PlanFailed, "could not re-make the plan", err)
+	}
+	if fresh.Hash() != plan.Hash {
+		return finish(store.PlanFailed, "the target changed since approval (e.g. the file was edited); propose again", ErrPlanChanged)
+	}
+
+	applied, failedAt, applyErr := r.applyActions(ctx, plan.ID, p, rem, fresh, say)
+	res.Actions, _ = r.Store.Actions(ctx, plan.ID)
+	if applyErr != nil {
+		r.rollback(ctx, plan.ID, applied, say)
+		res.Actions, _ = r.Store.Actions(ctx, plan.ID)
+		return finish(store.PlanFailed, fmt.Sprintf("action %d (%s on %s) failed; reversible actions were rolled back", failedAt, fresh.Actions[failedAt].Action, fresh.Actions[failedAt].Target), applyErr)
+	}
+	if allNoOp(fresh) {
+		return finish(store.PlanNotNeeded, "every target was already in the wanted state", nil)
+	}
+	if _, err := r.move(ctx, plan, store.PlanApplying, store.PlanVerifying, actor, nil); err != nil {
+		return res, err
+	}
+	res.State = store.PlanVerifying
+	if rem.Settle > 0 {
+		say("settle", "waiting %s for the service to settle", rem.Settle)
+		select {
+		case <-time.After(rem.Settle):
+		case <-ctx.Done():
+		}
+	}
+	say("verify", "re-running %s", strings.Join(rem.Verify, ", "))
+	ver := r.Engine.Run(ctx, p, RunOptions{Trigger: "verify", Only: rem.Verify})
+	res.Verify = ver
+	res.Recovered = r.recovered(rb, rem, ver, p, body.Diagnosis)
+	if res.Recovered {
+		return finish(store.PlanDone, "verified: the symptom is gone", nil)
+	}
+	if rem.Rollback == "on_failed_verify" && anyReversible(fresh) {
+		r.rollback(ctx, plan.ID, applied, say)
+		res.Actions, _ = r.Store.Actions(ctx, plan.ID)
+		return finish(store.PlanRolledBack, "verification failed: the symptom is still there; reversible changes were rolled back (escalate to a human)", nil)
+	}
+	return finish(store.PlanFailed, "verification failed: the symptom is still there (escalate to a human)", nil)
+}
+
+func (r *Remediator) holder(planID string) string {
+	if r.Holder != "" {
+		return r.Holder + " plan " + planID
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("runbot@%s/%d plan %s", host, os.Getpid(), planID)
+}
+
+func (r *Remediator) move(ctx context.Context, plan store.Plan, from, to store.PlanState, actor string, detail map[string]any) (store.Plan, error) {
+	var raw json.RawMessage
+	if detail != nil {
+		raw, _ = json.Marshal(detail)
+	}
+	p, err := r.Store.TransitionPlan(ctx, store.Transition{PlanID: plan.ID, From: from, To: to, Actor: actor, Detail: raw})
+	if err != nil {
+		return p, fmt.Errorf("plan %s: %s -> %s: %w", plan.ID, from, to, err)
+	}
+	return p, nil
+}
+
+// guardrails enforces the rate limit and the circuit breaker.
+func (r *Remediator) guardrails(ctx context.Context, plan store.Plan, body PlanBody, rem *Remediation) error {
+	if rem.MaxPerHour > 0 {
+		n, err := r.Store.CountApplied(ctx, store.AppliedFilter{Deployment: body.Deployment, Remediation: body.Remediation, Since: r.now().Add(-time.Hour)})
+		if err != nil {
+			return fmt.Errorf("check rate limit: %w", err)
+		}
+		// The count includes this plan, which is applying already.
+		if n > rem.MaxPerHour {
+			return fmt.Errorf("%w: %s ran %d times on %s in the last hour (limit %d)", ErrRateLimited, body.Remediation, n-1, body.Deployment, rem.MaxPerHour)
+		}
+	}
+	last, err := r.Store.LastRemediation(ctx, body.Deployment, body.Diagnosis)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("check circuit breaker: %w", err)
+	case last.ID != plan.ID && (last.State == store.PlanRolledBack || last.State == store.PlanFailed) && last.Remediation == body.Remediation:
+		return fmt.Errorf("%w (plan %s ended %s)", ErrCircuitOpen, last.ID, last.State)
+	}
+	return nil
+}
+
+// applyActions runs the plan's actions in order, each recorded as started
+// before it runs. It returns what was applied, and the index that failed.
+func (r *Remediator) applyActions(ctx context.Context, planID string, p *Prepared, rem *Remediation, body *PlanBody, say func(string, string, ...any)) ([]appliedAction, int, error) {
+	var done []appliedAction
+	targets := map[string][]target.Target{}
+	for i, pa := range body.Actions {
+		as := actionStepFor(rem, pa)
+		at, _ := actions.Lookup(pa.Action)
+		if _, ok := targets[pa.Action+fmt.Sprint(as.Pos)]; !ok {
+			ts, err := r.Engine.resolve(ctx, p.Runbook, as.Targets, p.Params)
+			if err != nil {
+				return done, i, err
+			}
+			targets[pa.Action+fmt.Sprint(as.Pos)] = ts
+		}
+		var t target.Target
+		for _, c := range targets[pa.Action+fmt.Sprint(as.Pos)] {
+			if c.Name() == pa.Target {
+				t = c
+			}
+		}
+		env, err := r.actionEnv(at, as, p, t)
+		if err != nil {
+			return done, i, err
+		}
+		if _, err := r.Store.StartAction(ctx, store.ActionRecord{PlanID: planID, Index: i, Target: pa.Target, Action: pa.Action}); err != nil {
+			return done, i, fmt.Errorf("record action start: %w", err)
+		}
+		say("action", "%s", pa.Plan.Summary)
+		actx, cancel := context.WithTimeoutCause(ctx, as.Timeout, fmt.Errorf("action %s on %s timed out after %s", pa.Action, pa.Target, as.Timeout))
+		ap, err := at.Action.Apply(actx, env, pa.Plan)
+		cancel()
+		if err != nil {
+			detail, _ := json.Marshal(map[string]any{"error": err.Error()})
+			_, _ = r.Store.SetActionState(ctx, planID, i, store.ActionFailed, detail)
+			return done, i, err
+		}
+		detail, _ := json.Marshal(ap)
+		if _, err := r.Store.SetActionState(ctx, planID, i, store.ActionDone, detail); err != nil {
+			return done, i, fmt.Errorf("record action result: %w", err)
+		}
+		done = append(done, appliedAction{index: i, env: env, typ: at, applied: ap})
+	}
+	return done, -1, nil
+}
+
+type appliedAction struct {
+	index   int
+	env     actions.Env
+	typ     actions.Type
+	applied actions.Applied
+}
+
+// rollback undoes reversible actions, newest first.
+func (r *Remediator) rollback(ctx context.Context, planID string, done []appliedAction, say func(string, string, ...any)) {
+	for i := len(done) - 1; i >= 0; i-- {
+		a := done[i]
+		if !a.applied.Plan.Reversible || !a.applied.Changed {
+			continue
+		}
+		say("rollback", "rolling back: %s", a.applied.Plan.Summary)
+		rctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), a.typ.Timeout+10*time.Second, errors.New("rollback timed out"))
+		err := a.typ.Action.Rollback(rctx, a.env, a.applied)
+		cancel()
+		state, detail := store.ActionRolledBack, map[string]any{"rolled_back": true}
+		if err != nil {
+			state, detail = store.ActionRollbackFailed, map[string]any{"error": err.Error()}
+		}
+		raw, _ := json.Marshal(detail)
+		_, _ = r.Store.SetActionState(context.WithoutCancel(ctx), planID, a.index, state, raw)
+	}
+}
+
+func actionStepFor(rem *Remediation, pa PlannedAction) *ActionStep {
+	// Actions are planned in order, one per target; walk the same order.
+	idx := 0
+	for _, as := range rem.Actions {
+		n := len(as.Targets)
+		if pa.Index < idx+n {
+			return as
+		}
+		idx += n
+	}
+	return rem.Actions[len(rem.Actions)-1]
+}
+
+// recovered decides whether verification shows the symptom gone: every
+// verify step ran, the diagnosis no longer holds, no critical finding that
+// could be evaluated holds, and verify_when (if given) is true.
+func (r *Remediator) recovered(rb *Runbook, rem *Remediation, ver *Report, p *Prepared, diagnosis string) bool {
+	for _, s := range ver.Steps {
+		if !s.Status.Ran() {
+			return false
+		}
+	}
+	if hasDiagnosis(ver, diagnosis) {
+		return false
+	}
+	for _, f := range ver.Findings {
+		if f.Severity == Critical {
+			return false
+		}
+	}
+	if rem.VerifyWhen != nil {
+		ok, err := rb.EvalCondition(rem.VerifyWhen, ver, p.Params, r.now())
+		return err == nil && ok
+	}
+	return true
+}
+
+func hasDiagnosis(rep *Report, id string) bool {
+	for _, d := range rep.Diagnoses {
+		if d.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func allNoOp(b *PlanBody) bool {
+	for _, a := range b.Actions {
+		if !a.Plan.NoOp {
+			return false
+		}
+	}
+	return true
+}
+
+func anyReversible(b *PlanBody) bool {
+	for _, a := range b.Actions {
+		if a.Plan.Reversible && !a.Plan.NoOp {
+			return true
+		}
+	}
+	return false
+}
+
+type planIDKey struct{}
+
+func planIDOf(ctx context.Context) string {
+	id, _ := ctx.Value(planIDKey{}).(string)
+	return id
+}

@@ -1,0 +1,282 @@
+package sim_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/require"
+)
+
+// fastArgs scale the simulator's time so that scenarios play out in seconds.
+var fastArgs = []string{"--token-rate", "200", "--decode-log-interval", "4", "--idle-refresh", "100ms", "--max-tokens", "8"}
+
+// deployment is a running `sglang-sim up` deployment owned by one test.
+type deployment struct {
+	dir       string
+	endpoints map[string]string
+}
+
+// runSim runs the simulator binary and returns its stdout; it fails the test on a
+// non-zero exit unless allowFail.
+func runSim(t testing.TB, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(simBinary, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if err != nil {
+		return out.String() + errOut.String(), fmt.Errorf("sglang-sim %s: %w\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
+	}
+	return out.String(), nil
+}
+
+// up starts a deployment in a fresh directory and tears it down when the test ends,
+// checking that no process it started survives.
+func up(t testing.TB, args ...string) *deployment {
+	t.Helper()
+	dir := t.TempDir()
+	_, err := runSim(t, append(append([]string{"up", "--dir", dir}, fastArgs...), args...)...)
+	require.NoError(t, err)
+	d := &deployment{dir: dir}
+	b, err := os.ReadFile(filepath.Join(dir, "endpoints.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &d.endpoints))
+	t.Cleanup(func() {
+		pids := d.allPIDs(t)
+		_, err := runSim(t, "down", "--dir", dir)
+		require.NoError(t, err)
+		for _, pid := range pids {
+			require.Falsef(t, processRunning(pid), "process %d still runs after down", pid)
+		}
+	})
+	return d
+}
+
+func (d *deployment) ctl(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := runSim(t, append([]string{"ctl", "--dir", d.dir}, args...)...)
+	require.NoError(t, err)
+	return out
+}
+
+// show parses `ctl show ROLE` into a map.
+func (d *deployment) show(t testing.TB, role string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(d.ctl(t, "show", role)), "\n") {
+		k, v, _ := strings.Cut(l, "=")
+		m[k] = v
+	}
+	return m
+}
+
+func (d *deployment) mainPID(t testing.TB, role string) int {
+	pid, err := strconv.Atoi(d.show(t, role)["MainPID"])
+	require.NoError(t, err)
+	return pid
+}
+
+// allPIDs lists the supervisor and main PIDs of every role.
+func (d *deployment) allPIDs(t testing.TB) []int {
+	var pids []int
+	for _, role := range []string{"prefill", "decode", "router"} {
+		b, err := os.ReadFile(filepath.Join(d.dir, role+".state.json"))
+		if err != nil {
+			continue
+		}
+		var st struct {
+			Sup  int `json:"supervisor_pid"`
+			Main int `json:"main_pid"`
+		}
+		require.NoError(t, json.Unmarshal(b, &st))
+		pids = append(pids, st.Sup, st.Main)
+	}
+	return pids
+}
+
+func (d *deployment) logPath(role string) string { return filepath.Join(d.dir, role+".log") }
+
+// processRunning reports whether pid is a live, non-zombie process.
+func processRunning(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i > 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+}
+
+// logLines returns the lines of a log file from line `from` on.
+func logLines(t testing.TB, path string, from int) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	for i := 0; sc.Scan(); i++ {
+		if i >= from {
+			lines = append(lines, sc.Text())
+		}
+	}
+	require.NoError(t, sc.Err())
+	return lines
+}
+
+func countLines(t testing.TB, path string) int { return len(logLines(t, path, 0)) }
+
+func grep(lines []string, re *regexp.Regexp) []string {
+	var out []string
+	for _, l := range lines {
+		if re.MatchString(l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// chatResult is what a client saw of one chat completion.
+type chatResult struct {
+	status   int
+	bytes    int
+	timedOut bool
+	ttfb     time.Duration
+	total    time.Duration
+	body     string
+	err      error
+}
+
+// chat sends one chat completion with a client timeout, recording bytes and timing
+// like the runbook's http_probe does.
+func chat(baseURL, rid string, timeout time.Duration, stream bool) chatResult {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	body := fmt.Sprintf(`{"model":"deepseek-v4","messages":[{"role":"user","content":"probe"}],"max_tokens":4,"stream":%t}`, stream)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if rid != "" {
+		req.Header.Set("X-Request-Id", rid)
+	}
+	start := time.Now()
+	var r chatResult
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.err, r.timedOut, r.total = err, errors.Is(err, context.DeadlineExceeded), time.Since(start)
+		return r
+	}
+	defer resp.Body.Close()
+	r.status = resp.StatusCode
+	var buf bytes.Buffer
+	chunk := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(chunk)
+		if n > 0 && buf.Len() == 0 {
+			r.ttfb = time.Since(start)
+		}
+		buf.Write(chunk[:n])
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				r.err, r.timedOut = err, ctx.Err() != nil
+			}
+			break
+		}
+	}
+	r.bytes, r.body, r.total = buf.Len(), buf.String(), time.Since(start)
+	return r
+}
+
+func httpStatus(t testing.TB, url string) int {
+	t.Helper()
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// scrape parses an engine's /metrics with Prometheus' own text parser.
+func scrape(t testing.TB, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	return parseMetrics(t, resp.Body)
+}
+
+func parseMetrics(t testing.TB, r io.Reader) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(r)
+	require.NoError(t, err)
+	return mfs
+}
+
+// sample returns the value of the series of family name whose labels include want.
+func sample(t testing.TB, mfs map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	t.Helper()
+	mf, ok := mfs[name]
+	require.Truef(t, ok, "metric %s missing", name)
+	for _, m := range mf.GetMetric() {
+		if hasLabels(m, want) {
+			switch {
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue()
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue()
+			case m.GetUntyped() != nil:
+				return m.GetUntyped().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no %s series with labels %v", name, want)
+	return 0
+}
+
+// total sums every series of a family.
+func total(t testing.TB, mfs map[string]*dto.MetricFamily, name string) float64 {
+	t.Helper()
+	mf, ok := mfs[name]
+	require.Truef(t, ok, "metric %s missing", name)
+	s := 0.0
+	for _, m := range mf.GetMetric() {
+		s += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+	}
+	return s
+}
+
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	got := map[string]string{}
+	for _, lp := range m.GetLabel() {
+		got[lp.GetName()] = lp.GetValue()
+	}
+	for k, v := range want {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func regexpMust(s string) *regexp.Regexp { return regexp.MustCompile(s) }

@@ -1,0 +1,69 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `usage: sglang-sim COMMAND [flags]
+
+Roles (each a separate process, launched like the real thing):
+  engine --disaggregation-mode prefill|decode [sglang.launch_server flags] [--sim-* flags]
+  router --pd-disaggregation --prefill URL [BOOTSTRAP_PORT] --decode URL --host H --port P
+
+Deployments:
+  up   --dir DIR [--scenario NAME] [--name sim]   start router, prefill and decode in the background
+  ctl  --dir DIR start|stop|restart ROLE|all       manage roles like systemctl
+  ctl  --dir DIR show ROLE                         systemctl show-style unit state
+  ctl  --dir DIR status                            human-readable table
+  ctl  --dir DIR fault NAME [--count N ...]        inject pd-wedge, decode-crash, router-down, slow,
+                                                   stale-sample, prefill-stall, or clear
+  down --dir DIR                                   stop everything up started
+
+Traffic:
+  load --rate R --duration D --timeout T [--stream] URL
+`
+
+// Main runs the sglang-sim command line and returns the process exit status.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	var err error
+	switch args[0] {
+	case "engine":
+		err = RunEngine(ctx, args[1:], stdout, stderr)
+	case "router":
+		err = RunRouter(ctx, args[1:], stdout, stderr)
+	case "load":
+		err = runLoadCommand(ctx, args[1:], stdout)
+	case "up":
+		err = runUp(args[1:], stdout)
+	case "down":
+		err = runDown(args[1:], stdout)
+	case "ctl":
+		err = runCtl(args[1:], stdout)
+	case "_supervise":
+		// The supervisor handles signals itself; the context's handler must not
+		// swallow them.
+		stop()
+		err = runSupervise(args[1:])
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "sglang-sim: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sglang-sim %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}

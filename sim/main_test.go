@@ -1,0 +1,38 @@
+package sim_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// simBinary is the sglang-sim binary built once for all tests: the tests cross real
+// process boundaries, exactly as runbot and an operator do.
+var simBinary string
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "sglang-sim-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "create temp dir:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	simBinary = filepath.Join(dir, "sglang-sim")
+	args := []string{"build", "-o", simBinary}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, "github.com/runbot/runbot/cmd/sglang-sim")...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build sglang-sim:", err)
+		return 1
+	}
+	return m.Run()
+}
