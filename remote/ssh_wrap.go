@@ -26,7 +26,7 @@ const pgidTag = "runbot-pgid"
 
 // wrapLine returns the line to send for a command line.
 func wrapLine(line string) string {
-	return "exec /bin/sh -c " + shell.Quote(wrapperScript) + " runbot " + shell.Quote(line)
+	return `read -r _ _ _ _ g _ 2>/dev/null </proc/$$/stat; printf '` + pgidTag + ` %s %s\n' "$$" "$g"; exec /bin/sh -c ` + shell.Quote(line)
 }
 
 // procGroup says what to kill when a command times out.

@@ -155,7 +155,7 @@ type Remediation struct {
 	// Escalate is a message for humans shown with the outcome, e.g. when
 	// the remediation is a stop-gap.
 	Escalate string
-	Pos        yamlnode.Pos
+	Pos      yamlnode.Pos
 }
 
 // Condition is a compiled boolean expression.

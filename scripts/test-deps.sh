@@ -7,6 +7,7 @@ command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need_pkgs+=(openssh-
 command -v ssh >/dev/null 2>&1 || need_pkgs+=(openssh-client)
 command -v ssh-keygen >/dev/null 2>&1 || need_pkgs+=(openssh-client)
 command -v pgrep >/dev/null 2>&1 || need_pkgs+=(procps)
+command -v dbus-daemon >/dev/null 2>&1 || need_pkgs+=(dbus-daemon)
 
 if ((${#need_pkgs[@]})); then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -165,7 +165,9 @@ func (rt *Router) upstream(ctx context.Context, method, url string, body []byte,
 
 // handleChat is the PD dispatch of one chat completion.
 func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
-	var body map[string]any
+	// Only the top level is decoded: the router adds three fields and passes the rest
+	// through untouched, which keeps it cheap at hundreds of requests per second.
+	var body map[string]json.RawMessage
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxBodyBytes)).Decode(&body); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"type": "Bad Request", "message": err.Error()}})
 		return
@@ -174,9 +176,10 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 	n := rt.next.Add(1)
 	p := rt.cfg.Prefill[int(n%uint64(len(rt.cfg.Prefill)))]
 	decodeURL := rt.cfg.Decode[int(n%uint64(len(rt.cfg.Decode)))]
-	body["bootstrap_host"] = p.BootstrapHost
-	body["bootstrap_port"] = p.BootstrapPort
-	body["bootstrap_room"] = rand.Uint64() >> 1
+	host, _ := json.Marshal(p.BootstrapHost)
+	body["bootstrap_host"] = host
+	body["bootstrap_port"] = json.RawMessage(strconv.Itoa(p.BootstrapPort))
+	body["bootstrap_room"] = json.RawMessage(strconv.FormatUint(rand.Uint64()>>1, 10))
 	payload, err := json.Marshal(body)
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": map[string]any{"message": err.Error()}})

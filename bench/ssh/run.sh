@@ -81,6 +81,8 @@ MaxSessions 64
 # Keep the machine's ~/.bashrc (pyenv etc.) out of every tool's timings alike.
 SetEnv SHLVL=1
 LogLevel ERROR
+# Real servers offer sftp; Ansible copies its modules over it.
+Subsystem sftp internal-sftp
 EOF
 mkdir -p /run/sshd && chmod 0755 /run/sshd
 /usr/sbin/sshd -D -e -f "$W/sshd_config" 2>"$W/sshd.log" &

@@ -14,10 +14,12 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 		Short: "Show every command and request a run would make, on which target; runs nothing",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			eng, p, err := prepare(cmd.Context(), cmd, g, f, args[0])
+			pr, err := prepare(cmd.Context(), cmd, g, f, args[0])
 			if err != nil {
 				return err
 			}
+			defer pr.close()
+			eng, p := pr.engine, pr.p
 			out := cmd.OutOrStdout()
 			rb := p.Runbook
 			fmt.Fprintf(out, "%s — %s\n", rb.Name, rb.Title)

@@ -44,6 +44,7 @@ func main() {
 
 type globalFlags struct {
 	runbookDirs []string
+	store       string
 }
 
 func newRootCmd() *cobra.Command {
@@ -55,7 +56,8 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringSliceVar(&g.runbookDirs, "runbooks", envList("RUNBOT_RUNBOOKS"), "directories of runbooks besides the built-ins (env RUNBOT_RUNBOOKS, comma-separated)")
-	root.AddCommand(newLintCmd(g), newListCmd(g), newExplainCmd(g), newRunCmd(g))
+	root.PersistentFlags().StringVar(&g.store, "store", defaultStorePath(), "SQLite file of runs, plans and the audit log (env RUNBOT_STORE)")
+	root.AddCommand(newLintCmd(g), newListCmd(g), newExplainCmd(g), newRunCmd(g), newHistoryCmd(g), newShowCmd(g))
 	return root
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/user"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -12,24 +13,53 @@ import (
 	"github.com/runbot/runbot/runbooks"
 )
 
+// remediateFlags control what happens after a diagnosis proposes a fix.
+type remediateFlags struct {
+	remediate   bool
+	dryRun      bool
+	approveAs   string
+	requestedBy string
+	groups      []string
+}
+
 func newRunCmd(g *globalFlags) *cobra.Command {
 	f := &runFlags{}
+	rf := &remediateFlags{}
 	var format string
 	cmd := &cobra.Command{
 		Use:   "run RUNBOOK",
-		Short: "Run a runbook and report findings and diagnoses",
-		Long: "Run a runbook (by name, or a path to a runbook file) against an inventory.\n\n" +
-			"Exit status: 0 ran and found nothing critical; 1 could not run (bad input);\n" +
-			"2 critical finding or diagnosis; 3 inconclusive (some steps could not run).",
+		Short: "Run a runbook and report findings and diagnoses; optionally remediate, with approval",
+		Long: "Run a runbook (by name, or a path to a runbook file) against an inventory.\n" +
+			"Every run is recorded in the store (see runbot history / show).\n\n" +
+			"With --remediate, a proposed remediation is shown with its exact plan and diff,\n" +
+			"approved at the prompt (or by --approve-as USER, subject to the same policy),\n" +
+			"applied, verified, and rolled back if verification fails. --dry-run shows the\n" +
+			"plan and changes nothing.\n\n" +
+			"Exit status: 0 ran and found nothing critical (or remediated and verified);\n" +
+			"1 could not run (bad input); 2 critical finding or diagnosis; 3 inconclusive.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "text" && format != "json" {
 				return fmt.Errorf("--format %q: want text or json", format)
 			}
-			eng, p, err := prepare(cmd.Context(), cmd, g, f, args[0])
+			groups, err := parseGroups(rf.groups)
 			if err != nil {
 				return err
 			}
+			pr, err := prepare(cmd.Context(), cmd, g, f, args[0])
+			if err != nil {
+				return err
+			}
+			defer pr.close()
+			st, err := openStore(cmd.Context(), g.store)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if rf.requestedBy == "" {
+				rf.requestedBy = currentUser()
+			}
+
 			opts := runbooks.RunOptions{Trigger: "cli"}
 			tty := isTTY(os.Stderr)
 			if tty && format == "text" {
@@ -40,35 +70,100 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 					printProgress(cmd.ErrOrStderr(), ev)
 				}
 			}
-			rep := eng.Run(cmd.Context(), p, opts)
+			rep, err := pr.engine.RunAndRecord(cmd.Context(), st, pr.p, opts, rf.requestedBy)
 			if tty && format == "text" {
 				fmt.Fprint(cmd.ErrOrStderr(), "\r\033[K")
 			}
-			if format == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
-					return fmt.Errorf("write report: %w", err)
-				}
-			} else {
+			if err != nil {
+				return err
+			}
+			if format == "text" {
 				printReport(cmd.OutOrStdout(), rep, isTTY(os.Stdout))
 			}
-			return exitFor(rep)
+			out := map[string]any{}
+			code := exitFor(rep)
+			if rf.remediate || rf.dryRun {
+				rem := &runbooks.Remediator{Engine: pr.engine, Store: st, Catalog: pr.catalog, Groups: groups}
+				res, err := remediate(cmd, rem, pr.p, rep, rf, format)
+				if err != nil {
+					return err
+				}
+				if res != nil {
+					out["remediation"] = res
+					code = res.exit(code)
+				}
+			}
+			if format == "json" {
+				out["report"] = rep
+				doc := any(rep)
+				if len(out) > 1 {
+					doc = reportWithRemediation{Report: rep, Remediation: out["remediation"].(*remediationOutcome)}
+				}
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(doc); err != nil {
+					return fmt.Errorf("write report: %w", err)
+				}
+			}
+			if code != exitOK {
+				return exitError{code}
+			}
+			return nil
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().BoolVar(&rf.remediate, "remediate", false, "propose the diagnosis' remediation, ask for approval, apply, verify")
+	cmd.Flags().BoolVar(&rf.dryRun, "dry-run", false, "show the remediation plan and diff; change nothing")
+	cmd.Flags().StringVar(&rf.approveAs, "approve-as", "", "approve as this user without a prompt (scripted use; the policy still applies)")
+	cmd.Flags().StringVar(&rf.requestedBy, "requested-by", "", "who asks for the run (default: the OS user)")
+	cmd.Flags().StringArrayVar(&rf.groups, "group", nil, "approver group as NAME=user1,user2 (repeatable), for @NAME in approval policies")
 	return cmd
 }
 
-func exitFor(rep *runbooks.Report) error {
+// reportWithRemediation is the JSON document of a run that remediated: the
+// report's fields plus "remediation".
+type reportWithRemediation struct {
+	*runbooks.Report
+	Remediation *remediationOutcome `json:"remediation"`
+}
+
+func exitFor(rep *runbooks.Report) int {
 	switch rep.Outcome {
 	case runbooks.OutcomeCritical:
-		return exitError{exitCritical}
+		return exitCritical
 	case runbooks.OutcomeInconclusive:
-		return exitError{exitInconclusive}
+		return exitInconclusive
 	}
-	return nil
+	return exitOK
 }
 
 func isTTY(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+func currentUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return os.Getenv("USER")
+}
+
+func parseGroups(specs []string) (runbooks.Groups, error) {
+	g := runbooks.Groups{}
+	for _, s := range specs {
+		name, members, ok := cutEq(s)
+		if !ok || name == "" || members == "" {
+			return nil, fmt.Errorf("--group %q: want NAME=user1,user2", s)
+		}
+		g[name] = append(g[name], splitComma(members)...)
+	}
+	return g, nil
+}
+
+func cutEq(s string) (string, string, bool) {
+	for i := range len(s) {
+		if s[i] == '=' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return "", "", false
+}

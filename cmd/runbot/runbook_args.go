@@ -38,53 +38,68 @@ func (f *runFlags) paramMap() (map[string]string, error) {
 	return out, nil
 }
 
-// findRunbook accepts a runbook name or a path to a runbook file.
-func findRunbook(cmd *cobra.Command, g *globalFlags, name string) (*runbooks.Runbook, error) {
+// findRunbook accepts a runbook name or a path to a runbook file, and
+// returns the catalog it is part of.
+func findRunbook(cmd *cobra.Command, g *globalFlags, name string) (*runbooks.Runbook, *runbooks.Catalog, error) {
+	c, err := loadCatalog(cmd, g)
+	if err != nil {
+		return nil, nil, err
+	}
 	if strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") {
 		if _, err := os.Stat(name); err == nil {
 			rb, problems, err := runbooks.LoadFile(name)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			for _, p := range problems {
 				fmt.Fprintln(cmd.ErrOrStderr(), p.String())
 			}
 			if rb == nil {
-				return nil, fmt.Errorf("runbook %s has errors (see above)", name)
+				return nil, nil, fmt.Errorf("runbook %s has errors (see above)", name)
 			}
-			return rb, nil
+			c.Add(rb)
+			return rb, c, nil
 		}
 	}
-	c, err := loadCatalog(cmd, g)
-	if err != nil {
-		return nil, err
-	}
-	return c.Get(name)
+	rb, err := c.Get(name)
+	return rb, c, err
+}
+
+// prepared is a runbook ready to run, with what was needed to get there.
+type prepared struct {
+	engine  *runbooks.Engine
+	p       *runbooks.Prepared
+	catalog *runbooks.Catalog
+	close   func()
 }
 
 // prepare loads the inventory and binds the runbook to params and targets.
-func prepare(ctx context.Context, cmd *cobra.Command, g *globalFlags, f *runFlags, name string) (*runbooks.Engine, *runbooks.Prepared, error) {
-	rb, err := findRunbook(cmd, g, name)
+func prepare(ctx context.Context, cmd *cobra.Command, g *globalFlags, f *runFlags, name string) (*prepared, error) {
+	rb, c, err := findRunbook(cmd, g, name)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	given, err := f.paramMap()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if f.inventory == "" {
-		return nil, nil, fmt.Errorf("runbook %s needs an inventory: pass --inventory FILE", rb.Name)
+		return nil, fmt.Errorf("runbook %s needs an inventory: pass --inventory FILE", rb.Name)
 	}
 	inv, err := inventory.Load(f.inventory)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: newRunners()}}
+	runners, closeRunners := newRunners(inv)
+	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runners}}
 	p, err := eng.Prepare(ctx, rb, given)
 	if err != nil {
-		return nil, nil, err
+		closeRunners()
+		return nil, err
 	}
-	return eng, p, nil
+	return &prepared{engine: eng, p: p, catalog: c, close: closeRunners}, nil
 }
 
-func newRunners() runbooks.Runners { return runbooks.LocalRunners{} }
+func newRunners(*inventory.Inventory) (runbooks.Runners, func()) {
+	return runbooks.LocalRunners{}, func() {}
+}

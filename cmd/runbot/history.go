@@ -1,0 +1,115 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
+)
+
+func newHistoryCmd(g *globalFlags) *cobra.Command {
+	var (
+		runbook string
+		since   time.Duration
+		limit   int
+		format  string
+	)
+	cmd := &cobra.Command{
+		Use:   "history",
+		Short: "List recorded runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := openStore(cmd.Context(), g.store)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			f := store.RunFilter{Runbook: runbook, Limit: limit}
+			if since > 0 {
+				f.Since = time.Now().Add(-since)
+			}
+			runs, err := st.ListRuns(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			if format == "json" {
+				for i := range runs {
+					runs[i].Report = nil
+				}
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(runs)
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "RUN\tRUNBOOK\tTRIGGER\tBY\tSTARTED\tSTATUS\tOUTCOME\tDIAGNOSIS")
+			for _, r := range runs {
+				diag := "-"
+				if rep, err := runbooks.ReportOf(r); err == nil && len(rep.Diagnoses) > 0 {
+					diag = rep.Diagnoses[0].ID
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Runbook, r.Trigger, dash(r.RequestedBy),
+					r.StartedAt.UTC().Format("2006-01-02 15:04:05Z"), r.Status, dash(string(r.Outcome)), diag)
+			}
+			return w.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&runbook, "runbook", "", "only runs of this runbook")
+	cmd.Flags().DurationVar(&since, "since", 0, "only runs started within this long, e.g. 24h")
+	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many runs")
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	return cmd
+}
+
+func newShowCmd(g *globalFlags) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "show RUN_ID",
+		Short: "Show a recorded run: findings, diagnosis, evidence, remediation and audit trail",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := openStore(cmd.Context(), g.store)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			run, err := st.GetRun(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			plans, err := st.ListPlans(cmd.Context(), store.PlanFilter{RunID: run.ID})
+			if err != nil {
+				return err
+			}
+			audit, err := st.Audit(cmd.Context(), store.AuditFilter{RunID: run.ID})
+			if err != nil {
+				return err
+			}
+			if format == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"run": run, "plans": plans, "audit": audit})
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "run %s  %s  %s by %s  status %s\n", run.ID, run.Runbook, run.Trigger, dash(run.RequestedBy), run.Status)
+			if rep, err := runbooks.ReportOf(run); err == nil {
+				fmt.Fprintln(out)
+				printReport(out, rep, false)
+			}
+			for _, p := range plans {
+				fmt.Fprintf(out, "\nplan %s  %s for %s on %s: %s (hash %.12s)\n", p.ID, p.Remediation, p.Diagnosis, p.Deployment, p.State, p.Hash)
+			}
+			if len(audit) > 0 {
+				fmt.Fprintln(out, "\nAudit trail")
+				for _, e := range audit {
+					fmt.Fprintf(out, "  %s  %-22s %-12s %s\n", e.At.UTC().Format("15:04:05.000Z"), e.Kind, dash(e.Actor), string(e.Detail))
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	return cmd
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
+)
+
+// remediationOutcome is what the CLI reports about a remediation.
+type remediationOutcome struct {
+	Remediation string           `json:"remediation"`
+	PlanID      string           `json:"plan_id,omitempty"`
+	PlanHash    string           `json:"plan_hash,omitempty"`
+	Diff        string           `json:"diff,omitempty"`
+	Actions     []string         `json:"actions"`
+	DryRun      bool             `json:"dry_run,omitempty"`
+	State       store.PlanState  `json:"state,omitempty"`
+	Recovered   bool             `json:"recovered"`
+	Message     string           `json:"message,omitempty"`
+	Verify      *runbooks.Report `json:"verify,omitempty"`
+}
+
+// exit turns the outcome into the run's exit status: a verified fix is a
+// success; anything else keeps the diagnosis' status.
+func (o *remediationOutcome) exit(diagnosisCode int) int {
+	if o.State == store.PlanDone && o.Recovered {
+		return exitOK
+	}
+	return diagnosisCode
+}
+
+func remediate(cmd *cobra.Command, rem *runbooks.Remediator, p *runbooks.Prepared, rep *runbooks.Report, rf *remediateFlags, format string) (*remediationOutcome, error) {
+	ctx := cmd.Context()
+	out := cmd.OutOrStdout()
+	text := format == "text"
+	if rf.dryRun {
+		body, err := rem.Plan(ctx, p, rep)
+		if err != nil || body == nil {
+			return nil, err
+		}
+		o := outcomeOf(body)
+		o.DryRun = true
+		if text {
+			printPlan(out, body, "")
+			fmt.Fprintln(out, "Dry run: nothing was changed.")
+		}
+		return o, nil
+	}
+	prop, err := rem.Propose(ctx, p, rep, rf.requestedBy)
+	if err != nil || prop == nil {
+		if err == nil && text {
+			fmt.Fprintln(out, "No remediation proposed.")
+		}
+		return nil, err
+	}
+	o := outcomeOf(&prop.Body)
+	o.PlanID, o.PlanHash, o.State = prop.Plan.ID, prop.Plan.Hash, prop.Plan.State
+	if text {
+		printPlan(out, &prop.Body, prop.Plan.ID)
+		fmt.Fprintf(out, "Approval: %s", strings.Join(prop.Plan.Policy.Approvers, ", "))
+		if prop.Plan.Policy.TwoPerson {
+			fmt.Fprintf(out, " (two-person rule: %s, who asked, cannot approve)", prop.Plan.RequestedBy)
+		}
+		fmt.Fprintf(out, "; expires %s\n", prop.Plan.Policy.ExpiresAt.Local().Format("15:04:05"))
+	}
+	approver := rf.approveAs
+	approve := true
+	if approver == "" {
+		approver, approve = askApproval(cmd.InOrStdin(), cmd.ErrOrStderr())
+	}
+	if approver == "" {
+		o.Message = "not approved; the plan stays proposed until it expires (see runbot show " + rep.RunID + ")"
+		if text {
+			fmt.Fprintln(out, o.Message)
+		}
+		return o, nil
+	}
+	res, err := rem.Vote(ctx, prop.Plan.ID, approver, approve, prop.Plan.Hash)
+	if err != nil {
+		return o, fmt.Errorf("approval: %w", err)
+	}
+	o.State = res.Plan.State
+	if res.Plan.State != store.PlanApproved {
+		o.Message = fmt.Sprintf("%d of %d approvals; state %s", res.Approvals, res.Needed, res.Plan.State)
+		if text {
+			fmt.Fprintln(out, o.Message)
+		}
+		return o, nil
+	}
+	if text {
+		fmt.Fprintf(out, "Approved by %s. Applying plan %s…\n", approver, prop.Plan.ID)
+	}
+	ar, err := rem.Apply(ctx, prop.Plan.ID, approver, func(ev runbooks.ApplyEvent) {
+		if text {
+			fmt.Fprintf(out, "  [%s] %s\n", ev.Stage, ev.Detail)
+		}
+	})
+	if ar != nil {
+		o.State, o.Recovered, o.Message, o.Verify = ar.State, ar.Recovered, ar.Message, ar.Verify
+	}
+	if err != nil {
+		var stateErr *store.StateConflictError
+		if errors.As(err, &stateErr) {
+			return o, err
+		}
+		o.Message = err.Error()
+	}
+	if text {
+		mark := "NOT RECOVERED"
+		if o.Recovered {
+			mark = "RECOVERED"
+		}
+		fmt.Fprintf(out, "\nRemediation %s: %s — %s\n", o.State, mark, o.Message)
+		if prop.Body.Escalate != "" {
+			fmt.Fprintf(out, "Note: %s\n", prop.Body.Escalate)
+		}
+	}
+	return o, nil
+}
+
+func outcomeOf(b *runbooks.PlanBody) *remediationOutcome {
+	o := &remediationOutcome{Remediation: b.Remediation, Diff: b.Diff()}
+	for _, a := range b.Actions {
+		o.Actions = append(o.Actions, a.Plan.Summary)
+	}
+	return o
+}
+
+func printPlan(w io.Writer, b *runbooks.PlanBody, planID string) {
+	fmt.Fprintf(w, "\nProposed remediation %s for %s on %s", b.Remediation, b.Diagnosis, b.Deployment)
+	if planID != "" {
+		fmt.Fprintf(w, " (plan %s, hash %.12s)", planID, b.Hash())
+	}
+	fmt.Fprintln(w)
+	for i, a := range b.Actions {
+		rev := ""
+		if a.Plan.Reversible {
+			rev = " [reversible]"
+		}
+		if a.Plan.NoOp {
+			rev += " [already done]"
+		}
+		fmt.Fprintf(w, "  %d. %s%s\n", i+1, a.Plan.Summary, rev)
+		for _, c := range a.Plan.Commands {
+			fmt.Fprintf(w, "       $ %s\n", firstLine(c))
+		}
+	}
+	if d := b.Diff(); d != "" {
+		fmt.Fprintf(w, "\n%s\n", d)
+	}
+	if len(b.Verify) > 0 {
+		fmt.Fprintf(w, "Then verify with: %s (rollback: %s)\n", strings.Join(b.Verify, ", "), b.Rollback)
+	}
+}
+
+func firstLine(s string) string {
+	line, _, more := strings.Cut(s, "\n")
+	if more {
+		return line + " …"
+	}
+	return line
+}
+
+// askApproval prompts on the terminal. It returns the approver's name, or
+// "" when the person declines or there is no terminal to ask.
+func askApproval(in io.Reader, prompt io.Writer) (string, bool) {
+	if f, ok := in.(*os.File); ok && !isTTY(f) {
+		fmt.Fprintln(prompt, "No terminal to ask for approval; use --approve-as USER to approve non-interactively.")
+		return "", false
+	}
+	fmt.Fprint(prompt, "Approve? Type your user name to approve, or press Enter to decline: ")
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	name := strings.TrimSpace(line)
+	return name, name != ""
+}
