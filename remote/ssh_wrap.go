@@ -9,24 +9,27 @@ import (
 )
 
 // OpenSSH's sshd starts every session's command in a new session (setsid),
-// so the command's shell leads its own process group. The wrapper reports
-// that shell's pid and process group on the first stdout line, then execs
-// the command in the same process, so that a timed-out command's whole tree
-// can be killed from a second session. Signals sent over the SSH channel are
-// not enough: servers may ignore them, and they reach only the shell.
+// so the login shell that runs it leads its own process group. The line
+// runbot sends has that shell report its pid and process group on the first
+// stdout line, then exec /bin/sh with the command in the same process, so a
+// timed-out command's whole tree can be killed from a second session.
+// Signals sent over the SSH channel are not enough: servers may ignore them,
+// and they reach only the shell.
 //
-// The wrapper is handed to the login shell as `exec /bin/sh -c '…' runbot
-// 'line'`, which every POSIX login shell parses the same way; the command
-// line itself reaches /bin/sh only as the single-quoted $1. Reading
-// /proc/$$/stat with the `read` builtin costs no extra process.
-const wrapperScript = `read -r _ _ _ _ g _ 2>/dev/null </proc/$$/stat; printf '` + pgidTag + ` %s %s\n' "$$" "$g"; exec /bin/sh -c "$1"`
+// The prefix is plain POSIX that bash, dash, zsh and ksh login shells parse
+// alike (runbot needs such a login shell for the remote account); reading
+// /proc/$$/stat with the `read` builtin costs no extra process, and exec
+// adds only the one /bin/sh that gives every host the same command
+// language. The command line reaches /bin/sh as one single-quoted word.
+const wrapperPrefix = `read -r rb_1 rb_2 rb_3 rb_4 rb_g rb_5 2>/dev/null </proc/$$/stat; ` +
+	`printf '` + pgidTag + ` %s %s\n' "$$" "$rb_g"; exec /bin/sh -c `
 
-// pgidTag starts the wrapper's header line.
+// pgidTag starts the header line.
 const pgidTag = "runbot-pgid"
 
 // wrapLine returns the line to send for a command line.
 func wrapLine(line string) string {
-	return `read -r _ _ _ _ g _ 2>/dev/null </proc/$$/stat; printf '` + pgidTag + ` %s %s\n' "$$" "$g"; exec /bin/sh -c ` + shell.Quote(line)
+	return wrapperPrefix + shell.Quote(line)
 }
 
 // procGroup says what to kill when a command times out.

@@ -48,17 +48,19 @@ const (
 	numCommon
 )
 
+// The common names avoid "status" and "error", which checks use for what
+// they observed (an HTTP status, a probe's error text).
 var commonFields = []reflect.StructField{
-	field(fStatus, "status", reflect.TypeFor[string]()),
+	field(fStatus, "state", reflect.TypeFor[string]()),
 	field(fRan, "ran", reflect.TypeFor[bool]()),
-	field(fError, "error", reflect.TypeFor[string]()),
+	field(fError, "failure", reflect.TypeFor[string]()),
 	field(fDuration, "duration", reflect.TypeFor[time.Duration]()),
 	field(fTarget, "target", reflect.TypeFor[string]()),
 	field(fHost, "host", reflect.TypeFor[string]()),
 }
 
 // commonNames are reserved: check outputs and roles cannot use them.
-var commonNames = []string{"status", "ran", "error", "duration", "target", "host", "targets"}
+var commonNames = []string{"state", "ran", "failure", "duration", "target", "host", "targets"}
 
 func field(i int, name string, t reflect.Type) reflect.StructField {
 	return reflect.StructField{

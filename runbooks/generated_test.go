@@ -21,6 +21,6 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 		}
 		got, err := os.ReadFile(path)
 		require.NoError(t, err, "run make generate")
-		require.Equal(t, string(want), string(got), "%s is stale: run make generate", path)
+		require.True(t, string(want) == string(got), "%s is stale: run make generate", path)
 	}
 }

@@ -161,21 +161,24 @@ var childModes = map[string]func(ctx context.Context, s *store.SQLite, in *bufio
 		}
 		return nil
 	},
-	// lock: on the go-ahead, try to take lock arg for an hour, report the
-	// result, and keep (never release) it until stdin closes.
+	// lock: on the go-ahead, try to take each lock in arg (comma-separated)
+	// for an hour, report each result, and keep (never release) the locks
+	// it won until stdin closes.
 	"lock": func(ctx context.Context, s *store.SQLite, in *bufio.Scanner, arg string) error {
 		fmt.Println("ready")
 		in.Scan()
 		holder := fmt.Sprintf("pid-%d", os.Getpid())
-		_, err := s.Acquire(ctx, arg, holder, time.Hour)
-		var locked *store.LockedError
-		switch {
-		case err == nil:
-			fmt.Println("won " + holder)
-		case errors.As(err, &locked):
-			fmt.Println("lost " + locked.Holder)
-		default:
-			return err
+		for _, key := range strings.Split(arg, ",") {
+			_, err := s.Acquire(ctx, key, holder, time.Hour)
+			var locked *store.LockedError
+			switch {
+			case err == nil:
+				fmt.Println("won " + key + " " + holder)
+			case errors.As(err, &locked):
+				fmt.Println("lost " + key + " " + locked.Holder)
+			default:
+				return err
+			}
 		}
 		for in.Scan() {
 		}

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -69,9 +70,9 @@ func TestLockAcrossProcesses(t *testing.T) {
 	holder := startChild(t, "lock", path, "deployment/dsv4")
 	require.Equal(t, "ready", holder.next())
 	holder.send("go")
-	won := holder.next()
-	require.True(t, strings.HasPrefix(won, "won "), won)
-	holderName := strings.TrimPrefix(won, "won ")
+	f := strings.Fields(holder.next())
+	require.Equal(t, []string{"won", "deployment/dsv4"}, f[:2])
+	holderName := f[2]
 
 	_, err := s.Acquire(testCtx(t), "deployment/dsv4", "parent", time.Minute)
 	var locked *store.LockedError
@@ -89,34 +90,46 @@ func TestLockAcrossProcesses(t *testing.T) {
 	require.Equal(t, "parent", l.Holder)
 }
 
-// Two processes race for one free lock: exactly one gets it, and the other
-// is told who has it.
+// Two processes race for the same free locks: each lock goes to exactly
+// one of them, and the other is told who has it.
 func TestLockRaceAcrossProcesses(t *testing.T) {
 	path := dbPath(t)
 	openAt(t, path) // create the schema before the race
-	for round := range 5 {
-		key := "deployment/race-" + string(rune('a'+round))
-		a, b := startChild(t, "lock", path, key), startChild(t, "lock", path, key)
-		require.Equal(t, "ready", a.next())
-		require.Equal(t, "ready", b.next())
-		a.send("go")
-		b.send("go")
-		ra, rb := a.next(), b.next()
-		verdicts := []string{ra, rb}
-		wins := 0
-		var winner, loserSaw string
-		for _, v := range verdicts {
-			verdict, who, _ := strings.Cut(v, " ")
-			if verdict == "won" {
-				wins++
-				winner = who
-			} else {
-				loserSaw = who
+	var keys []string
+	for i := range 30 {
+		keys = append(keys, fmt.Sprintf("deployment/race-%02d", i))
+	}
+	arg := strings.Join(keys, ",")
+	a, b := startChild(t, "lock", path, arg), startChild(t, "lock", path, arg)
+	require.Equal(t, "ready", a.next())
+	require.Equal(t, "ready", b.next())
+	a.send("go")
+	b.send("go")
+	type verdict struct{ won, lost string }
+	results := map[string]*verdict{}
+	for _, c := range []*child{a, b} {
+		for range keys {
+			f := strings.Fields(c.next())
+			require.Len(t, f, 3)
+			v := results[f[1]]
+			if v == nil {
+				v = &verdict{}
+				results[f[1]] = v
+			}
+			switch f[0] {
+			case "won":
+				require.Empty(t, v.won, "%s won twice", f[1])
+				v.won = f[2]
+			case "lost":
+				v.lost = f[2]
 			}
 		}
-		require.Equal(t, 1, wins, "round %d: %v", round, verdicts)
-		require.Equal(t, winner, loserSaw, "the loser names the winner")
-		a.wait()
-		b.wait()
 	}
+	for _, key := range keys {
+		v := results[key]
+		require.NotEmpty(t, v.won, key)
+		require.Equal(t, v.won, v.lost, "%s: the loser names the winner", key)
+	}
+	a.wait()
+	b.wait()
 }
