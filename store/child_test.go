@@ -141,12 +141,12 @@ func runChild(mode string) int {
 }
 
 var childModes = map[string]func(ctx context.Context, s *store.SQLite, in *bufio.Scanner, arg string) error{
-	// apply: on the go-ahead, try approved -> applying on every plan in
-	// arg (comma-separated) and report which moves this process won.
+	// apply: for each plan ID read from stdin, try approved -> applying and
+	// report whether this process won the move.
 	"apply": func(ctx context.Context, s *store.SQLite, in *bufio.Scanner, arg string) error {
 		fmt.Println("ready")
-		in.Scan()
-		for _, id := range strings.Split(arg, ",") {
+		for in.Scan() {
+			id := in.Text()
 			_, err := s.TransitionPlan(ctx, store.Transition{PlanID: id, From: store.PlanApproved, To: store.PlanApplying,
 				Actor: fmt.Sprintf("pid-%d", os.Getpid())})
 			var conflict *store.StateConflictError

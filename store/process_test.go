@@ -12,8 +12,9 @@ import (
 )
 
 // Two processes race to move the same approved plans to applying, as two
-// bot replicas handling a double click would: every plan is won by exactly
-// one of them, and the audit log shows exactly one applying move per plan.
+// bot replicas handling a double click would. Both get each plan ID at the
+// same moment; every plan is won by exactly one of them, and the audit log
+// shows exactly one applying move per plan.
 func TestApplyCASAcrossProcesses(t *testing.T) {
 	path := dbPath(t)
 	s := openAt(t, path)
@@ -22,28 +23,36 @@ func TestApplyCASAcrossProcesses(t *testing.T) {
 	for range n {
 		// Creating a plan supersedes only proposed ones, so the approved
 		// plans of earlier iterations stay approved.
-		p := approve(t, s, mkPlan(t, s))
-		ids = append(ids, p.ID)
+		ids = append(ids, approve(t, s, mkPlan(t, s)).ID)
 	}
-	arg := strings.Join(ids, ",")
-	a, b := startChild(t, "apply", path, arg), startChild(t, "apply", path, arg)
-	require.Equal(t, "ready", a.next())
-	require.Equal(t, "ready", b.next())
-	a.send("go")
-	b.send("go")
-
-	winners := map[string]int{}
-	for _, c := range []*child{a, b} {
-		for _, line := range c.wait() {
-			verdict, id, ok := strings.Cut(line, " ")
-			require.True(t, ok, line)
+	procs := []*child{startChild(t, "apply", path, ""), startChild(t, "apply", path, "")}
+	for _, c := range procs {
+		require.Equal(t, "ready", c.next())
+	}
+	won := make([]int, len(procs))
+	for _, id := range ids {
+		for _, c := range procs {
+			c.send(id)
+		}
+		winners := 0
+		for i, c := range procs {
+			verdict, got, ok := strings.Cut(c.next(), " ")
+			require.True(t, ok)
+			require.Equal(t, id, got)
 			if verdict == "won" {
-				winners[id]++
+				winners++
+				won[i]++
 			}
 		}
+		require.Equal(t, 1, winners, "plan %s must be applied by exactly one process", id)
 	}
+	for _, c := range procs {
+		c.wait()
+	}
+	// How the wins split depends on scheduling; it is logged, not asserted.
+	t.Logf("wins per process: %v", won)
+
 	for _, id := range ids {
-		require.Equal(t, 1, winners[id], "plan %s must be applied by exactly one process", id)
 		p, err := s.GetPlan(testCtx(t), id)
 		require.NoError(t, err)
 		require.Equal(t, store.PlanApplying, p.State)

@@ -25,6 +25,11 @@ type SQLite struct {
 	// applying plans, started work), so that MarkInterrupted in another
 	// process can tell a live owner from a dead one.
 	owner string
+	// writeSlot admits one write transaction of this process at a time.
+	// SQLite allows one writer anyway; queueing here hands the write lock
+	// over at once, where waiting inside SQLite's busy handler polls with
+	// sleeps. busy_timeout still arbitrates between processes.
+	writeSlot chan struct{}
 }
 
 var _ Store = (*SQLite)(nil)
@@ -64,7 +69,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	s := &SQLite{db: db, now: o.now, dedupWindow: o.dedupWindow, owner: processOwner()}
+	s := &SQLite{db: db, now: o.now, dedupWindow: o.dedupWindow, owner: processOwner(), writeSlot: make(chan struct{}, 1)}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -104,6 +109,12 @@ func (c commitAnyway) Error() string { return c.err.Error() }
 // write runs fn in one IMMEDIATE transaction and commits it when fn returns
 // nil or commitAnyway.
 func (s *SQLite) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	select {
+	case s.writeSlot <- struct{}{}:
+		defer func() { <-s.writeSlot }()
+	case <-ctx.Done():
+		return fmt.Errorf("wait to write: %w", ctx.Err())
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)

@@ -23,6 +23,8 @@ var allowed = map[string][]string{
 	"remote":         {"internal/shell"},
 	"inventory":      {"internal/yamlnode"},
 	"store":          {"internal/"},
+	"config":         {"internal/"},
+	"timeline":       {"runbooks", "internal/"},
 	"sim":            {},
 	"bench":          {"*"},
 	"test":           {"*"},

@@ -1,0 +1,90 @@
+// Package config loads `runbot serve`'s configuration file: one YAML file
+// wiring Slack, the alert webhook, schedules, inventory, runbooks, approval
+// groups and the store. Like runbooks, it is decoded through YAML nodes so
+// every problem is reported as file:line:col, all in one pass. Secrets are
+// only ever references (env: or file:), never values.
+package config
+
+import (
+	"time"
+)
+
+// Config is a validated serve configuration.
+type Config struct {
+	File      string
+	Listen    string
+	TLS       *TLS
+	Store     string
+	Inventory string
+	Runbooks  []string
+	Log       Log
+	// Groups are approver and user groups: name -> member ids.
+	Groups    map[string][]string
+	Slack     *Slack
+	Alerts    *Alerts
+	Schedules []Schedule
+	// ShutdownGrace is how long in-flight steps may finish on SIGTERM.
+	ShutdownGrace time.Duration
+	// Parallel bounds runs executing at once.
+	Parallel int
+}
+
+// TLS is an optional certificate for the listener.
+type TLS struct{ Cert, Key string }
+
+// Log configures structured logging.
+type Log struct {
+	Format string // json or text
+	Level  string // debug, info, warn, error
+}
+
+// Slack configures the Slack front door.
+type Slack struct {
+	Mode          string // http or socket
+	BotToken      Secret
+	SigningSecret Secret
+	AppToken      Secret
+	Channel       string
+	Command       string
+	Authorize     []Rule
+	Redact        []string
+	APIURL        string // for tests against slacktest
+}
+
+// Rule says who may run which runbooks from Slack.
+type Rule struct {
+	Runbooks []string // "*" for all
+	Users    []string
+	Groups   []string
+	Channels []string
+}
+
+// Alerts configures the Alertmanager webhook.
+type Alerts struct {
+	BearerToken Secret
+	BasicUser   string
+	BasicPass   Secret
+	DedupWindow time.Duration
+	MaxQueue    int
+	MaxBody     int64
+	Channel     string
+	Routes      []Route
+}
+
+// Route maps alerts to a runbook.
+type Route struct {
+	Match   map[string]string
+	Runbook string
+	Params  map[string]string // templates over .labels and .annotations
+}
+
+// Schedule runs a runbook on a cron schedule.
+type Schedule struct {
+	Runbook  string
+	Cron     string
+	TimeZone string
+	Params   map[string]string
+	// Post is always, on_change or on_failure.
+	Post    string
+	Channel string
+}

@@ -1,0 +1,39 @@
+package config_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/config"
+)
+
+func TestBrokenConfigReportsEveryProblemWithPosition(t *testing.T) {
+	_, err := config.Load("testdata/broken.yaml")
+	require.Error(t, err)
+	want := `testdata/broken.yaml:1:9: listen must be host:port, got "nonsense"
+testdata/broken.yaml:5:14: slack.bot_token must be a reference such as {env: NAME} or {file: /path}, never the secret itself
+testdata/broken.yaml:8:3: alerts: configure bearer_token or basic_auth; the webhook never runs unauthenticated
+testdata/broken.yaml:8:17: alerts.dedup_window must be a duration like 30s or 5m, got "soon"
+testdata/broken.yaml:10:38: schedule.cron: expected 5 to 6 fields, found 2: [every ten]
+testdata/broken.yaml:10:57: schedule.post must be always, on_change or on_failure, got "sometimes"
+testdata/broken.yaml:11:1: config: unknown key "logg" (did you mean "log"?)`
+	require.Equal(t, want, err.Error())
+	require.NotContains(t, err.Error(), "xoxb-a-real-token", "a pasted secret must never be echoed")
+}
+
+func TestSecretsNeverPrint(t *testing.T) {
+	c, err := config.Load("testdata/good.yaml")
+	require.NoError(t, err)
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-secret-value")
+	v, err := c.Slack.BotToken.Value()
+	require.NoError(t, err)
+	require.Equal(t, "xoxb-secret-value", v)
+	for _, s := range []string{fmt.Sprint(c.Slack.BotToken), fmt.Sprintf("%v %+v %#v %s", c.Slack, c.Slack, c.Slack.BotToken, c.Slack.BotToken)} {
+		require.NotContains(t, s, "xoxb-secret-value")
+		require.NotContains(t, s, "SLACK_BOT_TOKEN")
+	}
+	_, err = c.Slack.SigningSecret.Value()
+	require.ErrorContains(t, err, "/run/secrets/slack-signing")
+}

@@ -1,0 +1,260 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/runbot/runbot/internal/yamlnode"
+)
+
+var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// Load reads and validates a config file.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse validates config YAML.
+func Parse(path string, data []byte) (*Config, error) {
+	d := &yamlnode.Decoder{File: path}
+	c := &Config{File: path, Listen: "127.0.0.1:8080", Log: Log{Format: "text", Level: "info"}, ShutdownGrace: 30 * time.Second, Parallel: 4, Groups: map[string][]string{}}
+	root := d.Parse(data)
+	if root == nil {
+		return nil, d.Problems.Err()
+	}
+	d.Fields(root, "config", []string{"listen", "tls", "store", "inventory", "runbooks", "log", "groups", "slack", "alerts", "schedules", "shutdown_grace", "parallel"}, func(key string, _, v *yaml.Node) {
+		switch key {
+		case "listen":
+			c.Listen = d.String(v, "listen")
+			if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+				d.Errorf(v, "listen must be host:port, got %q", c.Listen)
+			}
+		case "tls":
+			c.TLS = &TLS{}
+			d.Fields(v, "tls", []string{"cert", "key"}, func(key string, _, v *yaml.Node) {
+				if key == "cert" {
+					c.TLS.Cert = d.String(v, "tls.cert")
+				} else {
+					c.TLS.Key = d.String(v, "tls.key")
+				}
+			})
+			if c.TLS.Cert == "" || c.TLS.Key == "" {
+				d.Errorf(v, "tls needs cert and key")
+			}
+		case "store":
+			c.Store = d.String(v, "store")
+		case "inventory":
+			c.Inventory = d.String(v, "inventory")
+		case "runbooks":
+			c.Runbooks = d.Strings(v, "runbooks")
+		case "log":
+			d.Fields(v, "log", []string{"format", "level"}, func(key string, _, v *yaml.Node) {
+				s := d.String(v, "log."+key)
+				if key == "format" {
+					c.Log.Format = s
+					if s != "json" && s != "text" {
+						d.Errorf(v, "log.format must be json or text, got %q", s)
+					}
+				} else {
+					c.Log.Level = s
+					if !slices.Contains([]string{"debug", "info", "warn", "error"}, s) {
+						d.Errorf(v, "log.level must be debug, info, warn or error, got %q", s)
+					}
+				}
+			})
+		case "groups":
+			d.Pairs(v, "groups", func(name string, _, gv *yaml.Node) { c.Groups[name] = d.Strings(gv, "groups."+name) })
+		case "slack":
+			c.Slack = decodeSlack(d, v)
+		case "alerts":
+			c.Alerts = decodeAlerts(d, v)
+		case "schedules":
+			d.Items(v, "schedules", func(_ int, sv *yaml.Node) { c.Schedules = append(c.Schedules, decodeSchedule(d, sv)) })
+		case "shutdown_grace":
+			c.ShutdownGrace = d.Duration(v, "shutdown_grace")
+		case "parallel":
+			c.Parallel = d.Int(v, "parallel")
+			if c.Parallel < 1 {
+				d.Errorf(v, "parallel must be at least 1")
+			}
+		}
+	})
+	if c.Store == "" {
+		d.Errorf(root, "config: store is required (path of the SQLite file)")
+	}
+	d.Problems.Sort()
+	if err := d.Problems.Err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func decodeSecret(d *yamlnode.Decoder, n *yaml.Node, what string) Secret {
+	var s Secret
+	if n.Kind == yaml.ScalarNode {
+		d.Errorf(n, "%s must be a reference such as {env: NAME} or {file: /path}, never the secret itself", what)
+		return s
+	}
+	d.Fields(n, what, []string{"env", "file"}, func(key string, _, v *yaml.Node) {
+		if key == "env" {
+			s.Env = d.String(v, what+".env")
+		} else {
+			s.File = d.String(v, what+".file")
+		}
+	})
+	if s.Env != "" && s.File != "" {
+		d.Errorf(n, "%s: give env or file, not both", what)
+	}
+	if !s.IsSet() {
+		d.Errorf(n, "%s: give env or file", what)
+	}
+	return s
+}
+
+func decodeSlack(d *yamlnode.Decoder, n *yaml.Node) *Slack {
+	s := &Slack{Mode: "http", Command: "/runbot"}
+	seen := map[string]bool{}
+	d.Fields(n, "slack", []string{"mode", "bot_token", "signing_secret", "app_token", "channel", "command", "authorize", "redact", "api_url"}, func(key string, _, v *yaml.Node) {
+		seen[key] = true
+		switch key {
+		case "mode":
+			s.Mode = d.String(v, "slack.mode")
+			if s.Mode != "http" && s.Mode != "socket" {
+				d.Errorf(v, "slack.mode must be http or socket, got %q", s.Mode)
+			}
+		case "bot_token":
+			s.BotToken = decodeSecret(d, v, "slack.bot_token")
+		case "signing_secret":
+			s.SigningSecret = decodeSecret(d, v, "slack.signing_secret")
+		case "app_token":
+			s.AppToken = decodeSecret(d, v, "slack.app_token")
+		case "channel":
+			s.Channel = d.String(v, "slack.channel")
+		case "command":
+			s.Command = d.String(v, "slack.command")
+		case "api_url":
+			s.APIURL = d.String(v, "slack.api_url")
+		case "redact":
+			s.Redact = d.Strings(v, "slack.redact")
+		case "authorize":
+			d.Items(v, "slack.authorize", func(_ int, rv *yaml.Node) {
+				var r Rule
+				d.Fields(rv, "authorize rule", []string{"runbooks", "users", "groups", "channels"}, func(key string, _, v *yaml.Node) {
+					list := d.Strings(v, "authorize."+key)
+					switch key {
+					case "runbooks":
+						r.Runbooks = list
+					case "users":
+						r.Users = list
+					case "groups":
+						r.Groups = list
+					case "channels":
+						r.Channels = list
+					}
+				})
+				s.Authorize = append(s.Authorize, r)
+			})
+		}
+	})
+	if !seen["bot_token"] {
+		d.Errorf(n, "slack: bot_token is required")
+	}
+	if s.Mode == "http" && !seen["signing_secret"] {
+		d.Errorf(n, "slack: signing_secret is required in http mode")
+	}
+	if s.Mode == "socket" && !seen["app_token"] {
+		d.Errorf(n, "slack: app_token is required in socket mode")
+	}
+	return s
+}
+
+func decodeAlerts(d *yamlnode.Decoder, n *yaml.Node) *Alerts {
+	a := &Alerts{DedupWindow: 30 * time.Minute, MaxQueue: 100, MaxBody: 1 << 20}
+	d.Fields(n, "alerts", []string{"bearer_token", "basic_auth", "dedup_window", "max_queue", "max_body", "channel", "routes"}, func(key string, _, v *yaml.Node) {
+		switch key {
+		case "bearer_token":
+			a.BearerToken = decodeSecret(d, v, "alerts.bearer_token")
+		case "basic_auth":
+			d.Fields(v, "alerts.basic_auth", []string{"user", "password"}, func(key string, _, v *yaml.Node) {
+				if key == "user" {
+					a.BasicUser = d.String(v, "basic_auth.user")
+				} else {
+					a.BasicPass = decodeSecret(d, v, "alerts.basic_auth.password")
+				}
+			})
+		case "dedup_window":
+			a.DedupWindow = d.Duration(v, "alerts.dedup_window")
+		case "max_queue":
+			a.MaxQueue = d.Int(v, "alerts.max_queue")
+		case "max_body":
+			a.MaxBody = int64(d.Int(v, "alerts.max_body"))
+		case "channel":
+			a.Channel = d.String(v, "alerts.channel")
+		case "routes":
+			d.Items(v, "alerts.routes", func(_ int, rv *yaml.Node) {
+				r := Route{}
+				d.Fields(rv, "alert route", []string{"match", "runbook", "params"}, func(key string, _, v *yaml.Node) {
+					switch key {
+					case "match":
+						r.Match = d.StringMap(v, "route.match")
+					case "runbook":
+						r.Runbook = d.String(v, "route.runbook")
+					case "params":
+						r.Params = d.StringMap(v, "route.params")
+					}
+				})
+				if r.Runbook == "" || len(r.Match) == 0 {
+					d.Errorf(rv, "alert route needs match and runbook")
+				}
+				a.Routes = append(a.Routes, r)
+			})
+		}
+	})
+	if !a.BearerToken.IsSet() && !a.BasicPass.IsSet() {
+		d.Errorf(n, "alerts: configure bearer_token or basic_auth; the webhook never runs unauthenticated")
+	}
+	return a
+}
+
+func decodeSchedule(d *yamlnode.Decoder, n *yaml.Node) Schedule {
+	s := Schedule{Post: "on_change", TimeZone: "UTC"}
+	d.Fields(n, "schedule", []string{"runbook", "cron", "timezone", "params", "post", "channel"}, func(key string, _, v *yaml.Node) {
+		switch key {
+		case "runbook":
+			s.Runbook = d.String(v, "schedule.runbook")
+		case "cron":
+			s.Cron = d.String(v, "schedule.cron")
+			if _, err := cronParser.Parse(s.Cron); err != nil {
+				d.Errorf(v, "schedule.cron: %v", err)
+			}
+		case "timezone":
+			s.TimeZone = d.String(v, "schedule.timezone")
+			if _, err := time.LoadLocation(s.TimeZone); err != nil {
+				d.Errorf(v, "schedule.timezone: unknown zone %q", s.TimeZone)
+			}
+		case "params":
+			s.Params = d.StringMap(v, "schedule.params")
+		case "post":
+			s.Post = d.String(v, "schedule.post")
+			if !slices.Contains([]string{"always", "on_change", "on_failure"}, s.Post) {
+				d.Errorf(v, "schedule.post must be always, on_change or on_failure, got %q", s.Post)
+			}
+		case "channel":
+			s.Channel = d.String(v, "schedule.channel")
+		}
+	})
+	if s.Runbook == "" || s.Cron == "" {
+		d.Errorf(n, "schedule needs runbook and cron")
+	}
+	return s
+}

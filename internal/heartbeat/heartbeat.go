@@ -1,0 +1,76 @@
+// Package heartbeat tracks the progress of a daemon's internal loops, so
+// that its health endpoints and systemd watchdog report whether the loops
+// actually make progress — not merely that the process answers HTTP. It is
+// the incident's lesson applied to runbot itself: alive is not working.
+package heartbeat
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Monitor holds one heartbeat per registered loop.
+type Monitor struct {
+	mu    sync.Mutex
+	now   func() time.Time
+	loops map[string]*loop
+}
+
+type loop struct {
+	maxGap time.Duration
+	last   time.Time
+}
+
+// New returns a monitor using now as its clock (time.Now when nil).
+func New(now func() time.Time) *Monitor {
+	if now == nil {
+		now = time.Now
+	}
+	return &Monitor{now: now, loops: map[string]*loop{}}
+}
+
+// Register adds a loop that must beat at least every maxGap. It counts as
+// having beaten at registration, so a loop gets maxGap to start.
+func (m *Monitor) Register(name string, maxGap time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.loops[name] = &loop{maxGap: maxGap, last: m.now()}
+}
+
+// Beat records progress of a loop.
+func (m *Monitor) Beat(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l, ok := m.loops[name]; ok {
+		l.last = m.now()
+	}
+}
+
+// Stuck describes a loop that has not beaten in time.
+type Stuck struct {
+	Loop  string
+	Since time.Duration
+	Max   time.Duration
+}
+
+func (s Stuck) String() string {
+	return fmt.Sprintf("%s has made no progress for %s (limit %s)", s.Loop, s.Since.Round(time.Second), s.Max)
+}
+
+// Check returns the loops that are stuck, sorted by name; none means healthy.
+func (m *Monitor) Check() []Stuck {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	var out []Stuck
+	for name, l := range m.loops {
+		if gap := now.Sub(l.last); gap > l.maxGap {
+			out = append(out, Stuck{Loop: name, Since: gap, Max: l.maxGap})
+		}
+	}
+	slices.SortFunc(out, func(a, b Stuck) int { return strings.Compare(a.Loop, b.Loop) })
+	return out
+}
