@@ -39,7 +39,8 @@ type HostKeyError struct {
 	// Expected lists the keys that were acceptable, as "where: type SHA256:…"
 	// (where is file:line or "pinned"); empty for HostKeyUnknown.
 	Expected []string
-	// Checked lists the known_hosts files that were read.
+	// Checked lists the known_hosts files consulted, "(missing)" marking
+	// those that do not exist.
 	Checked []string
 }
 
@@ -70,6 +71,8 @@ type hostKeys struct {
 	// files are the known_hosts files that exist; db checks against them.
 	files []string
 	db    ssh.HostKeyCallback
+	// checked lists every configured file for error messages.
+	checked []string
 	// tofuFile receives first-use keys; empty when TOFU is off.
 	tofuFile string
 }
@@ -87,9 +90,14 @@ func newHostKeys(c SSHConfig) (*hostKeys, error) {
 		return h, nil
 	}
 	for _, f := range c.KnownHostsFiles {
-		if _, err := os.Stat(f); err == nil {
+		_, err := os.Stat(f)
+		switch {
+		case err == nil:
 			h.files = append(h.files, f)
-		} else if !errors.Is(err, os.ErrNotExist) {
+			h.checked = append(h.checked, f)
+		case errors.Is(err, os.ErrNotExist):
+			h.checked = append(h.checked, f+" (missing)")
+		default:
 			return nil, fmt.Errorf("known_hosts file of %s: %w", c.Name, err)
 		}
 	}
@@ -109,7 +117,7 @@ func newHostKeys(c SSHConfig) (*hostKeys, error) {
 
 // check is an ssh.HostKeyCallback. address is the host:port that was dialed.
 func (h *hostKeys) check(address string, remote net.Addr, key ssh.PublicKey) error {
-	herr := &HostKeyError{Host: h.host, Address: address, KeyType: key.Type(), Fingerprint: ssh.FingerprintSHA256(key), Checked: h.files}
+	herr := &HostKeyError{Host: h.host, Address: address, KeyType: key.Type(), Fingerprint: ssh.FingerprintSHA256(key), Checked: h.checked}
 	if len(h.pinned) > 0 {
 		for _, p := range h.pinned {
 			if bytes.Equal(p.Marshal(), key.Marshal()) {

@@ -51,7 +51,7 @@ func TestHostKeyVerification(t *testing.T) {
 			name:      "unknown host is refused",
 			configure: func(t *testing.T, c *remote.SSHConfig) { c.KnownHostsFiles = emptyFile(t) },
 			kind:      remote.HostKeyUnknown,
-			message:   []string{"is unknown", "trust on first use", "nothing was run"},
+			message:   []string{"is unknown", "known_hosts (missing)", "trust on first use", "nothing was run"},
 		},
 		{
 			name: "changed key is refused",

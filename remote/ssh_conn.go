@@ -86,6 +86,8 @@ func (s *SSH) dial(call *dialCall) {
 		live = &liveConn{sshConn: conn, dead: make(chan struct{})}
 		go func() {
 			conn.client.Wait()
+			// Close the jump hops too, or a reconnect would leak them.
+			conn.Close()
 			close(live.dead)
 		}()
 		if s.cfg.KeepAlive > 0 {

@@ -65,6 +65,10 @@ func up(t testing.TB, args ...string) *deployment {
 		for _, pid := range pids {
 			require.Falsef(t, processRunning(pid), "process %d still runs after down", pid)
 		}
+		for _, role := range []string{"prefill", "decode", "router"} {
+			b, _ := os.ReadFile(filepath.Join(dir, role+".sim.log"))
+			require.NotContainsf(t, string(b), "WARNING: DATA RACE", "%s reported a data race:\n%s", role, b)
+		}
 	})
 	return d
 }

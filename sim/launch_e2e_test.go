@@ -45,8 +45,12 @@ func TestFixtureServeScriptRuns(t *testing.T) {
 	cmd := exec.Command("/bin/bash", path)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderrPath := filepath.Join(t.TempDir(), "stderr")
+	stderrFile, err := os.Create(stderrPath)
+	require.NoError(t, err)
+	defer stderrFile.Close()
+	cmd.Stderr = stderrFile
+	stderr := func() string { b, _ := os.ReadFile(stderrPath); return string(b) }
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -66,7 +70,7 @@ func TestFixtureServeScriptRuns(t *testing.T) {
 	for ready := false; !ready; {
 		select {
 		case l, ok := <-lines:
-			require.True(t, ok, "engine exited: %s", stderr.String())
+			require.True(t, ok, "engine exited: %s", stderr())
 			startup = append(startup, l)
 			ready = strings.HasSuffix(l, "The server is fired up and ready to roll!")
 		case <-deadline:
@@ -80,7 +84,7 @@ func TestFixtureServeScriptRuns(t *testing.T) {
 	}
 	require.Equal(t, 200, httpStatus(t, fmt.Sprintf("http://127.0.0.1:%d/health", port)))
 	require.Len(t, scrape(t, fmt.Sprintf("http://127.0.0.1:%d", port))["sglang:num_running_reqs"].GetMetric(), 4, "one series per DP rank")
-	require.Contains(t, stderr.String(), "--mem-fraction-static", "unmodelled flags are warned about")
+	require.Contains(t, stderr(), "--mem-fraction-static", "unmodelled flags are warned about")
 }
 
 // TestUpWritesInventoryAndUnits checks the files `up` leaves behind (the inventory

@@ -25,7 +25,10 @@ func runTests(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	simBinary = filepath.Join(dir, "sglang-sim")
 	args := []string{"build", "-o", simBinary}
-	if raceEnabled {
+	// SGLANG_SIM_RACE=1 builds the simulator itself with the race detector; the
+	// deployments' cleanup then fails a test whose processes reported a data race.
+	// It is opt-in because race-instrumented processes start several times slower.
+	if os.Getenv("SGLANG_SIM_RACE") == "1" {
 		args = append(args, "-race")
 	}
 	cmd := exec.Command("go", append(args, "github.com/runbot/runbot/cmd/sglang-sim")...)

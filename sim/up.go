@@ -148,6 +148,20 @@ func runDown(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Everything stops at once: down has no ordering to respect, and it should be quick.
+	var wg sync.WaitGroup
+	errs := make([]error, len(Roles))
+	for i, role := range Roles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = d.stopRole(role)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
 	if err := d.apply("stop", Roles, 0, stdout); err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -161,14 +160,14 @@ var childModes = map[string]func(ctx context.Context, s *store.SQLite, in *bufio
 		}
 		return nil
 	},
-	// lock: on the go-ahead, try to take each lock in arg (comma-separated)
-	// for an hour, report each result, and keep (never release) the locks
-	// it won until stdin closes.
+	// lock: for each key read from stdin, try to take its lock for an hour
+	// and report the result. Locks won are never released: the process
+	// exits holding them when stdin closes.
 	"lock": func(ctx context.Context, s *store.SQLite, in *bufio.Scanner, arg string) error {
 		fmt.Println("ready")
-		in.Scan()
 		holder := fmt.Sprintf("pid-%d", os.Getpid())
-		for _, key := range strings.Split(arg, ",") {
+		for in.Scan() {
+			key := in.Text()
 			_, err := s.Acquire(ctx, key, holder, time.Hour)
 			var locked *store.LockedError
 			switch {
@@ -179,8 +178,6 @@ var childModes = map[string]func(ctx context.Context, s *store.SQLite, in *bufio
 			default:
 				return err
 			}
-		}
-		for in.Scan() {
 		}
 		return nil
 	},

@@ -10,7 +10,9 @@
 // synchronous=FULL, and begins every write transaction IMMEDIATE, so that a
 // read-then-write holds the write lock from its first read. That makes the
 // compare-and-set of plan states and the lock acquisition atomic across
-// processes, not only across goroutines.
+// processes, not only across goroutines. Within one process, write
+// transactions queue on a channel rather than in SQLite's sleeping busy
+// handler, so open one SQLite per process and share it.
 //
 // Decisions that depend on time (lock expiry, approval expiry, dedup
 // windows) read the clock given by WithNow.

@@ -1,14 +1,16 @@
 package store
 
-// PlanState is where a remediation plan is in its life:
+// PlanState is where a remediation plan is in its life. The moves are:
 //
-//	proposed ─> approved ─> applying ─> verifying ─> done | rolled_back | failed
-//	   │           │           │                     (applying may also end
-//	   │           │           │                      rolled_back | failed | not_needed)
-//	   │           │           └─> interrupted (process died; never resumed
-//	   │           │               without a new plan and a new approval)
-//	   │           └─> not_needed | superseded | failed | expired
-//	   └─> denied | expired | superseded
+//	proposed  -> approved | denied | expired | superseded
+//	approved  -> applying | not_needed | superseded | failed | expired
+//	applying  -> verifying | rolled_back | failed | not_needed | interrupted
+//	verifying -> done | rolled_back | failed | interrupted
+//
+// Every other state is final. Only RecordApproval moves a plan to approved
+// or denied. interrupted means the applying process died; such a plan is
+// never resumed, because its targets may be half-changed: a human looks, and
+// a new run proposes a new plan that needs a new approval.
 type PlanState string
 
 const (

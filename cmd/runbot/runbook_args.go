@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/inventory"
+	"github.com/runbot/runbot/remote"
 	"github.com/runbot/runbot/runbooks"
 )
 
@@ -100,6 +101,8 @@ func prepare(ctx context.Context, cmd *cobra.Command, g *globalFlags, f *runFlag
 	return &prepared{engine: eng, p: p, catalog: c, close: closeRunners}, nil
 }
 
-func newRunners(*inventory.Inventory) (runbooks.Runners, func()) {
-	return runbooks.LocalRunners{}, func() {}
+// newRunners gives one run one SSH connection per host, closed at the end.
+func newRunners(inv *inventory.Inventory) (runbooks.Runners, func()) {
+	pool := remote.NewPool()
+	return &runbooks.PoolRunners{Inventory: inv, Pool: pool}, func() { _ = pool.Close() }
 }

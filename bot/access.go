@@ -1,0 +1,85 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/runbot/runbot/runbooks"
+)
+
+// access decides who may run which runbook from Slack.
+type access struct {
+	rules  []AccessRule
+	groups runbooks.Groups
+	slack  *slackGroups
+}
+
+// allowed reports whether user may run the runbook in channel. It fails
+// closed: an error looking up a Slack user group is an error, not a yes.
+func (a *access) allowed(ctx context.Context, runbook, user, channel string) (bool, error) {
+	for _, r := range a.rules {
+		if !slices.Contains(r.Runbooks, "*") && !slices.Contains(r.Runbooks, runbook) {
+			continue
+		}
+		if len(r.Channels) > 0 && !slices.Contains(r.Channels, channel) {
+			continue
+		}
+		if slices.Contains(r.Users, user) {
+			return true, nil
+		}
+		for _, g := range r.Groups {
+			if slices.Contains(a.groups[g], user) {
+				return true, nil
+			}
+		}
+		for _, g := range r.SlackGroups {
+			in, err := a.slack.contains(ctx, g, user)
+			if err != nil {
+				return false, err
+			}
+			if in {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// slackGroupsTTL is how long a user group's members are cached: long
+// enough to spare the API on every command, short enough that removing
+// someone takes effect soon.
+const slackGroupsTTL = 5 * time.Minute
+
+// slackGroups looks up Slack user group members, with a cache.
+type slackGroups struct {
+	api slackAPI
+	now func() time.Time
+
+	mu    sync.Mutex
+	cache map[string]groupEntry
+}
+
+type groupEntry struct {
+	members []string
+	at      time.Time
+}
+
+func (g *slackGroups) contains(ctx context.Context, group, user string) (bool, error) {
+	g.mu.Lock()
+	e, ok := g.cache[group]
+	g.mu.Unlock()
+	if !ok || g.now().Sub(e.at) > slackGroupsTTL {
+		members, err := g.api.GetUserGroupMembersContext(ctx, group)
+		if err != nil {
+			return false, fmt.Errorf("look up members of Slack user group %s: %w", group, err)
+		}
+		e = groupEntry{members: members, at: g.now()}
+		g.mu.Lock()
+		g.cache[group] = e
+		g.mu.Unlock()
+	}
+	return slices.Contains(e.members, user), nil
+}

@@ -1,0 +1,261 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
+)
+
+// Vote is one person's click on Approve or Deny of a proposed plan.
+type Vote struct {
+	PlanID string
+	// Hash is the plan hash the voter was shown (carried by the button).
+	Hash    string
+	User    string
+	Approve bool
+}
+
+// VoteResult says what became of a vote. Refusal, when set, is the reason
+// it was not counted, for the voter's eyes; nothing changed.
+type VoteResult struct {
+	Refusal   string
+	State     store.PlanState
+	Approvals int
+	Needed    int
+	// Applied is set when this vote settled the plan as approved and the
+	// remediation was carried out; Result says how that went.
+	Applied bool
+	Result  *runbooks.ApplyResult
+}
+
+// Vote records a vote through the Remediator (the same path as the CLI),
+// updates the run's message, and, when the vote settles the plan as
+// approved, applies it with live progress and shows the outcome. The
+// store's compare-and-set makes a double click count once and apply once.
+func (d *Dispatcher) Vote(ctx context.Context, v Vote) (VoteResult, error) {
+	res, err := d.rem.Vote(ctx, v.PlanID, v.User, v.Approve, v.Hash)
+	refusal := refusalText(err, res.Plan)
+	if err != nil && refusal == "" {
+		return VoteResult{}, fmt.Errorf("vote on plan %s: %w", v.PlanID, err)
+	}
+	out := VoteResult{Refusal: refusal, State: res.Plan.State, Approvals: res.Approvals, Needed: res.Needed}
+	var se *store.ApprovalError
+	changed := err == nil || (errors.As(err, &se) && (se.Reason == store.RefusedExpired || se.Reason == store.RefusedClosed))
+	if !changed {
+		return out, nil
+	}
+	rs, release, herr := d.hold(res.Plan.RunID, func() (*runState, error) { return d.loadPlanState(ctx, v.PlanID) })
+	if herr != nil {
+		return out, fmt.Errorf("show vote on plan %s: %w", v.PlanID, herr)
+	}
+	defer release()
+	d.reloadPlan(ctx, rs)
+	rs.publish()
+	if err != nil || !res.Settled || res.Plan.State != store.PlanApproved {
+		return out, nil
+	}
+	out.Applied = true
+	out.Result = d.apply(ctx, rs, v.PlanID, v.User)
+	if out.Result != nil {
+		out.State = out.Result.State
+	}
+	return out, nil
+}
+
+// apply carries out an approved plan, showing each stage as it happens.
+func (d *Dispatcher) apply(ctx context.Context, rs *runState, planID, actor string) *runbooks.ApplyResult {
+	log := d.log.With("plan", planID, "run", rs.run.ID)
+	log.Info("applying approved remediation", "actor", actor)
+	rs.mu.Lock()
+	rs.applying = true
+	rs.mu.Unlock()
+	rs.publish()
+	res, err := d.rem.Apply(ctx, planID, actor, func(ev runbooks.ApplyEvent) {
+		rs.mu.Lock()
+		rs.apply = append(rs.apply, ev)
+		rs.mu.Unlock()
+		rs.publish()
+	})
+	after, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	rs.mu.Lock()
+	rs.applying = false
+	rs.result = res
+	var conflict *store.StateConflictError
+	switch {
+	case err != nil && errors.As(err, &conflict):
+		// Someone else moved the plan first; their apply reports itself.
+		log.Info("plan already being applied elsewhere", "err", err)
+		rs.result = nil
+	case err != nil && (res == nil || res.Message == ""):
+		rs.applyErr = err.Error()
+	}
+	rs.mu.Unlock()
+	if err != nil {
+		log.Warn("remediation did not succeed", "err", err)
+	} else {
+		log.Info("remediation finished", "state", res.State, "recovered", res.Recovered)
+	}
+	d.reloadPlan(after, rs)
+	d.show(after, rs)
+	return res
+}
+
+// loadPlanState rebuilds the state of the run that proposed a plan.
+func (d *Dispatcher) loadPlanState(ctx context.Context, planID string) (*runState, error) {
+	prop, err := d.rem.LoadProposal(ctx, planID)
+	if err != nil {
+		return nil, err
+	}
+	run, err := d.store.GetRun(ctx, prop.Plan.RunID)
+	if err != nil {
+		return nil, err
+	}
+	rb, _ := d.catalog.Get(run.Runbook)
+	rs, err := loadRunState(run, rb, prop)
+	if err != nil {
+		return nil, err
+	}
+	if run.Slack != nil {
+		rs.live = newLiveMessage(d.msgr, d.tasks, d.log, run.Slack.Channel, run.Slack.TS, d.gap)
+	}
+	return rs, nil
+}
+
+// reloadPlan reads the plan's state and approvals afresh, so the message
+// shows the truth even when several clicks raced.
+func (d *Dispatcher) reloadPlan(ctx context.Context, rs *runState) {
+	rs.mu.Lock()
+	id := rs.plan.ID
+	rs.mu.Unlock()
+	if id == "" {
+		return
+	}
+	plan, err := d.store.GetPlan(ctx, id)
+	if err != nil {
+		d.log.Warn("reload plan", "plan", id, "err", err)
+		return
+	}
+	approvals, err := d.store.Approvals(ctx, id)
+	if err != nil {
+		d.log.Warn("reload approvals", "plan", id, "err", err)
+		return
+	}
+	rs.mu.Lock()
+	rs.plan, rs.approvals = plan, approvals
+	rs.mu.Unlock()
+}
+
+// refusalText explains a refused vote to the voter, or returns "" when err
+// is not a refusal.
+func refusalText(err error, plan store.Plan) string {
+	if err == nil {
+		return ""
+	}
+	var ae *runbooks.ApprovalError
+	if errors.As(err, &ae) && errors.Is(err, runbooks.ErrNotApprover) {
+		return fmt.Sprintf("You are not an approver of this remediation (approvers: %s). Nothing was changed.", strings.Join(plan.Policy.Approvers, ", "))
+	}
+	var se *store.ApprovalError
+	if errors.As(err, &se) {
+		switch se.Reason {
+		case store.RefusedSelf:
+			return "The two-person rule applies: whoever requested the run cannot approve its remediation. Another approver has to. Nothing was changed."
+		case store.RefusedStale:
+			return "This plan changed since it was shown to you, so your vote was not counted. Look at the current message (or run the runbook again)."
+		case store.RefusedExpired:
+			return "The approval window for this plan has closed. Run the runbook again for a fresh plan."
+		default:
+			return fmt.Sprintf("This plan is %s; votes are no longer taken.", strings.ReplaceAll(string(se.State), "_", " "))
+		}
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return "This plan no longer exists."
+	}
+	return ""
+}
+
+// DryRun shows what a plan would change without changing anything: the
+// stored plan's diff and commands, checked against a fresh plan made from
+// the targets' current state.
+func (d *Dispatcher) DryRun(ctx context.Context, planID string) (Message, error) {
+	prop, err := d.rem.LoadProposal(ctx, planID)
+	if err != nil {
+		return Message{}, fmt.Errorf("dry run of plan %s: %w", planID, err)
+	}
+	body := prop.Body
+	m := Message{Title: fmt.Sprintf("Dry run: %s on %s", body.Remediation, body.Deployment), Status: StatusInfo, More: "runbot show " + prop.Plan.RunID}
+	m.Sections = planSections(&body)
+	if note := d.recheck(ctx, prop); note != "" {
+		m.Sections = append(m.Sections, Section{Status: StatusWarning, Heading: "Re-check", Text: note})
+	}
+	m.Notes = []string{"Nothing was changed. Plan " + prop.Plan.ID + ", hash " + short(prop.Plan.Hash) + "."}
+	return m, nil
+}
+
+// recheck re-makes the plan from the targets' current state and says
+// whether it still matches the one shown.
+func (d *Dispatcher) recheck(ctx context.Context, prop *runbooks.Proposal) string {
+	run, err := d.store.GetRun(ctx, prop.Plan.RunID)
+	if err != nil {
+		return "could not re-check the targets: " + err.Error()
+	}
+	rb, err := d.catalog.Get(prop.Body.Runbook)
+	if err != nil {
+		return "could not re-check the targets: " + err.Error()
+	}
+	p, err := d.engine.Prepare(ctx, rb, prop.Body.Params)
+	if err != nil {
+		return "could not re-check the targets: " + err.Error()
+	}
+	var rep runbooks.Report
+	if err := jsonUnmarshal(run.Report, &rep); err != nil {
+		return "could not re-check the targets: " + err.Error()
+	}
+	fresh, err := d.rem.Plan(ctx, p, &rep)
+	switch {
+	case err != nil:
+		return "could not re-check the targets: " + err.Error()
+	case fresh == nil:
+		return "the run's diagnosis no longer proposes this remediation."
+	case fresh.Hash() != prop.Plan.Hash:
+		return "the targets changed since this plan was proposed: approving it will be refused when it is applied. Run the runbook again for a new plan."
+	}
+	return ""
+}
+
+// planSections shows each planned action with its diff or its commands.
+func planSections(body *runbooks.PlanBody) []Section {
+	var out []Section
+	for _, a := range body.Actions {
+		s := Section{Heading: a.Plan.Summary}
+		if a.Plan.NoOp {
+			s.Text = "Already in place; nothing to do."
+		}
+		switch {
+		case a.Plan.Diff != "":
+			s.Code = a.Plan.Diff
+		case len(a.Plan.Commands) > 0:
+			s.Code = strings.Join(a.Plan.Commands, "\n")
+		}
+		if a.Plan.Reversible {
+			s.Lines = append(s.Lines, Line{Text: "reversible: rolled back if verification fails"})
+		}
+		out = append(out, s)
+	}
+	if len(body.Verify) > 0 {
+		out = append(out, Section{Heading: "Then verifies with", Text: strings.Join(body.Verify, ", ")})
+	}
+	return out
+}
+
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}

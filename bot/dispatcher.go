@@ -1,0 +1,230 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/runbot/runbot/internal/yamlnode"
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
+)
+
+// Request is one trigger of a runbook, from any source.
+type Request struct {
+	// Key deduplicates: a request with the Key of earlier work is that
+	// work, not new work (a Slack trigger_id, an alert's TriggerKey, a
+	// schedule's name and tick). Empty means no deduplication.
+	Key         string
+	Runbook     string
+	Params      map[string]string
+	RequestedBy string
+	// Source is store.TriggerSlack, TriggerAlert or TriggerSchedule.
+	Source store.Trigger
+	// Channel is where the run's message goes; the configured channel
+	// when empty. ThreadTS, when set, posts it as a reply in that thread
+	// (an alert's message).
+	Channel  string
+	ThreadTS string
+	// ResponseURL is a slash command's response_url, used to tell the
+	// requester when the run's message cannot be posted.
+	ResponseURL string
+	// Payload is what the trigger carried (the alert), kept with the work.
+	Payload json.RawMessage
+}
+
+// Accepted says what became of a submitted request.
+type Accepted struct {
+	WorkID string
+	// Duplicate is set when the request's Key matched earlier work; RunID
+	// is that work's run once it has one.
+	Duplicate bool
+	RunID     string
+}
+
+// UnknownRunbookError is a request for a runbook the catalog does not have.
+type UnknownRunbookError struct {
+	Name       string
+	Suggestion string
+}
+
+func (e *UnknownRunbookError) Error() string {
+	if e.Suggestion != "" {
+		return fmt.Sprintf("unknown runbook %q (did you mean %q?)", e.Name, e.Suggestion)
+	}
+	return fmt.Sprintf("unknown runbook %q", e.Name)
+}
+
+// workPayload is what the queue keeps with a request besides its runbook
+// and params: where to report.
+type workPayload struct {
+	Channel     string          `json:"channel,omitempty"`
+	ThreadTS    string          `json:"thread_ts,omitempty"`
+	ResponseURL string          `json:"response_url,omitempty"`
+	Trigger     json.RawMessage `json:"trigger,omitempty"`
+}
+
+// Dispatcher runs triggered runbooks. Submit validates and queues a
+// request durably; background workers claim queued work, run it, record
+// it in the store, keep its Slack message up to date, and propose the
+// remediation its diagnosis asks for. Approvals of that remediation come
+// back through Vote.
+type Dispatcher struct {
+	catalog *runbooks.Catalog
+	engine  *runbooks.Engine
+	rem     *runbooks.Remediator
+	store   store.Store
+	msgr    *messenger
+	tasks   *tasks
+	log     *slog.Logger
+	now     func() time.Time
+
+	channel      string
+	runTimeout   time.Duration
+	applyTimeout time.Duration
+	gap          time.Duration
+	// slots bounds concurrent runs; work waits in the queue for one.
+	slots chan struct{}
+
+	mu sync.Mutex
+	// runs holds the state of runs whose message this process updates.
+	runs map[string]*runState
+}
+
+// Submit validates a request (the runbook exists, its params are valid and
+// its targets resolve) and queues it. It returns quickly: the run happens
+// in the background. A *runbooks.ParamError, an *UnknownRunbookError or an
+// inventory error means the request was bad; nothing was queued.
+func (d *Dispatcher) Submit(ctx context.Context, req Request) (Accepted, error) {
+	switch req.Source {
+	case store.TriggerSlack, store.TriggerAlert, store.TriggerSchedule, store.TriggerCLI:
+	default:
+		return Accepted{}, fmt.Errorf("submit %s: invalid source %q", req.Runbook, req.Source)
+	}
+	rb, err := d.runbook(req.Runbook)
+	if err != nil {
+		return Accepted{}, err
+	}
+	if _, err := d.engine.Prepare(ctx, rb, req.Params); err != nil {
+		return Accepted{}, err
+	}
+	payload, err := json.Marshal(workPayload{Channel: req.Channel, ThreadTS: req.ThreadTS, ResponseURL: req.ResponseURL, Trigger: req.Payload})
+	if err != nil {
+		return Accepted{}, fmt.Errorf("submit %s: encode payload: %w", rb.Name, err)
+	}
+	w, created, err := d.store.Enqueue(ctx, store.Work{
+		Key: req.Key, Trigger: req.Source, Runbook: rb.Name, Params: req.Params, RequestedBy: req.RequestedBy, Payload: payload,
+	})
+	if err != nil {
+		return Accepted{}, fmt.Errorf("submit %s: %w", rb.Name, err)
+	}
+	if !created {
+		d.log.Info("duplicate trigger ignored", "key", req.Key, "work", w.ID, "run", w.RunID)
+		return Accepted{WorkID: w.ID, Duplicate: true, RunID: w.RunID}, nil
+	}
+	d.log.Info("run queued", "work", w.ID, "runbook", rb.Name, "source", req.Source, "requested_by", req.RequestedBy)
+	if err := d.kick(); err != nil {
+		return Accepted{WorkID: w.ID}, fmt.Errorf("submit %s: queued as %s but not started: %w", rb.Name, w.ID, err)
+	}
+	return Accepted{WorkID: w.ID}, nil
+}
+
+func (d *Dispatcher) runbook(name string) (*runbooks.Runbook, error) {
+	rb, err := d.catalog.Get(name)
+	if err != nil {
+		return nil, &UnknownRunbookError{Name: name, Suggestion: yamlnode.Suggest(name, d.catalog.Names())}
+	}
+	return rb, nil
+}
+
+// Resume starts workers for work queued before a restart (run
+// store.MarkInterrupted first, so that work a dead process had started is
+// queued again).
+func (d *Dispatcher) Resume(ctx context.Context) error {
+	return d.kick()
+}
+
+// kick starts a worker, which claims and runs queued work until none is
+// left. Workers claim the oldest work first, whoever queued it.
+func (d *Dispatcher) kick() error {
+	return d.tasks.Go("worker", 24*time.Hour, d.work)
+}
+
+func (d *Dispatcher) work(ctx context.Context) {
+	for {
+		select {
+		case d.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		w, err := d.claim(ctx)
+		if err != nil {
+			<-d.slots
+			if !errors.Is(err, store.ErrNoWork) {
+				d.log.Error("claim queued work", "err", err)
+			}
+			return
+		}
+		// Each run has its own deadline, so that a long run does not eat
+		// into the next one's.
+		err = d.tasks.Go("run "+w.Runbook, d.runTimeout, func(ctx context.Context) {
+			defer func() { <-d.slots }()
+			d.execute(ctx, w)
+		})
+		if err != nil {
+			<-d.slots
+			d.log.Warn("queued work left for the next start", "work", w.ID, "err", err)
+			return
+		}
+	}
+}
+
+func (d *Dispatcher) claim(ctx context.Context) (store.Work, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return d.store.ClaimWork(ctx)
+}
+
+// hold returns the state of a run whose message this process updates,
+// loading it when no one holds it yet, so that every update of one message
+// goes through one liveMessage. Call release when done.
+func (d *Dispatcher) hold(runID string, load func() (*runState, error)) (*runState, func(), error) {
+	d.mu.Lock()
+	rs, ok := d.runs[runID]
+	if ok {
+		rs.refs++
+	}
+	d.mu.Unlock()
+	if !ok {
+		fresh, err := load()
+		if err != nil {
+			return nil, nil, err
+		}
+		d.mu.Lock()
+		if rs, ok = d.runs[runID]; !ok {
+			rs = fresh
+			d.runs[runID] = rs
+		}
+		rs.refs++
+		d.mu.Unlock()
+	}
+	release := func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if rs.refs--; rs.refs == 0 {
+			delete(d.runs, runID)
+		}
+	}
+	return rs, release, nil
+}
+
+// active returns the state of a run held by this process, or nil.
+func (d *Dispatcher) active(runID string) *runState {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.runs[runID]
+}

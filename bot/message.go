@@ -1,0 +1,116 @@
+package bot
+
+// Message is what runbot posts, independent of Slack's Block Kit: a title
+// with a status, a few facts, sections of text and evidence, and buttons.
+// Every text is plain text, untrusted data included; blockkit.go escapes it
+// when it renders, so command output can never become a mention, a link or
+// formatting. People are referred to by user ID (Users) and rendered as
+// mentions.
+type Message struct {
+	Title  string
+	Status Status
+	// Facts are short labelled values under the title (run id, who asked,
+	// params).
+	Facts    []Fact
+	Sections []Section
+	Buttons  []Button
+	// Notes are small print at the end.
+	Notes []string
+	// More says where the full content is when the message had to be
+	// shortened to fit Slack's limits, e.g. "runbot show r-…".
+	More string
+}
+
+// Fact is one labelled value; User, when set, is a Slack user ID shown as a
+// mention after Text.
+type Fact struct {
+	Label string
+	Text  string
+	User  string
+	// Code shows Text in monospace.
+	Code bool
+}
+
+// Section is a heading with text, lines (evidence, steps) and an optional
+// preformatted block (a diff).
+type Section struct {
+	Heading string
+	Status  Status
+	Text    string
+	Lines   []Line
+	Code    string
+}
+
+// Line is one line of a section: an optional status icon, text, and people
+// mentioned after it.
+type Line struct {
+	Status Status
+	Text   string
+	Users  []string
+	// Code shows Text in monospace.
+	Code bool
+}
+
+// ButtonStyle colours a button.
+type ButtonStyle string
+
+const (
+	StylePrimary ButtonStyle = "primary"
+	StyleDanger  ButtonStyle = "danger"
+)
+
+// Button is an interactive button; ID is its action id and Value what its
+// click carries back.
+type Button struct {
+	ID    string
+	Label string
+	Value string
+	Style ButtonStyle
+	// Confirm, when set, asks "are you sure" with this text first.
+	Confirm string
+}
+
+// Status is the state a message, section or line shows as an icon.
+type Status string
+
+const (
+	StatusNone         Status = ""
+	StatusRunning      Status = "running"
+	StatusOK           Status = "ok"
+	StatusInfo         Status = "info"
+	StatusWarning      Status = "warning"
+	StatusCritical     Status = "critical"
+	StatusInconclusive Status = "inconclusive"
+	StatusError        Status = "error"
+	StatusWaiting      Status = "waiting"
+	StatusApproved     Status = "approved"
+	StatusDenied       Status = "denied"
+	StatusSkipped      Status = "skipped"
+)
+
+// redact returns a copy of m with every text passed through r.
+func (m Message) redact(r *Redactor) Message {
+	out := m
+	out.Title = r.Redact(m.Title)
+	out.Facts = make([]Fact, len(m.Facts))
+	for i, f := range m.Facts {
+		f.Text = r.Redact(f.Text)
+		out.Facts[i] = f
+	}
+	out.Sections = make([]Section, len(m.Sections))
+	for i, s := range m.Sections {
+		s.Heading, s.Text, s.Code = r.Redact(s.Heading), r.Redact(s.Text), r.Redact(s.Code)
+		lines := make([]Line, len(s.Lines))
+		for j, l := range s.Lines {
+			l.Text = r.Redact(l.Text)
+			lines[j] = l
+		}
+		s.Lines = lines
+		out.Sections[i] = s
+	}
+	out.Notes = make([]string, len(m.Notes))
+	for i, n := range m.Notes {
+		out.Notes[i] = r.Redact(n)
+	}
+	return out
+}

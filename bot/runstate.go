@@ -1,0 +1,100 @@
+package bot
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
+)
+
+// runState is what one run's Slack message shows: the run, its steps as
+// they finish, its report, the proposed remediation with its approvals, and
+// the progress and outcome of applying it. The message is re-rendered from
+// it on every change, so it always shows the newest state.
+type runState struct {
+	refs int // guarded by Dispatcher.mu
+
+	mu    sync.Mutex
+	run   store.Run
+	title string
+	// stepOrder lists step ids in runbook order; steps holds the runs
+	// seen so far per step.
+	stepOrder []string
+	steps     map[string][]*runbooks.TargetRun
+	report    *runbooks.Report
+	// problem says why the run, or proposing its remediation, failed.
+	problem   string
+	proposal  *runbooks.Proposal
+	plan      store.Plan
+	approvals []store.Approval
+	apply     []runbooks.ApplyEvent
+	applying  bool
+	result    *runbooks.ApplyResult
+	applyErr  string
+	live      *liveMessage
+}
+
+func newRunState(run store.Run, rb *runbooks.Runbook) *runState {
+	rs := &runState{run: run, title: run.Runbook, steps: map[string][]*runbooks.TargetRun{}}
+	if rb != nil {
+		if rb.Title != "" {
+			rs.title = rb.Title
+		}
+		for _, s := range rb.Steps {
+			rs.stepOrder = append(rs.stepOrder, s.ID)
+		}
+	}
+	return rs
+}
+
+// loadRunState rebuilds a run's state from the store, for a click on a
+// message posted before a restart or by a run this process no longer holds.
+func loadRunState(run store.Run, rb *runbooks.Runbook, prop *runbooks.Proposal) (*runState, error) {
+	rs := newRunState(run, rb)
+	if len(run.Report) > 0 {
+		var rep runbooks.Report
+		if err := json.Unmarshal(run.Report, &rep); err != nil {
+			return nil, fmt.Errorf("decode report of run %s: %w", run.ID, err)
+		}
+		rs.report = &rep
+		for _, tr := range rep.Steps {
+			rs.steps[tr.Step] = append(rs.steps[tr.Step], tr)
+		}
+	}
+	if prop != nil {
+		rs.proposal, rs.plan = prop, prop.Plan
+	}
+	return rs, nil
+}
+
+// stepEvent records a step starting or finishing on a target.
+func (rs *runState) stepEvent(ev runbooks.Event) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	runs := rs.steps[ev.Run.Step]
+	for i, tr := range runs {
+		if tr.Target == ev.Run.Target && tr.Host == ev.Run.Host {
+			runs[i] = ev.Run
+			return
+		}
+	}
+	rs.steps[ev.Run.Step] = append(runs, ev.Run)
+}
+
+// publish renders the state and hands it to the live message.
+func (rs *runState) publish() {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.live != nil {
+		rs.live.set(rs.view())
+	}
+}
+
+func jsonUnmarshal(data []byte, v any) error {
+	if len(data) == 0 {
+		return fmt.Errorf("no report recorded")
+	}
+	return json.Unmarshal(data, v)
+}

@@ -1,0 +1,133 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/slack-go/slack"
+)
+
+// slackAPI is the part of the Slack Web API runbot uses; *slack.Client
+// implements it.
+type slackAPI interface {
+	PostMessageContext(ctx context.Context, channelID string, options ...slack.MsgOption) (string, string, error)
+	UpdateMessageContext(ctx context.Context, channelID, timestamp string, options ...slack.MsgOption) (string, string, string, error)
+	PostEphemeralContext(ctx context.Context, channelID, userID string, options ...slack.MsgOption) (string, error)
+	GetUserGroupMembersContext(ctx context.Context, userGroup string, options ...slack.GetUserGroupMembersOption) ([]string, error)
+}
+
+var _ slackAPI = (*slack.Client)(nil)
+
+// maxRateLimitWaits bounds how often one call waits out a 429 before it
+// gives up; the caller's context bounds the total time.
+const maxRateLimitWaits = 5
+
+// retryRateLimited calls fn until it does not fail with a rate limit, each
+// time waiting the Retry-After Slack asked for (at least a second).
+func retryRateLimited(ctx context.Context, log *slog.Logger, what string, fn func(context.Context) error) error {
+	for attempt := 0; ; attempt++ {
+		err := fn(ctx)
+		var rl *slack.RateLimitedError
+		if !errors.As(err, &rl) || attempt >= maxRateLimitWaits {
+			return err
+		}
+		wait := max(rl.RetryAfter, time.Second)
+		log.Warn("slack rate limit; waiting", "call", what, "retry_after", wait, "attempt", attempt+1)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%s: waiting out a rate limit: %w", what, context.Cause(ctx))
+		}
+	}
+}
+
+// messenger posts messages: it redacts, renders to Block Kit and retries
+// rate-limited calls.
+type messenger struct {
+	api    slackAPI
+	redact *Redactor
+	log    *slog.Logger
+}
+
+func (m *messenger) options(msg Message) []slack.MsgOption {
+	msg = msg.redact(m.redact)
+	return []slack.MsgOption{
+		slack.MsgOptionText(fallbackText(msg), false),
+		slack.MsgOptionBlocks(renderBlocks(msg)...),
+	}
+}
+
+// post posts msg to a channel, in a thread when threadTS is set, and
+// returns the message's ts.
+func (m *messenger) post(ctx context.Context, channel, threadTS string, msg Message) (string, error) {
+	opts := m.options(msg)
+	if threadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(threadTS))
+	}
+	var ts string
+	err := retryRateLimited(ctx, m.log, "chat.postMessage", func(ctx context.Context) error {
+		var err error
+		_, ts, err = m.api.PostMessageContext(ctx, channel, opts...)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("post message to %s: %w", channel, err)
+	}
+	return ts, nil
+}
+
+// update replaces the message at channel/ts, once: the live updater does
+// its own rate-limit waiting so that it can send newer content after.
+func (m *messenger) update(ctx context.Context, channel, ts string, msg Message) error {
+	_, _, _, err := m.api.UpdateMessageContext(ctx, channel, ts, m.options(msg)...)
+	if err != nil {
+		return fmt.Errorf("update message %s/%s: %w", channel, ts, err)
+	}
+	return nil
+}
+
+// ephemeral shows msg to one user in a channel.
+func (m *messenger) ephemeral(ctx context.Context, channel, user string, msg Message) error {
+	opts := m.options(msg)
+	err := retryRateLimited(ctx, m.log, "chat.postEphemeral", func(ctx context.Context) error {
+		_, err := m.api.PostEphemeralContext(ctx, channel, user, opts...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("post ephemeral message to %s in %s: %w", user, channel, err)
+	}
+	return nil
+}
+
+// respond posts msg to a slash command's or interaction's response_url,
+// visible only to the user who asked.
+func (m *messenger) respond(ctx context.Context, responseURL string, msg Message) error {
+	msg = msg.redact(m.redact)
+	blocks := renderBlocks(msg)
+	err := retryRateLimited(ctx, m.log, "response_url", func(ctx context.Context) error {
+		return slack.PostWebhookContext(ctx, responseURL, &slack.WebhookMessage{
+			Text: fallbackText(msg), Blocks: &slack.Blocks{BlockSet: blocks}, ResponseType: slack.ResponseTypeEphemeral,
+		})
+	})
+	if err != nil {
+		// The URL is a credential; say which call failed, not where.
+		return fmt.Errorf("post to response_url: %w", stripURL(err))
+	}
+	return nil
+}
+
+// stripURL drops the URL from a *url.Error so that a response_url, which
+// is a credential, does not end up in logs.
+func stripURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
+	return err
+}

@@ -1,0 +1,159 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
+)
+
+// recordTimeout bounds the store writes and the last Slack update that
+// record how a run ended, which happen even when the run's own deadline has
+// passed.
+const recordTimeout = 30 * time.Second
+
+// execute runs one claimed piece of work: it creates the run, posts its
+// message, runs the runbook with live progress, records the report,
+// proposes the remediation a diagnosis asks for, and shows all of it.
+func (d *Dispatcher) execute(ctx context.Context, w store.Work) {
+	log := d.log.With("work", w.ID, "runbook", w.Runbook)
+	after, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	defer func() {
+		if _, err := d.store.CompleteWork(after, w.ID); err != nil {
+			log.Error("mark work done", "err", err)
+		}
+	}()
+	var pl workPayload
+	if len(w.Payload) > 0 {
+		if err := json.Unmarshal(w.Payload, &pl); err != nil {
+			log.Warn("work payload unreadable; posting to the default channel", "err", err)
+		}
+	}
+	if pl.Channel == "" {
+		pl.Channel = d.channel
+	}
+
+	// Validate again: the runbook or the inventory may have changed since
+	// the request was queued (or before a restart).
+	rb, err := d.runbook(w.Runbook)
+	var p *runbooks.Prepared
+	if err == nil {
+		p, err = d.engine.Prepare(ctx, rb, w.Params)
+	}
+	params := w.Params
+	if p != nil {
+		params = p.Text
+	}
+	run, cerr := d.store.CreateRun(ctx, store.Run{
+		ID: runbooks.NewRunID(d.now()), Runbook: w.Runbook, Trigger: w.Trigger, RequestedBy: w.RequestedBy, Params: params, WorkID: w.ID,
+	})
+	if cerr != nil {
+		log.Error("record run", "err", cerr)
+		return
+	}
+	log = log.With("run", run.ID)
+	rs, release, _ := d.hold(run.ID, func() (*runState, error) { return newRunState(run, rb), nil })
+	defer release()
+	d.postRun(ctx, rs, pl)
+
+	if err != nil {
+		log.Warn("run could not start", "err", err)
+		rs.mu.Lock()
+		rs.problem = "could not start: " + err.Error()
+		rs.mu.Unlock()
+		if _, ferr := d.store.FinishRun(after, run.ID, store.RunFailed, store.OutcomeError, nil); ferr != nil {
+			log.Error("record run end", "err", ferr)
+		}
+		d.show(after, rs)
+		return
+	}
+
+	log.Info("run started")
+	rep := d.engine.Run(ctx, p, runbooks.RunOptions{RunID: run.ID, Trigger: string(w.Trigger), Progress: func(ev runbooks.Event) {
+		rs.stepEvent(ev)
+		rs.publish()
+	}})
+	status := store.RunFinished
+	if ctx.Err() != nil {
+		status = store.RunCanceled
+	}
+	raw, err := json.Marshal(rep)
+	if err != nil {
+		log.Error("encode report", "err", err)
+		raw = nil
+	}
+	if _, err := d.store.FinishRun(after, run.ID, status, store.Outcome(rep.Outcome), raw); err != nil {
+		log.Error("record run end", "err", err)
+	}
+	rs.mu.Lock()
+	rs.report = rep
+	rs.mu.Unlock()
+	log.Info("run finished", "outcome", rep.Outcome, "status", status)
+
+	if ctx.Err() == nil {
+		prop, err := d.rem.Propose(ctx, p, rep, w.RequestedBy)
+		rs.mu.Lock()
+		switch {
+		case err != nil:
+			log.Warn("remediation not proposed", "err", err)
+			rs.problem = "could not propose the remediation: " + err.Error()
+		case prop != nil:
+			log.Info("remediation proposed", "plan", prop.Plan.ID, "remediation", prop.Body.Remediation)
+			rs.proposal, rs.plan = prop, prop.Plan
+		}
+		rs.mu.Unlock()
+	}
+	d.show(after, rs)
+}
+
+// postRun posts the run's first message and records where it is. A run
+// whose message cannot be posted still runs; the requester is told why.
+func (d *Dispatcher) postRun(ctx context.Context, rs *runState, pl workPayload) {
+	rs.mu.Lock()
+	run, msg := rs.run, rs.view()
+	rs.mu.Unlock()
+	log := d.log.With("run", run.ID)
+	if pl.Channel == "" {
+		log.Warn("run has no channel to post to (configure the bot's channel)")
+		return
+	}
+	ts, err := d.msgr.post(ctx, pl.Channel, pl.ThreadTS, msg)
+	if err != nil {
+		log.Warn("run message not posted", "channel", pl.Channel, "err", err)
+		if pl.ResponseURL != "" {
+			note := Message{Title: "Could not post the run in this channel", Status: StatusError, Sections: []Section{{
+				Text: fmt.Sprintf("Slack said: %v. Invite the bot to this channel (/invite) or run it from a channel it is in. The run goes on: see status %s.", err, run.ID),
+			}}}
+			if rerr := d.msgr.respond(ctx, pl.ResponseURL, note); rerr != nil {
+				log.Warn("requester not told", "err", rerr)
+			}
+		}
+		return
+	}
+	if err := d.store.SetRunSlack(ctx, run.ID, store.SlackRef{Channel: pl.Channel, TS: ts}); err != nil {
+		log.Warn("record run message", "err", err)
+	}
+	rs.mu.Lock()
+	rs.run.Slack = &store.SlackRef{Channel: pl.Channel, TS: ts}
+	rs.live = newLiveMessage(d.msgr, d.tasks, d.log, pl.Channel, ts, d.gap)
+	rs.mu.Unlock()
+}
+
+// show publishes the run's state and waits until Slack has it.
+func (d *Dispatcher) show(ctx context.Context, rs *runState) {
+	rs.publish()
+	rs.mu.Lock()
+	live := rs.live
+	rs.mu.Unlock()
+	if live == nil {
+		return
+	}
+	if err := live.flush(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		d.log.Warn("run message not brought up to date", "run", rs.run.ID, "err", err)
+	}
+}

@@ -1,0 +1,128 @@
+package runbooks_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/checks"
+	"github.com/runbot/runbot/internal/sshdtest"
+	"github.com/runbot/runbot/internal/step"
+	"github.com/runbot/runbot/inventory"
+	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/runbooks"
+)
+
+// fanoutRunbook runs one command on three roles of a deployment.
+const fanoutRunbook = `
+name: fanout
+params:
+  deployment: {type: deployment, required: true}
+  text: {type: string, default: "hello"}
+steps:
+  - id: echo
+    check: command
+    target: [a, b, c]
+    with: {cmd: 'printf %s {{ .params.text }}'}
+findings:
+  - id: all_echoed
+    severity: info
+    when: all(steps.echo.targets, .stdout == params.text)
+    summary: every host echoed
+`
+
+// sshInventory writes an inventory whose roles a and b are on a real sshd
+// (host key pinned) and role c on a second host given by cHost.
+func sshInventory(t *testing.T, srv *sshdtest.Server, cHost string) *inventory.Inventory {
+	t.Helper()
+	y := fmt.Sprintf(`
+hosts:
+  good:
+    address: %s
+    port: %d
+    user: %s
+    identity_files: [%s]
+    host_keys: [%q]
+%s
+deployments:
+  d:
+    roles:
+      a: {host: good}
+      b: {host: good}
+      c: {host: other}
+`, srv.Host, srv.Port, srv.User, srv.ClientKeyFile, srv.HostPublicKey, cHost)
+	path := filepath.Join(t.TempDir(), "inventory.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(y), 0o600))
+	inv, err := inventory.Load(path)
+	require.NoError(t, err)
+	return inv
+}
+
+func runFanout(t *testing.T, inv *inventory.Inventory, params map[string]string) *runbooks.Report {
+	t.Helper()
+	rb, problems := runbooks.Parse("fanout.yaml", []byte(fanoutRunbook))
+	require.Empty(t, problems)
+	pool := remote.NewPool()
+	t.Cleanup(func() { _ = pool.Close() })
+	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
+	p, err := e.Prepare(t.Context(), rb, params)
+	require.NoError(t, err)
+	return e.Run(t.Context(), p, runbooks.RunOptions{})
+}
+
+func TestRunOverSSHQuotesHostileParams(t *testing.T) {
+	srv := sshdtest.Start(t, sshdtest.Options{})
+	other := fmt.Sprintf("  other:\n    address: %s\n    port: %d\n    user: %s\n    identity_files: [%s]\n    host_keys: [%q]", srv.Host, srv.Port, srv.User, srv.ClientKeyFile, srv.HostPublicKey)
+	inv := sshInventory(t, srv, other)
+	for _, hostile := range []string{"; touch /tmp/runbot-pwned", "$(id)", "`id`", "a\nb", "it's", "☃"} {
+		rep := runFanout(t, inv, map[string]string{"deployment": "d", "text": hostile})
+		for _, s := range rep.Steps {
+			require.Equal(t, step.OK, s.Status, "%s: %s", s.Target, s.Error)
+			require.Equal(t, hostile, s.Values.(checks.CommandOutput).Stdout)
+		}
+		require.Len(t, rep.Findings, 1)
+	}
+	require.NoFileExists(t, "/tmp/runbot-pwned")
+}
+
+// TestUnreachableHostIsPerHost: a host that is down fails only its own
+// target; the others finish, and the finding that needs all of them is
+// inconclusive rather than false.
+func TestUnreachableHostIsPerHost(t *testing.T) {
+	srv := sshdtest.Start(t, sshdtest.Options{})
+	down := fmt.Sprintf("  other:\n    address: 127.0.0.1\n    port: 1\n    user: %s\n    identity_files: [%s]\n    host_keys: [%q]\n    connect_timeout: 2s", srv.User, srv.ClientKeyFile, srv.HostPublicKey)
+	rep := runFanout(t, sshInventory(t, srv, down), map[string]string{"deployment": "d"})
+	byTarget := map[string]*runbooks.TargetRun{}
+	for _, s := range rep.Steps {
+		byTarget[s.Target] = s
+	}
+	require.Equal(t, step.OK, byTarget["a"].Status)
+	require.Equal(t, step.OK, byTarget["b"].Status)
+	require.Equal(t, step.Error, byTarget["c"].Status)
+	require.Contains(t, byTarget["c"].Error, "other")
+	require.Empty(t, rep.Findings)
+	require.Len(t, rep.Inconclusive, 1)
+	require.Equal(t, runbooks.OutcomeInconclusive, rep.Outcome)
+}
+
+// TestChangedHostKeyIsRefused: a host whose key is not the pinned one is
+// refused by name and fingerprint, and nothing runs there.
+func TestChangedHostKeyIsRefused(t *testing.T) {
+	srv := sshdtest.Start(t, sshdtest.Options{})
+	impostor := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{srv.ClientPublicKey}})
+	changed := fmt.Sprintf("  other:\n    address: %s\n    port: %d\n    user: %s\n    identity_files: [%s]\n    host_keys: [%q]", impostor.Host, impostor.Port, srv.User, srv.ClientKeyFile, srv.HostPublicKey)
+	rep := runFanout(t, sshInventory(t, srv, changed), map[string]string{"deployment": "d"})
+	for _, s := range rep.Steps {
+		if s.Target == "c" {
+			require.Equal(t, step.Error, s.Status)
+			require.Contains(t, s.Error, "other")
+			require.Contains(t, s.Error, "SHA256:")
+			t.Log(s.Error)
+		} else {
+			require.Equal(t, step.OK, s.Status)
+		}
+	}
+}
