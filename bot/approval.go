@@ -212,11 +212,11 @@ func (d *Dispatcher) recheck(ctx context.Context, prop *runbooks.Proposal) strin
 	if err != nil {
 		return "could not re-check the targets: " + err.Error()
 	}
-	var rep runbooks.Report
-	if err := jsonUnmarshal(run.Report, &rep); err != nil {
+	rep, err := runbooks.ReportOf(run)
+	if err != nil {
 		return "could not re-check the targets: " + err.Error()
 	}
-	fresh, err := d.rem.Plan(ctx, p, &rep)
+	fresh, err := d.rem.Plan(ctx, p, rep)
 	switch {
 	case err != nil:
 		return "could not re-check the targets: " + err.Error()

@@ -1,8 +1,6 @@
 package bot
 
 import (
-	"encoding/json"
-	"fmt"
 	"sync"
 
 	"github.com/runbot/runbot/runbooks"
@@ -54,11 +52,11 @@ func newRunState(run store.Run, rb *runbooks.Runbook) *runState {
 func loadRunState(run store.Run, rb *runbooks.Runbook, prop *runbooks.Proposal) (*runState, error) {
 	rs := newRunState(run, rb)
 	if len(run.Report) > 0 {
-		var rep runbooks.Report
-		if err := json.Unmarshal(run.Report, &rep); err != nil {
-			return nil, fmt.Errorf("decode report of run %s: %w", run.ID, err)
+		rep, err := runbooks.ReportOf(run)
+		if err != nil {
+			return nil, err
 		}
-		rs.report = &rep
+		rs.report = rep
 		for _, tr := range rep.Steps {
 			rs.steps[tr.Step] = append(rs.steps[tr.Step], tr)
 		}
@@ -90,11 +88,4 @@ func (rs *runState) publish() {
 	if rs.live != nil {
 		rs.live.set(rs.view())
 	}
-}
-
-func jsonUnmarshal(data []byte, v any) error {
-	if len(data) == 0 {
-		return fmt.Errorf("no report recorded")
-	}
-	return json.Unmarshal(data, v)
 }

@@ -131,3 +131,16 @@ func stripURL(err error) error {
 	}
 	return err
 }
+
+// commandReply is the body of an immediate, ephemeral reply to a slash
+// command (the HTTP response, or a Socket Mode acknowledgement's payload).
+type commandReply struct {
+	ResponseType string        `json:"response_type"`
+	Text         string        `json:"text"`
+	Blocks       []slack.Block `json:"blocks"`
+}
+
+func (m *messenger) reply(msg Message) commandReply {
+	msg = msg.redact(m.redact)
+	return commandReply{ResponseType: slack.ResponseTypeEphemeral, Text: fallbackText(msg), Blocks: renderBlocks(msg)}
+}

@@ -49,9 +49,12 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// round makes a duration readable in evidence: milliseconds below ten
-// seconds, whole seconds above.
+// round makes a duration readable in evidence: microseconds below a
+// millisecond, milliseconds below ten seconds, whole seconds above.
 func round(d time.Duration) time.Duration {
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond)
+	}
 	if d < 10*time.Second {
 		return d.Round(time.Millisecond)
 	}

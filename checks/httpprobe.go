@@ -521,7 +521,7 @@ func probeEvidence(p probe, o HTTPProbeOutput) string {
 		}
 		return s + ", " + id
 	case o.Phase == PhaseConnect && o.TimedOut:
-		return fmt.Sprintf("%s: could not connect within %s (%s), %s", what, round(o.Total), o.Error, id)
+		return fmt.Sprintf("%s: could not connect within %s, %s", what, round(p.connectLimit), id)
 	case o.Phase == PhaseConnect:
 		return fmt.Sprintf("%s: %s after %s (%s), %s", what, connectWord(o.Outcome), round(o.Total), o.Error, id)
 	case o.Phase == PhaseFirstByte && o.Status != 0:

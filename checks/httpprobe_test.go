@@ -36,6 +36,7 @@ func runProbe(t *testing.T, env Env) (HTTPProbeOutput, step.Result) {
 	o, ok := res.Values.(HTTPProbeOutput)
 	require.True(t, ok, "Values is %T", res.Values)
 	require.Len(t, res.Evidence, 1)
+	t.Log(res.Evidence[0])
 	require.Len(t, res.Events, 1)
 	ev := res.Events[0]
 	require.Equal(t, EventProbe, ev.Kind)
@@ -46,8 +47,13 @@ func runProbe(t *testing.T, env Env) (HTTPProbeOutput, step.Result) {
 }
 
 // hang blocks until the client goes away, sending nothing: the incident's
-// router, which kept the connection open and never answered.
-func hang(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
+// router, which kept the connection open and never answered. It reads the
+// request body first, because net/http only notices a client hanging up
+// once the body has been consumed.
+func hang(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	<-r.Context().Done()
+}
 
 func TestHTTPProbeFast200(t *testing.T) {
 	var gotID atomic.Value

@@ -24,6 +24,9 @@ var (
 	// ErrCircuitOpen: the last remediation for this diagnosis did not fix
 	// it; repeating it is refused and humans must take over.
 	ErrCircuitOpen = errors.New("the last remediation for this diagnosis did not fix it; escalate to a human")
+	// ErrApprovalExpired: the plan was approved, but not applied before its
+	// approval window closed; it needs a new proposal.
+	ErrApprovalExpired = errors.New("the approval expired before the plan was applied")
 	// ErrNotApproved: the plan is not (or no longer) approved.
 	ErrNotApproved = errors.New("plan is not approved")
 )

@@ -264,6 +264,13 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 	if plan.State != store.PlanApproved {
 		return res, fmt.Errorf("apply plan %s (state %s): %w", plan.ID, plan.State, ErrNotApproved)
 	}
+	if !plan.Policy.ExpiresAt.IsZero() && !r.now().Before(plan.Policy.ExpiresAt) {
+		if _, err := r.move(ctx, plan, store.PlanApproved, store.PlanExpired, actor, map[string]any{"message": "approval expired before it was applied"}); err != nil {
+			return res, err
+		}
+		res.State = store.PlanExpired
+		return res, fmt.Errorf("apply plan %s: %w", plan.ID, ErrApprovalExpired)
+	}
 	rb, err := r.Catalog.Get(body.Runbook)
 	if err != nil {
 		return res, fmt.Errorf("apply plan %s: %w", plan.ID, err)
@@ -396,13 +403,29 @@ func (r *Remediator) guardrails(ctx context.Context, plan store.Plan, body PlanB
 			return fmt.Errorf("%w: %s ran %d times on %s in the last hour (limit %d)", ErrRateLimited, body.Remediation, n-1, body.Deployment, rem.MaxPerHour)
 		}
 	}
-	last, err := r.Store.LastRemediation(ctx, body.Deployment, body.Diagnosis)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
+	// The circuit breaker looks at the last plan for this diagnosis that
+	// actually ran actions: if it did not fix things, repeating it is
+	// refused until a human looks.
+	prior, err := r.Store.ListPlans(ctx, store.PlanFilter{Deployment: body.Deployment,
+		States: []store.PlanState{store.PlanDone, store.PlanRolledBack, store.PlanFailed}})
+	if err != nil {
 		return fmt.Errorf("check circuit breaker: %w", err)
-	case last.ID != plan.ID && (last.State == store.PlanRolledBack || last.State == store.PlanFailed) && last.Remediation == body.Remediation:
-		return fmt.Errorf("%w (plan %s ended %s)", ErrCircuitOpen, last.ID, last.State)
+	}
+	for _, last := range prior {
+		if last.ID == plan.ID || last.Diagnosis != body.Diagnosis || last.AppliedAt.IsZero() {
+			continue
+		}
+		acts, err := r.Store.Actions(ctx, last.ID)
+		if err != nil {
+			return fmt.Errorf("check circuit breaker: %w", err)
+		}
+		if len(acts) == 0 {
+			continue
+		}
+		if last.State != store.PlanDone {
+			return fmt.Errorf("%w (plan %s ended %s)", ErrCircuitOpen, last.ID, last.State)
+		}
+		break
 	}
 	return nil
 }

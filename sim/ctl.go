@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -275,7 +274,6 @@ func (d *Deployment) injectFault(f Fault, stdout io.Writer) error {
 	if target == "" {
 		roles = Roles
 	}
-	var mu sync.Mutex
 	var errs []error
 	for _, role := range roles {
 		resp, err := http.Post(d.URL(role)+"/_sim/fault", "application/json", bytes.NewReader(body))
@@ -287,9 +285,7 @@ func (d *Deployment) injectFault(f Fault, stdout io.Writer) error {
 		}
 		out, _ := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
-		mu.Lock()
 		fmt.Fprintf(stdout, "%s: %s", role, out)
-		mu.Unlock()
 		if resp.StatusCode != http.StatusOK {
 			errs = append(errs, fmt.Errorf("inject %s into %s: HTTP %d: %s", f.Name, role, resp.StatusCode, bytes.TrimSpace(out)))
 			continue

@@ -192,13 +192,10 @@ func (d *decodeSched) stream(w http.ResponseWriter, r *http.Request, c *chatRequ
 	}
 }
 
-// holders returns the log prefixes and TP ranks of the schedulers holding a request.
-func (d *decodeSched) holders(rank int) [][2]int { return d.e.cfg.Topology.HolderRanks(rank) }
-
 // logFailure prints SGLang's per-rank "Decode transfer failed" line. Caller holds d.mu.
 func (d *decodeSched) logFailure(req *decodeReq, reason string) {
 	t := d.e.cfg.Topology
-	for _, h := range d.holders(req.rank) {
+	for _, h := range t.HolderRanks(req.rank) {
 		d.e.log.Logf(t.Prefix(h[0], h[1]), "%s", FormatTransferFailed("decode", h[1], req.rid, req.room, reason))
 	}
 	d.e.metrics.addTransferFailed(req.rank)

@@ -97,7 +97,7 @@ func (e *Engine) serve(ctx context.Context) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
-	e.warmUp(ln.Addr().String())
+	e.warmUp(net.JoinHostPort(loopbackFor(c.Host), strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)))
 	e.ready.Store(true)
 	e.log.Logf("", "The server is fired up and ready to roll!")
 	for _, name := range c.Sim.Faults {
@@ -184,3 +184,14 @@ func (e *Engine) crash(code int) {
 }
 
 var errNotReady = errors.New("server is not ready")
+
+// loopbackFor returns an address the engine can reach itself on when it listens on host.
+func loopbackFor(host string) string {
+	switch host {
+	case "", "0.0.0.0":
+		return "127.0.0.1"
+	case "::", "[::]":
+		return "::1"
+	}
+	return host
+}

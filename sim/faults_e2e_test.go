@@ -73,16 +73,68 @@ func TestSlow(t *testing.T) {
 }
 
 // TestStaleSample: one scrape of an idle decode reads num_running_reqs 2 (the
-// incident's "zombie requests"); the next scrape reads the real 0.
+// incident's "zombie requests"); the next scrapes read the real 0. The fault is
+// injected both ways the simulator offers: through the admin endpoint (a scenario)
+// and by a start flag.
 func TestStaleSample(t *testing.T) {
 	t.Parallel()
-	d := up(t, "--scenario", "stale-sample")
-	decode := d.endpoints["decode"]
-	first := scrape(t, decode)
-	require.Equal(t, 2.0, sample(t, first, "sglang:num_running_reqs", map[string]string{"dp_rank": "0"}))
-	require.Equal(t, 0.0, sample(t, first, "sglang:gen_throughput", map[string]string{"dp_rank": "0"}))
-	for range 3 {
-		require.Equal(t, 0.0, total(t, scrape(t, decode), "sglang:num_running_reqs"), "repeated sampling shows the truth")
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"scenario", []string{"--scenario", "stale-sample"}},
+		{"start flag", []string{"--engine-arg=--sim-fault", "--engine-arg=stale-sample"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			d := up(t, tc.args...)
+			decode := d.endpoints["decode"]
+			first := scrape(t, decode)
+			require.Equal(t, 2.0, sample(t, first, "sglang:num_running_reqs", map[string]string{"dp_rank": "0"}))
+			require.Equal(t, 0.0, sample(t, first, "sglang:gen_throughput", map[string]string{"dp_rank": "0"}))
+			for range 3 {
+				require.Equal(t, 0.0, total(t, scrape(t, decode), "sglang:num_running_reqs"), "repeated sampling shows the truth")
+			}
+		})
+	}
+}
+
+// TestRestartOnFailure: with Restart=on-failure the supervisor brings a crashed decode
+// back and counts it in NRestarts, as systemd does.
+func TestRestartOnFailure(t *testing.T) {
+	t.Parallel()
+	d := up(t, "--restart", "on-failure")
+	old := d.mainPID(t, "decode")
+	d.ctl(t, "fault", "decode-crash", "--exit-code", "3")
+	require.Eventually(t, func() bool {
+		st := d.show(t, "decode")
+		return st["NRestarts"] == "1" && st["ActiveState"] == "active"
+	}, 10*time.Second, 20*time.Millisecond)
+	require.NotEqual(t, old, d.mainPID(t, "decode"))
+	require.Eventually(t, func() bool {
+		return chat(d.endpoints["router"], "", 5*time.Second, false).status == 200
+	}, 10*time.Second, 50*time.Millisecond)
+}
+
+// TestLogFormatFlag: --log-format switches the batch-line wording for parser tests.
+func TestLogFormatFlag(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		era, prefill, decode string
+	}{
+		{"2025-mid", `\] Prefill batch\. #new-seq: \d+, .*#transferring-req: \d+, $`, `\] Decode batch\. #running-req: \d+, .*#queue-req: 0, $`},
+		{"2025-late", `\] Prefill batch, .*#prealloc-req: \d+, #inflight-req: \d+, input throughput \(token/s\): [\d.]+, $`, `\] Decode batch, .*cuda graph: True, .*#queue-req: 0, $`},
+		{"2026-late", `^\[[\d-]+ [\d:]+\.\d{3} TP0\] Prefill batch, .*#bootstrap-req: \d+, #inflight-req: \d+, #optimistic-req: 0, `, `^\[[\d-]+ [\d:]+\.\d{3} DP\d TP\d\] Decode batch, `},
+	} {
+		t.Run(tc.era, func(t *testing.T) {
+			t.Parallel()
+			d := up(t, "--log-format", tc.era)
+			require.Equal(t, 200, chat(d.endpoints["router"], "", 5*time.Second, false).status)
+			require.Eventually(t, func() bool {
+				return len(grep(logLines(t, d.logPath("decode"), 0), regexp.MustCompile(tc.decode))) > 0
+			}, 5*time.Second, 20*time.Millisecond)
+			require.NotEmpty(t, grep(logLines(t, d.logPath("prefill"), 0), regexp.MustCompile(tc.prefill)))
+		})
 	}
 }
 

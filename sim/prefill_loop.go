@@ -93,17 +93,6 @@ func (p *prefillSched) iterate(ctx context.Context) bool {
 	return true
 }
 
-// stalledBatchLocked reports whether a stalled prefill already has a batch stuck in
-// its forward pass, so that no further batch is formed.
-func (p *prefillSched) stalledBatchLocked() bool {
-	for _, r := range p.reqs {
-		if r.state == psForward {
-			return true
-		}
-	}
-	return false
-}
-
 // logBatchLocked prints the "Prefill batch" line and writes the gauges, which
 // SGLang does once per prefill batch. Caller holds p.mu.
 func (p *prefillSched) logBatchLocked(batch []*prefillReq, tokens int) {
@@ -147,7 +136,12 @@ func (p *prefillSched) pollInflightLocked(applyAborts bool) {
 			p.removeLocked(r)
 			r.done <- nil
 		case r.failReason != "":
-			p.logFailureLocked(r, false, r.failReason)
+			reason := r.failReason
+			if r.aborted {
+				// The abort was recorded first; the broken session only made it visible.
+				reason = ReasonAborted
+			}
+			p.logFailureLocked(r, false, reason)
 			p.removeLocked(r)
 			r.done <- errors.New("KVTransferError(bootstrap_room=" + fmt.Sprint(r.room) + "): " + r.failReason)
 		case r.aborted && applyAborts:
@@ -189,7 +183,7 @@ func (p *prefillSched) idleRefresh() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.expireBootstrapLocked(time.Now())
-	if p.stalled || p.stalledBatchLocked() {
+	if p.stalled {
 		return
 	}
 	inflightTokens, bootstrap := 0, 0

@@ -53,6 +53,17 @@ func TestTwoPersonRule(t *testing.T) {
 
 	res, err := decide(t, s, p, "U-bob", store.Approve, p.Hash)
 	require.NoError(t, err)
+	require.True(t, res.Settled, "under the two-person rule one approver who is not the requester suffices")
+	require.Equal(t, store.PlanApproved, res.Plan.State)
+	require.Equal(t, 1, res.Needed)
+}
+
+func TestMinApprovals(t *testing.T) {
+	s, _ := openTest(t)
+	p := mkPlan(t, s, func(p *store.Plan) { p.Policy.MinApprovals = 2 })
+
+	res, err := decide(t, s, p, "U-bob", store.Approve, p.Hash)
+	require.NoError(t, err)
 	require.False(t, res.Settled)
 	require.Equal(t, store.PlanProposed, res.Plan.State)
 	require.Equal(t, 1, res.Approvals)
@@ -109,12 +120,12 @@ func TestLateApprovalExpiresThePlan(t *testing.T) {
 	require.Equal(t, store.PlanExpired, got.State, "the expiry is committed although the approval was refused")
 }
 
-// Two approvers of a two-person plan click at the same moment: the plan is
+// Two approvers of a plan needing two approvals click at the same moment: the plan is
 // approved, and exactly one of the two calls reports that it settled it.
 func TestConcurrentApprovalsSettleOnce(t *testing.T) {
 	s, _ := openTest(t)
 	for range 10 {
-		p := mkPlan(t, s, func(p *store.Plan) { p.Policy.TwoPerson = true })
+		p := mkPlan(t, s, func(p *store.Plan) { p.Policy.MinApprovals = 2 })
 		var (
 			wg      sync.WaitGroup
 			mu      sync.Mutex

@@ -45,8 +45,7 @@ type Policy struct {
 	Groups    []string `json:"groups,omitempty"`
 	// MinApprovals is how many distinct approvers are needed (at least 1).
 	MinApprovals int `json:"min_approvals,omitempty"`
-	// TwoPerson requires two distinct approvers, neither of them the
-	// requester.
+	// TwoPerson forbids the requester to approve: someone else must.
 	TwoPerson bool `json:"two_person,omitempty"`
 	// ExpiresAt closes the approval window; zero never expires.
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
@@ -54,11 +53,7 @@ type Policy struct {
 
 // Needed is the number of distinct approvals the policy requires.
 func (p Policy) Needed() int {
-	n := max(p.MinApprovals, 1)
-	if p.TwoPerson {
-		n = max(n, 2)
-	}
-	return n
+	return max(p.MinApprovals, 1)
 }
 
 func (p Policy) expired(now time.Time) bool {

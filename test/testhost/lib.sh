@@ -72,7 +72,7 @@ wait_gone() {   # PID SECONDS
 kill_cgroup() {
     local name=$1 root p n
     for root in $(cgroup_roots); do
-        [[ -e $root/$CGROUP_NAME/$name/cgroup.kill ]] && echo 1 > "$root/$CGROUP_NAME/$name/cgroup.kill"
+        [[ ! -e $root/$CGROUP_NAME/$name/cgroup.kill ]] || echo 1 > "$root/$CGROUP_NAME/$name/cgroup.kill" || true
     done
     for ((n = 0; n < 50; n++)); do
         p=$(for root in $(cgroup_roots); do
@@ -80,7 +80,7 @@ kill_cgroup() {
             done 2>/dev/null | sort -u)
         [[ -z $p ]] && return 0
         # shellcheck disable=SC2086
-        kill -KILL $p 2>/dev/null
+        kill -KILL $p 2>/dev/null || true
         sleep 0.1
     done
     return 1
@@ -92,28 +92,28 @@ kill_cgroup() {
 stop_host() {
     local name=$1 dir pid wpid root
     dir=$(host_dir "$name")
-    touch "$dir/stop" 2>/dev/null
+    touch "$dir/stop" 2>/dev/null || true
     if pid=$(pid_of "$dir/nspawn.pid" "-M $(machine_of "$name") "); then
-        kill -TERM "$pid" 2>/dev/null
+        kill -TERM "$pid" 2>/dev/null || true
         if ! wait_gone "$pid" "$STOP_TIMEOUT"; then
             log "$name: no clean poweroff within ${STOP_TIMEOUT}s, killing it"
-            kill -KILL "$pid" 2>/dev/null
-            wait_gone "$pid" 10
+            kill -KILL "$pid" 2>/dev/null || true
+            wait_gone "$pid" 10 || true
         fi
     fi
     if wpid=$(pid_of "$dir/supervisor.pid" "supervise.sh $dir"); then
-        wait_gone "$wpid" 5 || kill -KILL "$wpid" 2>/dev/null
+        wait_gone "$wpid" 5 || kill -KILL "$wpid" 2>/dev/null || true
     fi
     kill_cgroup "$name" || log "$name: processes are left in its cgroup"
-    ip netns del "$(netns_of "$name")" 2>/dev/null
-    ip link del "$PREFIX-$name" 2>/dev/null   # normally gone with the netns
+    ip netns del "$(netns_of "$name")" 2>/dev/null || true
+    ip link del "$PREFIX-$name" 2>/dev/null || true   # normally gone with the netns
     for root in $(cgroup_roots); do
         [[ -d $root/$CGROUP_NAME/$name ]] || continue
-        find "$root/$CGROUP_NAME/$name" -depth -type d -exec rmdir {} + 2>/dev/null
-        [[ -d $root/$CGROUP_NAME/$name ]] && log "$name: cgroup $root/$CGROUP_NAME/$name is still busy"
+        find "$root/$CGROUP_NAME/$name" -depth -type d -exec rmdir {} + 2>/dev/null || true
+        [[ ! -d $root/$CGROUP_NAME/$name ]] || log "$name: cgroup $root/$CGROUP_NAME/$name is still busy"
     done
-    rmdir "/run/systemd/nspawn/propagate/$(machine_of "$name")" 2>/dev/null
-    rm -rf --one-file-system "$dir"
+    rmdir "/run/systemd/nspawn/propagate/$(machine_of "$name")" 2>/dev/null || true
+    rm -rf --one-file-system "$dir" || true
     return 0
 }
 
@@ -135,13 +135,13 @@ host_names() {
 teardown_shared() {
     local root
     compgen -G "$RUN/th*" >/dev/null && return 0
-    ip link del "$BRIDGE" 2>/dev/null && log "removed bridge $BRIDGE"
+    ! ip link del "$BRIDGE" 2>/dev/null || log "removed bridge $BRIDGE"
     if [[ -f $RUN/inotify.orig ]]; then
         cat "$RUN/inotify.orig" > /proc/sys/fs/inotify/max_user_instances
         log "restored fs.inotify.max_user_instances to $(cat "$RUN/inotify.orig")"
     fi
-    rm -rf --one-file-system "$RUN"
-    for root in $(cgroup_roots); do rmdir "$root/$CGROUP_NAME" 2>/dev/null; done
+    rm -rf --one-file-system "$RUN" || true
+    for root in $(cgroup_roots); do rmdir "$root/$CGROUP_NAME" 2>/dev/null || true; done
     return 0
 }
 

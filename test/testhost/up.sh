@@ -16,7 +16,7 @@
 # Stdout: one line per host: NAME ADDRESS SSH_PORT DEPLOYMENT
 # Files in $RUN: inventory.yaml (runbot), known_hosts, ssh_config, hosts.tsv, env.
 # On failure it stops the hosts it started. Stop everything with down.sh.
-set -euo pipefail
+set -Eeuo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=image.sh
@@ -27,7 +27,7 @@ COUNT=
 for a in "$@"; do
     case $a in
         --fresh) FRESH=1 ;;
-        -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,/^set -Eeuo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *[!0-9]* | '') die "unknown argument '$a' (usage: up.sh [--fresh] [N])" ;;
         *) COUNT=$a ;;
     esac
@@ -134,7 +134,7 @@ build_sim() {
         cp "$RUNBOT_TESTHOST_SIM" "$RUN/bin/sglang-sim.new" || die "cannot copy RUNBOT_TESTHOST_SIM=$RUNBOT_TESTHOST_SIM"
     else
         go=$(find_go) || die "Go is needed to build ./cmd/sglang-sim (install it from https://go.dev/dl, or set RUNBOT_TESTHOST_SIM to a built sglang-sim)"
-        (cd "$REPO" && CGO_ENABLED=0 "$go" build -trimpath -o "$RUN/bin/sglang-sim.new" ./cmd/sglang-sim) ||
+        (cd "$REPO" && CGO_ENABLED=0 "$go" build -o "$RUN/bin/sglang-sim.new" ./cmd/sglang-sim) ||
             die "building ./cmd/sglang-sim failed"
     fi
     chmod 755 "$RUN/bin/sglang-sim.new"
@@ -321,6 +321,7 @@ on_exit() {
     exit "$rc"
 }
 trap on_exit EXIT
+trap 'log "failed at line $LINENO: $BASH_COMMAND"' ERR
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
 

@@ -1,0 +1,159 @@
+package bot
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/store"
+)
+
+// planOf returns the run's only plan.
+func (h *harness) planOf(runID string) store.Plan {
+	h.t.Helper()
+	plans, err := h.store.ListPlans(h.t.Context(), store.PlanFilter{RunID: runID})
+	require.NoError(h.t, err)
+	require.Len(h.t, plans, 1)
+	return plans[0]
+}
+
+func TestApprovalByAllowedPeopleAppliesAndVerifies(t *testing.T) {
+	h := newHarness(t)
+	run, ts := h.runOnce("")
+	value := buttonValue(t, h.lastMessage(ts), actionApprove)
+
+	// The requester may not approve under the two-person rule.
+	h.click(requester, actionApprove, value, ts)
+	h.idle()
+	require.Len(t, h.ephemeralsTo(requester), 1)
+	require.Contains(t, h.ephemeralsTo(requester)[0], "two-person rule")
+	require.Equal(t, store.PlanProposed, h.planOf(run.ID).State)
+
+	// A stranger may not approve at all.
+	h.click(stranger, actionApprove, value, ts)
+	h.idle()
+	require.Len(t, h.ephemeralsTo(stranger), 1)
+	require.Contains(t, h.ephemeralsTo(stranger)[0], "You are not an approver of this remediation (approvers: @oncall)")
+	require.Equal(t, store.PlanProposed, h.planOf(run.ID).State)
+	approvals, err := h.store.Approvals(t.Context(), h.planOf(run.ID).ID)
+	require.NoError(t, err)
+	require.Empty(t, approvals, "refused votes are not counted")
+
+	// The first approver's vote counts, and the message says so.
+	h.click(approverA, actionApprove, value, ts)
+	h.idle()
+	require.Contains(t, strings.Join(h.ephemeralsTo(approverA), "\n"), "Approval recorded (1 of 2 needed)")
+	msg := h.lastMessage(ts).Text()
+	require.Contains(t, msg, "Approved (1 of 2) by <@"+approverA+">")
+	require.True(t, hasButtons(h.lastMessage(ts)), "still waiting for a second approver")
+	require.Zero(t, h.appliedCount())
+
+	// The second approver settles it; the remediation runs and is verified.
+	h.click(approverB, actionApprove, value, ts)
+	h.idle()
+	require.Equal(t, 1, h.appliedCount())
+	plan := h.planOf(run.ID)
+	require.Equal(t, store.PlanDone, plan.State)
+	final := h.lastMessage(ts)
+	require.False(t, hasButtons(final), "no buttons once the plan is decided")
+	text := final.Text()
+	for _, want := range []string{
+		"Approved (2 of 2) by <@" + approverA + ">, <@" + approverB + ">",
+		"Remediation: done",
+		"precheck: re-running stuck-worker",
+		"action: run on host@here: touch",
+		"verify: re-running progress",
+		"verified: the symptom is gone",
+	} {
+		require.Contains(t, text, want)
+	}
+
+	// The updates showed the apply's progress before its outcome.
+	sawApplying := false
+	for _, c := range h.rec.Calls("chat.update") {
+		if strings.Contains(c.Text(), "Remediation: applying") {
+			sawApplying = true
+		}
+	}
+	require.True(t, sawApplying, "the message showed live apply progress")
+}
+
+func TestDoubleClickAppliesOnce(t *testing.T) {
+	h := newHarness(t)
+	run, ts := h.runOnce("")
+	value := buttonValue(t, h.lastMessage(ts), actionApprove)
+	h.click(approverA, actionApprove, value, ts)
+	h.idle()
+
+	// The settling approver clicks twice before either click is handled.
+	h.click(approverB, actionApprove, value, ts)
+	h.click(approverB, actionApprove, value, ts)
+	h.idle()
+	require.Equal(t, 1, h.appliedCount(), "applied exactly once")
+	require.Equal(t, store.PlanDone, h.planOf(run.ID).State)
+	// The extra click is told the plan is decided; it changed nothing.
+	var refusals int
+	for _, e := range h.ephemeralsTo(approverB) {
+		if strings.Contains(e, "votes are no longer taken") {
+			refusals++
+		}
+	}
+	require.Equal(t, 1, refusals)
+
+	// A late click after the remediation changes nothing either.
+	h.click(approverA, actionApprove, value, ts)
+	h.idle()
+	require.Equal(t, 1, h.appliedCount())
+}
+
+func TestDenyClosesThePlan(t *testing.T) {
+	h := newHarness(t)
+	run, ts := h.runOnce("")
+	value := buttonValue(t, h.lastMessage(ts), actionDeny)
+	h.click(approverA, actionDeny, value, ts)
+	h.idle()
+	require.Equal(t, store.PlanDenied, h.planOf(run.ID).State)
+	final := h.lastMessage(ts)
+	require.False(t, hasButtons(final))
+	require.Contains(t, final.Text(), "Denied by <@"+approverA+">")
+
+	h.click(approverB, actionApprove, value, ts)
+	h.idle()
+	require.Contains(t, strings.Join(h.ephemeralsTo(approverB), "\n"), "This plan is denied")
+	require.Zero(t, h.appliedCount())
+}
+
+func TestStaleHashIsRefused(t *testing.T) {
+	h := newHarness(t)
+	run, ts := h.runOnce("")
+	plan := h.planOf(run.ID)
+	h.click(approverA, actionApprove, plan.ID+"|"+strings.Repeat("0", 64), ts)
+	h.idle()
+	require.Contains(t, strings.Join(h.ephemeralsTo(approverA), "\n"), "This plan changed since it was shown to you")
+	require.Equal(t, store.PlanProposed, h.planOf(run.ID).State)
+}
+
+func TestDryRunShowsThePlanToApproversOnly(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		// Only the requester may run it; approvers come from the runbook.
+		c.Access = []AccessRule{{Runbooks: []string{"stuck-worker"}, Users: []string{requester}}}
+	})
+	run, ts := h.runOnce("")
+	value := buttonValue(t, h.lastMessage(ts), actionDryRun)
+
+	h.click(approverA, actionDryRun, value, ts)
+	h.idle()
+	got := h.ephemeralsTo(approverA)
+	require.Len(t, got, 1)
+	require.Contains(t, got[0], "Dry run: restart on host/here")
+	require.Contains(t, got[0], "```\ntouch "+h.dir+"/fixed &amp;&amp; echo restarted &gt;&gt; "+h.dir+"/applied.log\n```")
+	require.Contains(t, got[0], "Nothing was changed")
+	require.NotContains(t, got[0], "Re-check", "the targets did not change")
+
+	h.click(stranger, actionDryRun, value, ts)
+	h.idle()
+	require.Contains(t, strings.Join(h.ephemeralsTo(stranger), "\n"), "Only people who may run stuck-worker or approve this plan")
+	require.Zero(t, h.appliedCount())
+	require.Equal(t, store.PlanProposed, h.planOf(run.ID).State)
+}

@@ -1,0 +1,101 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/runbot/runbot/store"
+)
+
+// status shows one run as its message shows it (without buttons), or what
+// is running now.
+func (b *Bot) status(ctx context.Context, words []string) Message {
+	if len(words) == 0 {
+		runs, err := b.store.ListRuns(ctx, store.RunFilter{Status: store.RunRunning, Limit: 20})
+		if err != nil {
+			return errorReply("Could not read the runs: " + err.Error())
+		}
+		if len(runs) == 0 {
+			return Message{Title: "Nothing is running", Status: StatusOK, Notes: []string{"`" + b.cfg.Command + " history` shows recent runs."}}
+		}
+		return Message{Title: "Running now", Status: StatusRunning, Sections: []Section{{Lines: runLines(runs)}}}
+	}
+	run, err := b.store.GetRun(ctx, words[0])
+	var amb *store.AmbiguousIDError
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return errorReply(fmt.Sprintf("No run %q.", words[0]), "`"+b.cfg.Command+" history` shows recent runs.")
+	case errors.As(err, &amb):
+		return errorReply(fmt.Sprintf("%q matches several runs: %s.", words[0], strings.Join(amb.Matches, ", ")))
+	case err != nil:
+		return errorReply("Could not read the run: " + err.Error())
+	}
+	var m Message
+	if rs := b.disp.active(run.ID); rs != nil {
+		rs.mu.Lock()
+		m = rs.view()
+		rs.mu.Unlock()
+	} else {
+		rb, _ := b.catalog.Get(run.Runbook)
+		rs, err := loadRunState(run, rb, nil)
+		if err != nil {
+			return errorReply(err.Error())
+		}
+		m = rs.view()
+		if run.Status != store.RunRunning && rs.report == nil {
+			m.Status = StatusError
+		}
+	}
+	m.Buttons = nil
+	m.Facts = append(m.Facts, Fact{Label: "Status", Text: string(run.Status)})
+	return m
+}
+
+// history lists recent runs, newest first.
+func (b *Bot) history(ctx context.Context) Message {
+	runs, err := b.store.ListRuns(ctx, store.RunFilter{Limit: 15})
+	if err != nil {
+		return errorReply("Could not read the runs: " + err.Error())
+	}
+	if len(runs) == 0 {
+		return Message{Title: "No runs yet"}
+	}
+	return Message{Title: "Recent runs", Sections: []Section{{Lines: runLines(runs)}}}
+}
+
+func runLines(runs []store.Run) []Line {
+	var lines []Line
+	for _, r := range runs {
+		st := StatusRunning
+		what := string(r.Status)
+		if r.Status != store.RunRunning {
+			st, what = runOutcomeStatus(r), string(r.Outcome)
+			if what == "" {
+				what = string(r.Status)
+			}
+		}
+		text := fmt.Sprintf("%s %s: %s, %s %s", r.ID, r.Runbook, what, r.StartedAt.UTC().Format(time.DateTime+" MST"), string(r.Trigger))
+		l := Line{Status: st, Text: text}
+		if r.Trigger == store.TriggerSlack {
+			l.Text += " by"
+			l.Users = []string{r.RequestedBy}
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+func runOutcomeStatus(r store.Run) Status {
+	switch r.Outcome {
+	case store.OutcomeOK:
+		return StatusOK
+	case store.OutcomeCritical:
+		return StatusCritical
+	case store.OutcomeInconclusive:
+		return StatusInconclusive
+	}
+	return StatusError
+}

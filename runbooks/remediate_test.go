@@ -1,0 +1,271 @@
+package runbooks_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/inventory"
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
+)
+
+// remedyEnv is a broken app in a temp dir, a store and a remediator.
+type remedyEnv struct {
+	dir    string
+	script string
+	now    time.Time
+	st     *store.SQLite
+	rem    *runbooks.Remediator
+	p      *runbooks.Prepared
+}
+
+func (e *remedyEnv) clock() time.Time { return e.now }
+
+func newRemedy(t *testing.T, app string) *remedyEnv {
+	t.Helper()
+	dir := t.TempDir()
+	copyFile(t, "testdata/remedy/serve.sh", filepath.Join(dir, "serve.sh"), 0o755)
+	copyFile(t, "testdata/remedy/"+app, filepath.Join(dir, "app.sh"), 0o755)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "health"), []byte("broken\n"), 0o644))
+	invPath := filepath.Join(dir, "inventory.yaml")
+	require.NoError(t, os.WriteFile(invPath, fmt.Appendf(nil, `
+hosts:
+  here: {transport: local}
+deployments:
+  shop:
+    roles:
+      app: {host: here, unit: app, launch_script: %s}
+`, filepath.Join(dir, "serve.sh")), 0o600))
+	inv, err := inventory.Load(invPath)
+	require.NoError(t, err)
+
+	e := &remedyEnv{dir: dir, script: filepath.Join(dir, "serve.sh"), now: time.Date(2026, 6, 18, 20, 40, 0, 0, time.UTC)}
+	e.st, err = store.Open(t.Context(), filepath.Join(dir, "runbot.db"), store.WithNow(e.clock))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.st.Close() })
+
+	catalog, problems, err := runbooks.LoadCatalog("testdata/valid")
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
+	e.rem = &runbooks.Remediator{Engine: eng, Store: e.st, Catalog: catalog, Groups: runbooks.Groups{"sre": {"alice", "bob"}}, Now: e.clock}
+	rb, err := catalog.Get("remedy")
+	require.NoError(t, err)
+	e.p, err = eng.Prepare(t.Context(), rb, map[string]string{"deployment": "shop"})
+	require.NoError(t, err)
+	return e
+}
+
+func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(to, b, mode))
+}
+
+// propose runs the runbook (recorded, as alice) and proposes its fix.
+func (e *remedyEnv) propose(t *testing.T) *runbooks.Proposal {
+	t.Helper()
+	rep, err := e.rem.Engine.RunAndRecord(t.Context(), e.st, e.p, runbooks.RunOptions{}, "alice")
+	require.NoError(t, err)
+	require.Len(t, rep.Diagnoses, 1)
+	prop, err := e.rem.Propose(t.Context(), e.p, rep, "alice")
+	require.NoError(t, err)
+	require.NotNil(t, prop)
+	return prop
+}
+
+func (e *remedyEnv) approve(t *testing.T, prop *runbooks.Proposal, user string) {
+	t.Helper()
+	res, err := e.rem.Vote(t.Context(), prop.Plan.ID, user, true, prop.Plan.Hash)
+	require.NoError(t, err)
+	require.Equal(t, store.PlanApproved, res.Plan.State)
+}
+
+func TestRemediationFixesAndVerifies(t *testing.T) {
+	e := newRemedy(t, "app-fixable.sh")
+	prop := e.propose(t)
+	require.Contains(t, prop.Body.Diff(), "+    --safe-mode")
+	require.Equal(t, "proposed", string(prop.Plan.State))
+	e.approve(t, prop, "bob")
+
+	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil)
+	require.NoError(t, err)
+	require.True(t, res.Recovered, res.Message)
+	require.Equal(t, store.PlanDone, res.State)
+	script, _ := os.ReadFile(e.script)
+	require.Contains(t, string(script), "--safe-mode")
+	health, _ := os.ReadFile(filepath.Join(e.dir, "health"))
+	require.Equal(t, "ok\n", string(health))
+
+	actions, err := e.st.Actions(t.Context(), prop.Plan.ID)
+	require.NoError(t, err)
+	require.Len(t, actions, 2)
+	for _, a := range actions {
+		require.Equal(t, store.ActionDone, a.State)
+	}
+}
+
+func TestFailedVerificationRollsBackByteForByte(t *testing.T) {
+	e := newRemedy(t, "app-hopeless.sh")
+	before, err := os.ReadFile(e.script)
+	require.NoError(t, err)
+	prop := e.propose(t)
+	e.approve(t, prop, "bob")
+	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil)
+	require.NoError(t, err)
+	require.False(t, res.Recovered)
+	require.Equal(t, store.PlanRolledBack, res.State)
+	after, err := os.ReadFile(e.script)
+	require.NoError(t, err)
+	require.Equal(t, before, after, "the launch script is restored byte for byte")
+}
+
+func TestApprovalRefusals(t *testing.T) {
+	e := newRemedy(t, "app-fixable.sh")
+	prop := e.propose(t)
+
+	_, err := e.rem.Vote(t.Context(), prop.Plan.ID, "mallory", true, prop.Plan.Hash)
+	require.ErrorIs(t, err, runbooks.ErrNotApprover)
+
+	_, err = e.rem.Vote(t.Context(), prop.Plan.ID, "alice", true, prop.Plan.Hash)
+	var refusal *store.ApprovalError
+	require.ErrorAs(t, err, &refusal)
+	require.Equal(t, store.RefusedSelf, refusal.Reason, "the requester cannot approve under the two-person rule")
+
+	_, err = e.rem.Vote(t.Context(), prop.Plan.ID, "bob", true, "some-other-hash")
+	require.ErrorAs(t, err, &refusal)
+	require.Equal(t, store.RefusedStale, refusal.Reason)
+
+	e.now = e.now.Add(16 * time.Minute)
+	_, err = e.rem.Vote(t.Context(), prop.Plan.ID, "bob", true, prop.Plan.Hash)
+	require.ErrorAs(t, err, &refusal)
+	require.Equal(t, store.RefusedExpired, refusal.Reason)
+
+	// Nothing was touched by any refused vote.
+	script, _ := os.ReadFile(e.script)
+	require.NotContains(t, string(script), "--safe-mode")
+	_, err = e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil)
+	require.ErrorIs(t, err, runbooks.ErrNotApproved)
+}
+
+func TestPlanChangedAfterApprovalNeedsNewApproval(t *testing.T) {
+	e := newRemedy(t, "app-fixable.sh")
+	prop := e.propose(t)
+	e.approve(t, prop, "bob")
+	// Someone edits the launch script between approval and apply.
+	f, err := os.OpenFile(e.script, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, _ = f.WriteString("# edited by hand\n")
+	require.NoError(t, f.Close())
+	edited, _ := os.ReadFile(e.script)
+
+	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil)
+	require.ErrorIs(t, err, runbooks.ErrPlanChanged)
+	require.Equal(t, store.PlanFailed, res.State)
+	now, _ := os.ReadFile(e.script)
+	require.Equal(t, edited, now, "nothing was applied")
+}
+
+func TestRecoveredOnItsOwnDoesNothing(t *testing.T) {
+	e := newRemedy(t, "app-fixable.sh")
+	prop := e.propose(t)
+	e.approve(t, prop, "bob")
+	require.NoError(t, os.WriteFile(filepath.Join(e.dir, "health"), []byte("ok\n"), 0o644))
+	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil)
+	require.NoError(t, err)
+	require.Equal(t, store.PlanNotNeeded, res.State)
+	script, _ := os.ReadFile(e.script)
+	require.NotContains(t, string(script), "--safe-mode")
+}
+
+func TestSecondRemediationWhileLockedIsRefused(t *testing.T) {
+	e := newRemedy(t, "app-fixable.sh")
+	prop := e.propose(t)
+	e.approve(t, prop, "bob")
+	_, err := e.st.Acquire(t.Context(), "deployment/shop", "another runbot", time.Hour)
+	require.NoError(t, err)
+	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil)
+	var locked *store.LockedError
+	require.ErrorAs(t, err, &locked)
+	require.Equal(t, "another runbot", locked.Holder)
+	require.Equal(t, store.PlanFailed, res.State)
+	script, _ := os.ReadFile(e.script)
+	require.NotContains(t, string(script), "--safe-mode")
+}
+
+func TestDoubleApplyAppliesOnce(t *testing.T) {
+	e := newRemedy(t, "app-fixable.sh")
+	prop := e.propose(t)
+	e.approve(t, prop, "bob")
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Go(func() { _, errs[i] = e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil) })
+	}
+	wg.Wait()
+	var conflict *store.StateConflictError
+	require.True(t, (errs[0] == nil) != (errs[1] == nil), "exactly one apply succeeds: %v / %v", errs[0], errs[1])
+	for _, err := range errs {
+		if err != nil {
+			require.True(t, errors.As(err, &conflict), "the loser sees a state conflict: %v", err)
+		}
+	}
+	actions, err := e.st.Actions(t.Context(), prop.Plan.ID)
+	require.NoError(t, err)
+	require.Len(t, actions, 2, "each action ran once")
+}
+
+func TestCircuitBreakerAfterFailedFix(t *testing.T) {
+	e := newRemedy(t, "app-hopeless.sh")
+	prop := e.propose(t)
+	e.approve(t, prop, "bob")
+	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil)
+	require.NoError(t, err)
+	require.Equal(t, store.PlanRolledBack, res.State)
+
+	e.now = e.now.Add(time.Minute)
+	prop2 := e.propose(t)
+	e.approve(t, prop2, "bob")
+	res, err = e.rem.Apply(t.Context(), prop2.Plan.ID, "bob", nil)
+	require.ErrorIs(t, err, runbooks.ErrCircuitOpen)
+	require.Equal(t, store.PlanFailed, res.State)
+}
+
+func TestRateLimit(t *testing.T) {
+	e := newRemedy(t, "app-fixable.sh")
+	for i := range 3 {
+		// Break the app again, as if the problem kept coming back.
+		copyFile(t, "testdata/remedy/serve.sh", e.script, 0o755)
+		require.NoError(t, os.WriteFile(filepath.Join(e.dir, "health"), []byte("broken\n"), 0o644))
+		e.now = e.now.Add(10 * time.Minute)
+		prop := e.propose(t)
+		e.approve(t, prop, "bob")
+		res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil)
+		if i < 2 {
+			require.NoError(t, err)
+			require.Equal(t, store.PlanDone, res.State)
+			continue
+		}
+		require.ErrorIs(t, err, runbooks.ErrRateLimited)
+	}
+}
+
+func TestApprovedButExpiredIsNotApplied(t *testing.T) {
+	e := newRemedy(t, "app-fixable.sh")
+	prop := e.propose(t)
+	e.approve(t, prop, "bob")
+	e.now = e.now.Add(20 * time.Minute)
+	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil)
+	require.ErrorIs(t, err, runbooks.ErrApprovalExpired)
+	require.Equal(t, store.PlanExpired, res.State)
+	script, _ := os.ReadFile(e.script)
+	require.NotContains(t, string(script), "--safe-mode")
+}

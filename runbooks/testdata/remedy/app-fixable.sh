@@ -1,0 +1,6 @@
+#!/bin/sh
+# The app is healthy exactly when it runs with --safe-mode.
+for a in "$@"; do
+    if [ "$a" = --safe-mode ]; then echo ok > "$(dirname "$0")/health"; exit 0; fi
+done
+echo broken > "$(dirname "$0")/health"

@@ -1,0 +1,3 @@
+#!/bin/sh
+# The app stays broken whatever its flags.
+echo broken > "$(dirname "$0")/health"
