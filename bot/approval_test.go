@@ -19,6 +19,7 @@ func (h *harness) planOf(runID string) store.Plan {
 }
 
 func TestApprovalByAllowedPeopleAppliesAndVerifies(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	run, ts := h.runOnce("")
 	value := buttonValue(t, h.lastMessage(ts), actionApprove)
@@ -80,6 +81,7 @@ func TestApprovalByAllowedPeopleAppliesAndVerifies(t *testing.T) {
 }
 
 func TestDoubleClickAppliesOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	run, ts := h.runOnce("")
 	value := buttonValue(t, h.lastMessage(ts), actionApprove)
@@ -108,6 +110,7 @@ func TestDoubleClickAppliesOnce(t *testing.T) {
 }
 
 func TestDenyClosesThePlan(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	run, ts := h.runOnce("")
 	value := buttonValue(t, h.lastMessage(ts), actionDeny)
@@ -125,6 +128,7 @@ func TestDenyClosesThePlan(t *testing.T) {
 }
 
 func TestStaleHashIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	run, ts := h.runOnce("")
 	plan := h.planOf(run.ID)
@@ -135,6 +139,7 @@ func TestStaleHashIsRefused(t *testing.T) {
 }
 
 func TestDryRunShowsThePlanToApproversOnly(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) {
 		// Only the requester may run it; approvers come from the runbook.
 		c.Access = []AccessRule{{Runbooks: []string{"stuck-worker"}, Users: []string{requester}}}

@@ -32,6 +32,7 @@ var statusEmoji = map[Status]string{
 	StatusInconclusive: ":grey_question:",
 	StatusError:        ":x:",
 	StatusWaiting:      ":raised_hand:",
+	StatusPending:      ":white_circle:",
 	StatusApproved:     ":thumbsup:",
 	StatusDenied:       ":no_entry_sign:",
 	StatusSkipped:      ":fast_forward:",
@@ -45,7 +46,7 @@ func renderBlocks(m Message) []slack.Block {
 	if e := statusEmoji[m.Status]; e != "" {
 		title = e + " " + title
 	}
-	head = append(head, slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, cut(title, maxHeaderText), true, false)))
+	head = append(head, slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, cut(plain(title), maxHeaderText), true, false)))
 	if len(m.Facts) > 0 {
 		head = append(head, factsBlock(m.Facts))
 	}
@@ -277,6 +278,13 @@ func mrkdwn(text string) *slack.TextBlockObject {
 // that untrusted text cannot make a mention, a channel ping or a link.
 func esc(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// plain keeps angle brackets out of plain_text: whether Slack decodes
+// entities there is not documented, so they become look-alikes instead of
+// escapes, and "<!channel>" can never reach Slack in any form.
+func plain(s string) string {
+	return strings.NewReplacer("<", "‹", ">", "›").Replace(s)
 }
 
 var userIDRE = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)

@@ -77,7 +77,7 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 		return nil, fmt.Errorf("slack bot token (%s): %w", cfg.BotToken, err)
 	}
 	b := &Bot{cfg: cfg, log: log, now: now, catalog: deps.Catalog, engine: deps.Engine, store: deps.Store}
-	var secrets = []Secret{botToken}
+	secrets := []Secret{botToken}
 	if cfg.Transport == TransportHTTP {
 		sig, err := cfg.SigningSecret.Load()
 		if err != nil {

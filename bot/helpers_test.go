@@ -109,7 +109,7 @@ func newHarness(t *testing.T, tweak ...func(*Config)) *harness {
 	h := &harness{t: t, rec: rec, dir: t.TempDir(), logs: &syncBuffer{}, now: time.Now}
 	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "runbot.db"))
 	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
 	h.store = st
 	catalog, problems, err := runbooks.LoadCatalog("testdata/runbooks")
 	require.NoError(t, err)
@@ -150,9 +150,9 @@ func (h *harness) do(req *http.Request) (*http.Response, []byte) {
 	h.t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(h.t, err)
-	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(h.t, err)
+	require.NoError(h.t, resp.Body.Close())
 	return resp, body
 }
 
@@ -214,12 +214,12 @@ func (h *harness) click(user, actionID, value, ts string) {
 	h.t.Helper()
 	n := actionTS.Add(1)
 	payload := map[string]any{
-		"type": "block_actions",
-		"user": map[string]any{"id": user, "username": strings.ToLower(user), "team_id": "T0TEAM"},
-		"team": map[string]any{"id": "T0TEAM", "domain": "example"},
-		"container": map[string]any{"type": "message", "message_ts": ts, "channel_id": opsChan, "is_ephemeral": false},
-		"channel":   map[string]any{"id": opsChan, "name": "ops"},
-		"message":   map[string]any{"type": "message", "ts": ts},
+		"type":         "block_actions",
+		"user":         map[string]any{"id": user, "username": strings.ToLower(user), "team_id": "T0TEAM"},
+		"team":         map[string]any{"id": "T0TEAM", "domain": "example"},
+		"container":    map[string]any{"type": "message", "message_ts": ts, "channel_id": opsChan, "is_ephemeral": false},
+		"channel":      map[string]any{"id": opsChan, "name": "ops"},
+		"message":      map[string]any{"type": "message", "ts": ts},
 		"trigger_id":   fmt.Sprintf("%d.2.trigger", n),
 		"response_url": h.rec.ResponseURL(fmt.Sprintf("click-%d", n)),
 		"actions": []map[string]any{{
@@ -324,4 +324,8 @@ func (h *harness) appliedCount() int {
 	}
 	require.NoError(h.t, err)
 	return strings.Count(string(data), "restarted\n")
+}
+
+func slackrecFailure429(retryAfter int) slackrec.Failure {
+	return slackrec.Failure{Status: 429, RetryAfter: retryAfter}
 }

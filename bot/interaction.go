@@ -8,7 +8,6 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
 
@@ -90,8 +89,9 @@ func (b *Bot) dryRun(ctx context.Context, c click) {
 		b.tell(ctx, c, errorReply("Could not read the plan's run: "+err.Error()))
 		return
 	}
-	ok, err := b.access.allowed(ctx, run.Runbook, c.user, c.channel)
-	if err != nil || !(ok || runbooks.Groups(b.cfg.Groups).Authorized(plan.Policy.Approvers, c.user)) {
+	mayRun, err := b.access.allowed(ctx, run.Runbook, c.user, c.channel)
+	mayApprove := b.cfg.Groups.Authorized(plan.Policy.Approvers, c.user)
+	if err != nil || (!mayRun && !mayApprove) {
 		b.log.Info("dry run refused", "plan", c.planID, "user", c.user, "err", err)
 		b.tell(ctx, c, errorReply("Only people who may run "+run.Runbook+" or approve this plan can see its dry run."))
 		return

@@ -83,6 +83,7 @@ const (
 	StatusInconclusive Status = "inconclusive"
 	StatusError        Status = "error"
 	StatusWaiting      Status = "waiting"
+	StatusPending      Status = "pending"
 	StatusApproved     Status = "approved"
 	StatusDenied       Status = "denied"
 	StatusSkipped      Status = "skipped"

@@ -14,6 +14,7 @@ import (
 )
 
 func TestSlashCommandRunsRunbookAndPostsDiagnosis(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	run, ts := h.runOnce("")
 
@@ -58,6 +59,7 @@ func TestSlashCommandRunsRunbookAndPostsDiagnosis(t *testing.T) {
 }
 
 func TestCommandErrorsAreEphemeralAndRunNothing(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, user, channel, text string
 		want                      []string
@@ -93,6 +95,7 @@ func TestCommandErrorsAreEphemeralAndRunNothing(t *testing.T) {
 }
 
 func TestAccessRulesByChannelAndSlackUserGroup(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, func(c *Config) {
 		c.Access = []AccessRule{
 			{Runbooks: []string{"stuck-worker"}, SlackGroups: []string{"S0SRE"}, Channels: []string{opsChan}},
@@ -114,6 +117,7 @@ func TestAccessRulesByChannelAndSlackUserGroup(t *testing.T) {
 }
 
 func TestHostileTextIsData(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	pwned := filepath.Join(h.dir, "pwned")
 	note := fmt.Sprintf(`note="$(touch %s) <!channel> & *bold*"`, pwned)
@@ -129,6 +133,7 @@ func TestHostileTextIsData(t *testing.T) {
 }
 
 func TestRepeatedTriggerStartsOneRun(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	form := h.commandForm(requester, opsChan, "stuck here "+h.dir)
 	first := replyText(t, h.postCommand(form, nil))
@@ -143,6 +148,7 @@ func TestRepeatedTriggerStartsOneRun(t *testing.T) {
 }
 
 func TestHelpListExplainStatusHistory(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	help := replyText(t, h.command(requester, ""))
 	require.Contains(t, help, "/runbot stuck HOST DIR  Stuck worker")

@@ -23,7 +23,9 @@ func (b *Bot) runSocketMode(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			<-errc
+			if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
+				b.log.Warn("slack socket mode stopped", "err", stripURL(err))
+			}
 			return nil
 		case err := <-errc:
 			if ctx.Err() != nil {

@@ -23,10 +23,9 @@ const (
 func (rs *runState) view() Message {
 	m := Message{Title: rs.title, Status: rs.status(), More: "runbot show " + rs.run.ID}
 	m.Facts = runFacts(rs.run, rs.report)
-	switch {
-	case rs.report == nil:
+	if rs.report == nil {
 		m.Sections = append(m.Sections, rs.stepsSection(true))
-	default:
+	} else {
 		m.Sections = append(m.Sections, reportSections(rs.report)...)
 		m.Sections = append(m.Sections, rs.stepsSection(false))
 	}
@@ -143,7 +142,7 @@ func (rs *runState) stepsSection(live bool) Section {
 	for _, id := range rs.stepOrder {
 		runs := rs.steps[id]
 		if len(runs) == 0 && live {
-			s.Lines = append(s.Lines, Line{Status: StatusWaiting, Text: id + ": waiting"})
+			s.Lines = append(s.Lines, Line{Status: StatusPending, Text: id + ": waiting"})
 		}
 		for _, tr := range runs {
 			total++
@@ -171,7 +170,12 @@ func stepLine(tr *runbooks.TargetRun) Line {
 	case "":
 		return Line{Status: StatusRunning, Text: text + ": running"}
 	case step.OK:
-		return Line{Status: StatusOK, Text: fmt.Sprintf("%s: ok in %s", text, tr.Duration.Round(time.Millisecond))}
+		d := tr.Duration
+		if d == 0 {
+			// A report read back from the store keeps only milliseconds.
+			d = time.Duration(tr.DurationMS) * time.Millisecond
+		}
+		return Line{Status: StatusOK, Text: fmt.Sprintf("%s: ok in %s", text, d.Round(time.Millisecond))}
 	case step.Skipped:
 		return Line{Status: StatusSkipped, Text: text + ": skipped: " + tr.Error}
 	}
@@ -215,8 +219,8 @@ func (rs *runState) proposalSection() Section {
 		s.Lines = append(s.Lines, Line{Status: StatusDenied, Text: "Denied by", Users: denied})
 	}
 	switch p.State {
-	case store.PlanProposed, store.PlanApproved, store.PlanDenied:
-	default:
+	case store.PlanExpired, store.PlanSuperseded, store.PlanInterrupted:
+		// The other states show in the approvals or the apply section.
 		s.Lines = append(s.Lines, Line{Text: "Plan is " + strings.ReplaceAll(string(p.State), "_", " ")})
 	}
 	if body.Escalate != "" {

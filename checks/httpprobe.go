@@ -81,9 +81,9 @@ var httpProbeType = Type{
 			{Name: "body", Type: argspec.String, Doc: "request body; a JSON object body gets Content-Type application/json unless headers set one"},
 			{Name: "headers", Type: argspec.StringMap, Doc: "extra request headers, name -> value"},
 			{Name: "expect_status", Type: argspec.Int, Default: 200, Doc: "status that counts as ok; 0 accepts any 2xx status"},
-			{Name: "connect_timeout", Type: argspec.Duration, Default: 5 * time.Second, Doc: "deadline for establishing the connection"},
-			{Name: "first_byte_timeout", Type: argspec.Duration, Default: 30 * time.Second, Doc: "deadline, from the start, for the first response byte; with stream, for the first body byte, because streaming servers send headers before any token"},
-			{Name: "total_timeout", Type: argspec.Duration, Default: 60 * time.Second, Doc: "deadline, from the start, for the whole exchange including the body; keep it below the step timeout"},
+			{Name: "connect_timeout", Type: argspec.Duration, Default: 5 * time.Second, Doc: "deadline for establishing the connection; 0 for none of its own"},
+			{Name: "first_byte_timeout", Type: argspec.Duration, Default: 30 * time.Second, Doc: "deadline, from the start, for the first response byte; with stream, for the first body byte, because streaming servers send headers before any token; 0 for none of its own"},
+			{Name: "total_timeout", Type: argspec.Duration, Default: 60 * time.Second, Doc: "deadline, from the start, for the whole exchange including the body; keep it below the step timeout; 0 for none of its own"},
 			{Name: "stream", Type: argspec.Bool, Default: false, Doc: "the response is a server-sent event stream: count data events and watch for data: [DONE]"},
 			{Name: "via", Type: argspec.String, Default: "target", Enum: []string{"target", "bot"}, Doc: "target dials from the target's host (through its SSH connection), so loopback-only services are reachable; bot dials from where runbot runs"},
 			{Name: "tag_body", Type: argspec.Bool, Default: true, Doc: "put the request id into a JSON object body as rid and user (unless already set), so that server log lines name the probe"},
@@ -268,6 +268,17 @@ func (t *timings) set(f func(*timings)) {
 	f(t)
 }
 
+// deadline runs f after d; a zero or negative d means no deadline of its
+// own (the step's timeout still applies).
+func deadline(d time.Duration, f func()) *time.Timer {
+	if d <= 0 {
+		t := time.AfterFunc(time.Hour, f)
+		t.Stop()
+		return t
+	}
+	return time.AfterFunc(d, f)
+}
+
 // do performs the exchange. It never returns an error: every failure is
 // part of the observation.
 func (p probe) do(parent context.Context) HTTPProbeOutput {
@@ -275,9 +286,9 @@ func (p probe) do(parent context.Context) HTTPProbeOutput {
 	start := time.Now()
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	totalTimer := time.AfterFunc(p.totalLimit, func() { cancel(errTotalTimeout) })
+	totalTimer := deadline(p.totalLimit, func() { cancel(errTotalTimeout) })
 	defer totalTimer.Stop()
-	firstTimer := time.AfterFunc(p.firstLimit, func() { cancel(errFirstByteTimeout) })
+	firstTimer := deadline(p.firstLimit, func() { cancel(errFirstByteTimeout) })
 	defer firstTimer.Stop()
 
 	var tm timings
@@ -285,7 +296,10 @@ func (p probe) do(parent context.Context) HTTPProbeOutput {
 		Proxy:             nil, // a probe measures the path to the server, never an environment proxy
 		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			dctx, dcancel := context.WithTimeoutCause(ctx, p.connectLimit, errConnectTimeout)
+			dctx, dcancel := ctx, context.CancelFunc(func() {})
+			if p.connectLimit > 0 {
+				dctx, dcancel = context.WithTimeoutCause(ctx, p.connectLimit, errConnectTimeout)
+			}
 			defer dcancel()
 			c, err := p.dial(dctx, network, addr)
 			elapsed := time.Since(start)

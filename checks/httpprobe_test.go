@@ -324,3 +324,13 @@ func TestHTTPProbePlan(t *testing.T) {
 	plan := HTTPProbe{}.Plan(probeEnv("http://127.0.0.1:30001", argspec.Values{"method": "POST", "path": "v1/chat/completions"}))
 	require.Equal(t, []string{"POST http://127.0.0.1:30001/v1/chat/completions from gpu-node-01 (connect ≤5s, first byte ≤30s, total ≤1m0s) with a fresh X-Request-Id"}, plan)
 }
+
+func TestHTTPProbeZeroDeadlinesMeanNone(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(50 * time.Millisecond)
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+	o, _ := runProbe(t, probeEnv(srv.URL, argspec.Values{"connect_timeout": time.Duration(0), "first_byte_timeout": time.Duration(0), "total_timeout": time.Duration(0)}))
+	require.True(t, o.OK, o.Error)
+}

@@ -110,6 +110,9 @@ func (MetricsSample) Plan(env Env) []string {
 	if u == "" {
 		u = env.Target.MetricsURL
 	}
+	if u == "" {
+		return []string{"metrics_sample: the target has no metrics URL in the inventory and the step sets no url"}
+	}
 	return []string{fmt.Sprintf("GET %s %d times, %s apart, and compare %s",
 		u, args.Int("samples"), args.Duration("interval"), strings.Join(args.List("metrics"), ", "))}
 }
@@ -355,8 +358,11 @@ func metricsEvidence(o MetricsSampleOutput, requested []string, scrapes []scrape
 			ev = append(ev, fmt.Sprintf("%s: not exported in any of %d samples", strings.Join(names, " / "), o.SamplesOK))
 			continue
 		case VerdictSingleSample:
-			ev = append(ev, fmt.Sprintf("%s = %s%s in 1 sample only, not a reading (%d of %d samples lacked it or failed)",
-				name, formatNumber(m.Last), seriesNote(m), o.Samples-1, o.Samples))
+			why := "the step took only 1 sample"
+			if o.Samples > 1 {
+				why = fmt.Sprintf("%d of %d samples lacked it or failed", o.Samples-1, o.Samples)
+			}
+			ev = append(ev, fmt.Sprintf("%s = %s%s in 1 sample only, not a reading (%s)", name, formatNumber(m.Last), seriesNote(m), why))
 			continue
 		}
 		counter := isCounter(m.Type, name)

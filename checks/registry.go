@@ -8,7 +8,13 @@ import (
 // registry lists every check type. Adding a check means adding one line here
 // and one file beside this one.
 var registry = map[string]Type{
-	"command": commandType,
+	"command":        commandType,
+	"flag":           flagType,
+	"grep_config":    grepConfigType,
+	"http_probe":     httpProbeType,
+	"log_progress":   logProgressType,
+	"metrics_sample": metricsSampleType,
+	"unit_state":     unitStateType,
 }
 
 // Lookup returns the check type with the given name.

@@ -116,7 +116,7 @@ func (rb *Runbook) evaluate(rep *Report, params map[string]any, now time.Time) {
 				fs = append(fs, f)
 			}
 		}
-		rep.Diagnoses = append(rep.Diagnoses, DiagnosisResult{ID: d.ID, Severity: d.Severity, Summary: render(d.Summary, data, d.ID), Remediation: d.Remediate, Findings: fs})
+		rep.Diagnoses = append(rep.Diagnoses, DiagnosisResult{ID: d.ID, Severity: d.Severity, Summary: render(d.Summary, data, d.ID), Remediation: pickRemediation(d, env.Interface(), rep), Findings: fs})
 	}
 	rep.Outcome = OutcomeOK
 	for _, f := range rep.Findings {
@@ -162,4 +162,26 @@ func render(t *Template, data any, fallback string) string {
 		return fallback + " (summary could not be rendered: " + err.Error() + ")"
 	}
 	return strings.TrimSpace(s)
+}
+
+// pickRemediation returns the diagnosis' remediation: the fixed one, or the
+// first rule whose condition holds. A rule that cannot be evaluated (its
+// steps did not run) is passed over: proposing a fix on a guess is worse
+// than proposing none.
+func pickRemediation(d *Diagnosis, env any, rep *Report) string {
+	if d.Remediate != "" {
+		return d.Remediate
+	}
+	for _, r := range d.Rules {
+		if r.When == nil {
+			return r.Use
+		}
+		if unranReason(rep, r.When.refs) != "" {
+			continue
+		}
+		if ok, err := evalBool(r.When.program, env); err == nil && ok {
+			return r.Use
+		}
+	}
+	return ""
 }

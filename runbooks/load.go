@@ -395,8 +395,26 @@ func (l *loader) diagnosis(n *yaml.Node) {
 		case "summary":
 			dg.Summary = l.template(v, "diagnosis summary")
 		case "remediate":
-			dg.Remediate = d.String(v, "remediate")
 			l.remediate[dg.ID] = v
+			if v.Kind == yaml.ScalarNode {
+				dg.Remediate = d.String(v, "remediate")
+				return
+			}
+			d.Items(v, "remediate", func(_ int, rv *yaml.Node) {
+				rule := RemediateRule{Pos: yamlnode.PosOf(rv)}
+				d.Fields(rv, "remediate rule", []string{"when", "use"}, func(key string, _, v *yaml.Node) {
+					if key == "use" {
+						rule.Use = d.String(v, "use")
+						return
+					}
+					rule.When = &Condition{Source: d.String(v, "when"), Pos: yamlnode.PosOf(v)}
+					l.whenNodes = append(l.whenNodes, whenRef{node: v, cond: rule.When})
+				})
+				if rule.Use == "" {
+					d.Errorf(rv, "remediate rule: use is required (the remediation's name)")
+				}
+				dg.Rules = append(dg.Rules, rule)
+			})
 		}
 	})
 	if whenNode == nil {

@@ -126,12 +126,23 @@ type Diagnosis struct {
 	Severity  Severity
 	When      string
 	Summary   *Template
+	// Remediate names the remediation to propose; with Rules, the first
+	// rule whose condition holds picks it instead.
 	Remediate string
+	Rules     []RemediateRule
 	Pos       yamlnode.Pos
 
 	program  *vm.Program
 	refs     []stepRef
 	findings []string
+}
+
+// RemediateRule picks a remediation when its condition holds; a rule
+// without a condition always holds.
+type RemediateRule struct {
+	When *Condition
+	Use  string
+	Pos  yamlnode.Pos
 }
 
 // Remediation is what to do about a diagnosis, once approved.

@@ -62,7 +62,8 @@ func Schema() ([]byte, error) {
 				"id": str, "severity": severity, "when": str, "summary": str, "evidence": strs,
 			}, "id", "when")},
 			"diagnoses": map[string]any{"type": "array", "items": obj(map[string]any{
-				"id": str, "severity": severity, "when": str, "summary": str, "remediate": str,
+				"id": str, "severity": severity, "when": str, "summary": str,
+				"remediate": map[string]any{"oneOf": []any{str, map[string]any{"type": "array", "items": obj(map[string]any{"when": str, "use": str}, "use")}}},
 			}, "id", "when")},
 			"remediations": map[string]any{"type": "object", "additionalProperties": obj(map[string]any{
 				"doc": str,

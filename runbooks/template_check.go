@@ -17,6 +17,9 @@ import (
 type shape struct {
 	fields map[string]*shape
 	open   bool
+	// typ is a leaf's Go type, whose methods templates may call
+	// (e.g. .last_progress.UTC).
+	typ reflect.Type
 }
 
 var leaf = &shape{}
@@ -25,7 +28,7 @@ var leaf = &shape{}
 func shapeOfType(t reflect.Type) *shape {
 	switch {
 	case t == reflect.TypeFor[time.Time]():
-		return leaf
+		return &shape{typ: t}
 	case t.Kind() == reflect.Struct:
 		s := &shape{fields: map[string]*shape{}}
 		for i := range t.NumField() {
@@ -40,7 +43,7 @@ func shapeOfType(t reflect.Type) *shape {
 	case t.Kind() == reflect.Pointer:
 		return shapeOfType(t.Elem())
 	}
-	return leaf
+	return &shape{typ: t}
 }
 
 // shapeOfValue derives a shape from template data made of maps.
@@ -131,6 +134,13 @@ func checkChain(idents []string, s *shape, prefix ...string) error {
 			return nil
 		}
 		if s.fields == nil {
+			if s.typ != nil {
+				if m, ok := s.typ.MethodByName(id); ok {
+					// A method call ends what can be checked statically.
+					_ = m
+					return nil
+				}
+			}
 			return fmt.Errorf("%s has no field %q", showPath(path, prefix), id)
 		}
 		next, ok := s.fields[id]

@@ -136,13 +136,18 @@ func (l *loader) validate() {
 	}
 
 	// references by id
+	remNames := make([]string, len(rb.Remediations))
+	for i, r := range rb.Remediations {
+		remNames[i] = r.Name
+	}
 	for _, dg := range rb.Diagnoses {
 		if dg.Remediate != "" && rb.Remediation(dg.Remediate) == nil {
-			names := make([]string, len(rb.Remediations))
-			for i, r := range rb.Remediations {
-				names[i] = r.Name
+			d.Errorf(l.remediate[dg.ID], "diagnosis %s: no remediation %q%s", dg.ID, dg.Remediate, yamlnode.DidYouMean(dg.Remediate, remNames))
+		}
+		for _, rule := range dg.Rules {
+			if rule.Use != "" && rb.Remediation(rule.Use) == nil {
+				d.ErrorAt(rule.Pos, "diagnosis %s: no remediation %q%s", dg.ID, rule.Use, yamlnode.DidYouMean(rule.Use, remNames))
 			}
-			d.Errorf(l.remediate[dg.ID], "diagnosis %s: no remediation %q%s", dg.ID, dg.Remediate, yamlnode.DidYouMean(dg.Remediate, names))
 		}
 	}
 	for _, f := range rb.Findings {

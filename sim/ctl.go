@@ -2,8 +2,6 @@ package sim
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,6 +26,7 @@ func runCtl(args []string, stdout io.Writer) error {
 	fs.IntVar(&f.Scrapes, "scrapes", 0, "fault stale-sample: scrapes that show the stale value (default 1)")
 	fs.Float64Var(&f.Value, "value", 0, "fault stale-sample: the stale num_running_reqs (default 2)")
 	fs.IntVar(&f.ExitCode, "exit-code", 0, "crash faults: exit status (default 1)")
+	synthetic := fs.Bool("synthetic", false, "fault pd-wedge: let decode abort synthetic transfers instead of real requests through the router")
 	if err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
@@ -66,6 +65,9 @@ func runCtl(args []string, stdout io.Writer) error {
 			return errors.New("usage: sglang-sim ctl --dir DIR fault pd-wedge|decode-crash|router-down|slow|stale-sample|prefill-stall|clear")
 		}
 		f.Name = rest[0]
+		if f.Name == FaultPDWedge && !*synthetic {
+			return d.abortBurst(f.Count, stdout)
+		}
 		return d.injectFault(f, stdout)
 	}
 	return fmt.Errorf("unknown ctl verb %q (want start, stop, restart, show, status or fault)", verb)
@@ -256,54 +258,4 @@ func (d *Deployment) status(stdout io.Writer) error {
 			systemdTime(st.ActiveEnter), d.URL(role), health)
 	}
 	return tw.Flush()
-}
-
-// injectFault posts a fault to the role it belongs to (clear goes to every role
-// that runs). For crash faults it waits until the unit has left the active state,
-// so that a following `show` reports the failure.
-func (d *Deployment) injectFault(f Fault, stdout io.Writer) error {
-	body, err := json.Marshal(f)
-	if err != nil {
-		return fmt.Errorf("encode fault: %w", err)
-	}
-	if _, err := ParseFault(body); err != nil {
-		return err
-	}
-	target, _ := FaultRole(f.Name)
-	roles := []string{target}
-	if target == "" {
-		roles = Roles
-	}
-	var errs []error
-	for _, role := range roles {
-		resp, err := http.Post(d.URL(role)+"/_sim/fault", "application/json", bytes.NewReader(body))
-		if err != nil {
-			if f.Name != FaultClear {
-				errs = append(errs, fmt.Errorf("inject %s into %s: %w", f.Name, role, err))
-			}
-			continue
-		}
-		out, _ := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		fmt.Fprintf(stdout, "%s: %s", role, out)
-		if resp.StatusCode != http.StatusOK {
-			errs = append(errs, fmt.Errorf("inject %s into %s: HTTP %d: %s", f.Name, role, resp.StatusCode, bytes.TrimSpace(out)))
-			continue
-		}
-		if f.Name == FaultDecodeCrash || f.Name == FaultRouterDown || f.Name == FaultCrash {
-			d.waitInactive(role, 5*time.Second)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func (d *Deployment) waitInactive(role string, timeout time.Duration) {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		st, err := readUnitState(d.StateFile(role))
-		if st = st.effective(); err == nil && st.ActiveState != "active" && st.ActiveState != "deactivating" {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

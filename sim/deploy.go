@@ -25,6 +25,9 @@ type Deployment struct {
 	BootstrapPort int    `json:"bootstrap_port"`
 	DecodePort    int    `json:"decode_port"`
 	Restart       string `json:"restart"` // "no" or "on-failure", like systemd's Restart=
+	// WedgeBurst is the decode's --sim-wedge-burst, the default size of the abort
+	// burst `ctl fault pd-wedge` sends.
+	WedgeBurst int `json:"wedge_burst"`
 	// DecodeLogInterval is the --decode-log-interval written into serve_decode.sh.
 	DecodeLogInterval int      `json:"decode_log_interval"`
 	EngineArgs        []string `json:"engine_args,omitempty"`

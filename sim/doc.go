@@ -19,7 +19,7 @@
 //	sglang-sim ctl    --dir DIR show ROLE       (systemctl show style: ActiveState=, SubState=, MainPID=, ...)
 //	sglang-sim ctl    --dir DIR status
 //	sglang-sim ctl    --dir DIR fault pd-wedge|decode-crash|router-down|slow|stale-sample|prefill-stall|clear
-//	                  [--count N] [--ttft D] [--scrapes N] [--value V] [--exit-code N]
+//	                  [--count N] [--synthetic] [--ttft D] [--scrapes N] [--value V] [--exit-code N]
 //	sglang-sim down   --dir DIR
 //
 // Engines accept sglang.launch_server's flags in both "--flag value" and
@@ -78,7 +78,12 @@
 // # Faults and causality
 //
 // pd-wedge does not wedge anything by itself: it aborts N in-flight transfers at once
-// through the same path a client timeout takes. The causal model (wedge.go) then
+// through the same path a client timeout takes. `ctl fault pd-wedge` does it with real
+// requests: it stalls prefill, sends N chat completions through the router (rids
+// pd-wedge-burst-1..N), waits until all N sit in decode's transfer queue, cancels the
+// N clients at the same instant and lifts the stall (a prefill "clear", which also
+// lifts a slow fault). `ctl fault pd-wedge --synthetic`, like POST /_sim/fault on
+// decode, aborts N synthetic transfers inside decode instead. The causal model (wedge.go) then
 // decides: with the overlap schedule on (the default), --sim-wedge-burst aborts within
 // --sim-wedge-window wedge the decode scheduler, which stops issuing batches and stops
 // completing transfers while /health stays 200 and aborts are still logged, one per

@@ -37,7 +37,7 @@ func TestLogLinesMatchFixtures(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return len(grep(logLines(t, d.logPath("decode"), 0), decodeBatchRe)) > 0
 	}, 5*time.Second, 20*time.Millisecond)
-	d.ctl(t, "fault", "pd-wedge")
+	require.Contains(t, d.ctl(t, "fault", "pd-wedge", "--synthetic"), `"wedged":true`)
 	for _, rid := range []string{"shape-1", "shape-2"} {
 		require.True(t, chat(d.endpoints["router"], rid, 500*time.Millisecond, false).timedOut)
 	}

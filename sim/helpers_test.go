@@ -284,3 +284,12 @@ func hasLabels(m *dto.Metric, want map[string]string) bool {
 }
 
 func regexpMust(s string) *regexp.Regexp { return regexp.MustCompile(s) }
+
+// getJSON decodes the JSON answer of a GET, e.g. the simulator's /_sim/state.
+func getJSON(t testing.TB, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(v))
+}

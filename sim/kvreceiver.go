@@ -81,6 +81,7 @@ func (k *kvReceiver) drop(s *kvSession) {
 		delete(k.sessions, s.addr)
 	}
 	k.mu.Unlock()
+	s.w.close()
 	_ = s.conn.Close()
 }
 
@@ -99,6 +100,7 @@ func (k *kvReceiver) close() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, s := range k.sessions {
+		s.w.close()
 		_ = s.conn.Close()
 	}
 }

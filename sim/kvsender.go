@@ -57,6 +57,7 @@ func (k *kvSender) read(p *kvPeer) {
 	for {
 		f, err := readKVFrame(r)
 		if err != nil {
+			p.w.close()
 			_ = p.conn.Close()
 			k.mu.Lock()
 			delete(k.peers, p)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -28,6 +29,9 @@ const (
 	kvData     = "KV"
 	kvFail     = "FAIL"
 )
+
+// errKVClosed is returned for frames sent on a session that was torn down.
+var errKVClosed = errors.New("kv session closed")
 
 // maxKVPayload bounds one room's payload so a huge prompt cannot exhaust memory.
 const maxKVPayload = 1 << 20
@@ -82,29 +86,88 @@ func readKVFrame(r *bufio.Reader) (kvFrame, error) {
 	return f, nil
 }
 
-// kvWriter serialises frames from many goroutines onto one connection.
+// kvWriter serialises frames from many goroutines onto one connection. Frames are
+// appended to a buffer and written by one flusher goroutine, so that under load many
+// frames share one write system call instead of costing one each. A write error is
+// not returned to the sender: it breaks the connection, whose reader then reports the
+// session lost, which fails every room bound to it.
 type kvWriter struct {
-	mu sync.Mutex
-	w  *bufio.Writer
+	mu      sync.Mutex
+	pending []byte
+	spare   []byte
+	err     error
+	w       io.Writer
+	kick    chan struct{}
+	done    chan struct{}
 }
 
-func newKVWriter(w io.Writer) *kvWriter { return &kvWriter{w: bufio.NewWriterSize(w, 64<<10)} }
+func newKVWriter(w io.Writer) *kvWriter {
+	k := &kvWriter{w: w, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	go k.flush()
+	return k
+}
 
 func (k *kvWriter) send(op string, room uint64, extra string, payload []byte) error {
 	k.mu.Lock()
-	defer k.mu.Unlock()
+	if k.err != nil {
+		k.mu.Unlock()
+		return k.err
+	}
+	k.pending = append(k.pending, op...)
+	k.pending = append(k.pending, ' ')
+	k.pending = strconv.AppendUint(k.pending, room, 10)
 	if extra != "" {
-		fmt.Fprintf(k.w, "%s %d %s\n", op, room, extra)
-	} else {
-		fmt.Fprintf(k.w, "%s %d\n", op, room)
+		k.pending = append(k.pending, ' ')
+		k.pending = append(k.pending, extra...)
 	}
-	if payload != nil {
-		if _, err := k.w.Write(payload); err != nil {
-			return fmt.Errorf("write kv payload: %w", err)
-		}
-	}
-	if err := k.w.Flush(); err != nil {
-		return fmt.Errorf("send %s frame: %w", op, err)
+	k.pending = append(k.pending, '\n')
+	k.pending = append(k.pending, payload...)
+	k.mu.Unlock()
+	select {
+	case k.kick <- struct{}{}:
+	default:
 	}
 	return nil
+}
+
+// flush writes whatever accumulated, until close.
+func (k *kvWriter) flush() {
+	for {
+		select {
+		case <-k.done:
+			return
+		case <-k.kick:
+		}
+		k.mu.Lock()
+		buf := k.pending
+		k.pending, k.spare = k.spare[:0], nil
+		k.mu.Unlock()
+		if len(buf) == 0 {
+			k.mu.Lock()
+			k.spare = buf
+			k.mu.Unlock()
+			continue
+		}
+		_, err := k.w.Write(buf)
+		k.mu.Lock()
+		if err != nil && k.err == nil {
+			k.err = fmt.Errorf("write kv frames: %w", err)
+		}
+		k.spare = buf[:0]
+		k.mu.Unlock()
+	}
+}
+
+// close stops the flusher; frames not yet written are dropped with the connection.
+func (k *kvWriter) close() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.err == nil {
+		k.err = errKVClosed
+	}
+	select {
+	case <-k.done:
+	default:
+		close(k.done)
+	}
 }

@@ -194,3 +194,22 @@ func TestLoadCommand(t *testing.T) {
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 }
+
+// TestRestartFailsClearly: a launch script edited into a broken state makes `ctl
+// restart` exit non-zero with the reason and the log tail, and the unit shows failed.
+func TestRestartFailsClearly(t *testing.T) {
+	t.Parallel()
+	d := up(t)
+	path := filepath.Join(d.dir, "serve_decode.sh")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	broken := strings.Replace(string(b), "--disaggregation-mode decode", "--disaggregation-mode unified", 1)
+	require.NoError(t, os.WriteFile(path, []byte(broken), 0o755))
+	out, err := runSim(t, "ctl", "--dir", d.dir, "restart", "decode")
+	require.Error(t, err)
+	require.Contains(t, out, "decode failed to start (exit-code, status 1)")
+	require.Contains(t, out, `invalid --disaggregation-mode "unified"`)
+	st := d.show(t, "decode")
+	require.Equal(t, "failed", st["ActiveState"])
+	require.Equal(t, "1", st["ExecMainStatus"])
+}

@@ -224,11 +224,16 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 	}()
 }
 
+// copyBufs recycles relay buffers; a fresh one per request showed in profiles.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 16<<10); return &b }}
+
 // copyFlushing relays a (possibly streaming) body, flushing after every read so SSE
 // events reach the client as decode produces them.
 func copyFlushing(w http.ResponseWriter, r io.Reader) error {
 	f, _ := w.(http.Flusher)
-	buf := make([]byte, 32<<10)
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {

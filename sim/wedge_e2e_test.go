@@ -35,10 +35,13 @@ func TestWedgeScenario(t *testing.T) {
 		return len(grep(logLines(t, d.logPath("decode"), 0), decodeBatchRe)) > 0
 	}, 5*time.Second, 20*time.Millisecond, "a healthy decode logs Decode batch lines")
 
+	// The burst: eight real requests held in flight between the engines, all
+	// cancelled at once by their clients.
 	decodeMark := countLines(t, d.logPath("decode"))
-	prefillMark := countLines(t, d.logPath("prefill"))
 	out := d.ctl(t, "fault", "pd-wedge")
 	require.Contains(t, out, `"wedged":true`, "the overlap schedule is on, so the burst wedges decode")
+	require.Len(t, grep(logLines(t, d.logPath("decode"), decodeMark), regexp.MustCompile(`rid='pd-wedge-burst-\d+'`)), 8)
+	prefillMark := countLines(t, d.logPath("prefill"))
 	genBefore := total(t, scrape(t, decode), "sglang:generation_tokens_total")
 
 	// Alive is not working: every health endpoint says 200 ...
@@ -52,6 +55,16 @@ func TestWedgeScenario(t *testing.T) {
 		r := chat(router, rid, 800*time.Millisecond, true)
 		require.Truef(t, r.timedOut, "probe %s should time out, got %+v", rid, r)
 		require.Zero(t, r.bytes, "a wedged deployment returns no bytes")
+		// The operator's probes were a minute apart, so each abort had reached
+		// prefill before the next probe; wait for that here instead of a minute.
+		require.Eventually(t, func() bool {
+			var st struct {
+				Inflight        int `json:"inflight"`
+				InflightAborted int `json:"inflight_aborted"`
+			}
+			getJSON(t, prefill+"/_sim/state", &st)
+			return st.Inflight == st.InflightAborted
+		}, 5*time.Second, 10*time.Millisecond)
 	}
 
 	// Decode: no batch lines since the wedge; one abort line per client timeout,

@@ -1,9 +1,9 @@
 # image.sh — the recipe of the test hosts' root file system. Sourced by up.sh.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # the variables are used by up.sh
 #
 # The image is cached under $CACHE/image-<key>, where the key is a hash of this
-# file and the Debian suite: edit anything here and the next up.sh builds a new
-# image (~1 min). Nothing of the simulated deployment lives in the image:
+# file (without comment lines) and the Debian suite: change anything else here
+# and the next up.sh builds a new image (1-4 min). Nothing of the simulated deployment lives in the image:
 # sglang-sim, the launch scripts, the units and the host keys are mounted at boot
 # by up.sh (see host/), so changing them never needs a rebuild.
 

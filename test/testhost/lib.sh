@@ -1,5 +1,5 @@
 # lib.sh — settings and helpers shared by up.sh and down.sh. Sourced, never run.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # the variables are used by up.sh and down.sh
 
 TESTHOST_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$TESTHOST_DIR/../.." && pwd)
@@ -22,7 +22,6 @@ CGROUP_NAME=runbot-e2e
 ROUTER_PORT=30001
 PREFILL_PORT=30100
 DECODE_PORT=30200
-BOOTSTRAP_PORT=8998
 
 log() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -127,6 +126,7 @@ host_names() {
         for root in $(cgroup_roots); do
             for d in "$root/$CGROUP_NAME"/th*/; do [[ -d $d ]] && basename "$d"; done
         done
+        true
     } | sort -uV
 }
 

@@ -5,7 +5,8 @@
 #   usage: bash test/testhost/up.sh [--fresh] [N]
 #     N        boot th1..thN (default 1); hosts that already run are kept
 #     --fresh  restart hosts that already run too, so all N start pristine
-#              (fresh journal, original launch scripts, the current sglang-sim)
+#              (fresh journal, original launch scripts, the current sglang-sim),
+#              and stop hosts beyond N: exactly th1..thN run afterwards
 #
 # Every host thI: its own network namespace at 10.200.0.(10+I), systemd as PID 1,
 # journald, sshd (root and runbot log in with $CACHE/id_ed25519; each host has its
@@ -75,7 +76,10 @@ remove_tree() {
 }
 
 build_image() {
-    IMAGE_KEY=$({ cat "$TESTHOST_DIR/image.sh"; echo "suite=$IMAGE_SUITE arch=$(dpkg --print-architecture 2>/dev/null || uname -m)"; } |
+    # Comment lines and blank lines do not count: rewording a comment is no reason
+    # to rebuild.
+    IMAGE_KEY=$({ grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$TESTHOST_DIR/image.sh"
+                  echo "suite=$IMAGE_SUITE arch=$(dpkg --print-architecture 2>/dev/null || uname -m)"; } |
         sha256sum | cut -c1-12)
     IMAGE=$CACHE/image-$IMAGE_KEY
     [[ -f $IMAGE/.testhost-image ]] && return 0
@@ -207,6 +211,7 @@ start_host() {
     local name=$1 dir ns root cgs=() i=${1#th}
     dir=$(host_dir "$name")
     ns=$(netns_of "$name")
+    STARTED+=("$name")   # from here on, a failure must clean this host up
     # leftovers of a host that died without down.sh
     kill_cgroup "$name" || die "$name: cannot kill the processes left by an earlier run"
     ip netns del "$ns" 2>/dev/null || true
@@ -252,7 +257,6 @@ start_host() {
         cgs+=("$root/$CGROUP_NAME/$name")
     done
     echo "${cgs[*]}" > "$dir/cgroups"
-    STARTED+=("$name")
     setsid bash "$TESTHOST_DIR/supervise.sh" "$dir" < /dev/null > /dev/null 2>&1 9>&- &
     echo $! > "$dir/supervisor.pid"
 }
@@ -264,6 +268,7 @@ ssh_opts() {
 
 # Runs inside a booting host: waits for systemd to finish booting, then for all
 # three roles to answer /health. Exit 3 with a report when they do not.
+# shellcheck disable=SC2016 # expanded on the host
 READY_SCRIPT='
 state=$(timeout 60 systemctl is-system-running --wait 2>/dev/null)
 for i in $(seq 1 150); do
@@ -288,20 +293,21 @@ wait_host() {   # waits until sshd answers, systemd booted and the deployment se
     mapfile -t opts < <(ssh_opts)
     while ((SECONDS < deadline)); do
         rc=0
+        # shellcheck disable=SC2029 # the script is meant to run on the host
         out=$(ssh "${opts[@]}" "root@$(addr_of "$name")" "$READY_SCRIPT" 2>&1) || rc=$?
         case $rc in
             0) [[ $out == running ]] || { log "$name booted, but systemd says '$out':"; ssh "${opts[@]}" "root@$(addr_of "$name")" 'systemctl --no-pager --failed' >&2 || true; }
                return 0 ;;
-            3) printf '%s\n' "$out" >&2; die "$name: the simulated deployment did not come up (console: $dir/console.log)" ;;
+            3) printf '%s\n' "$out" >&2; die "$name: the simulated deployment did not come up" ;;
         esac
         if ! pid_of "$dir/supervisor.pid" "supervise.sh $dir" >/dev/null; then
             tail -30 "$dir/console.log" >&2 || true
-            die "$name: systemd-nspawn exited during boot (console: $dir/console.log)"
+            die "$name: systemd-nspawn exited during boot (its console log is above)"
         fi
         sleep 0.2
     done
     tail -30 "$dir/console.log" >&2 || true
-    die "$name: no SSH login within ${BOOT_TIMEOUT}s (last ssh said: $out; console: $dir/console.log)"
+    die "$name: no SSH login within ${BOOT_TIMEOUT}s (last ssh said: $out; its console log is above)"
 }
 
 # -------------------------------------------------------------------- main
@@ -312,11 +318,18 @@ on_exit() {
     set +e
     [[ -n $BUILDING ]] && remove_tree "$BUILDING"
     rm -f "$RUN/bin/sglang-sim.new"
-    if ((rc != 0 && ${#STARTED[@]})); then
-        log "failed: stopping the hosts this run started (${STARTED[*]})"
-        for name in "${STARTED[@]}"; do stop_host "$name"; done
-        write_known_hosts 2>/dev/null
-        teardown_shared
+    if ((rc != 0)); then
+        if ((${#STARTED[@]})); then
+            log "failed: stopping the hosts this run started (${STARTED[*]})"
+            # A host still booting ignores the poweroff request; no need to wait long.
+            STOP_TIMEOUT=2
+            for name in "${STARTED[@]}"; do stop_host "$name"; done
+        fi
+        if compgen -G "$RUN/th*" >/dev/null; then
+            write_outputs 2>/dev/null   # describe the hosts that were up before
+        else
+            teardown_shared
+        fi
     fi
     exit "$rc"
 }
@@ -333,23 +346,33 @@ build_image
 ensure_key
 build_sim
 ensure_bridge
-total=$COUNT
-for name in $(host_names); do ((${name#th} > total)) && total=${name#th}; done
-write_hosts_file "$total"
-ensure_inotify "$total"
-
 t0=$(date +%s.%N)
+BOOT=()
+RESTART=()
+EXTRA=()   # with --fresh, hosts beyond N stop: exactly th1..thN run afterwards
+total=$COUNT
+for name in $(host_names); do
+    if ((${name#th} > COUNT)); then
+        if ((FRESH)); then EXTRA+=("$name"); else total=${name#th}; fi
+    fi
+done
 for ((i = 1; i <= COUNT; i++)); do
     name=th$i
-    if is_running "$name"; then
-        if ((FRESH)) || [[ $(cat "$(host_dir "$name")/image" 2>/dev/null) != "$IMAGE" ]]; then
-            stop_host "$name"
-        else
-            continue
-        fi
+    if ! is_running "$name"; then
+        BOOT+=("$name")
+    elif ((FRESH)) || [[ $(cat "$(host_dir "$name")/image" 2>/dev/null) != "$IMAGE" ]]; then
+        RESTART+=("$name")
     fi
-    start_host "$name"
 done
+# Power off all these hosts at once, then wait for each: ~1 s in total.
+for name in "${RESTART[@]}" "${EXTRA[@]}"; do
+    pid=$(pid_of "$(host_dir "$name")/nspawn.pid" "-M $(machine_of "$name") ") && kill -TERM "$pid"
+done
+for name in "${RESTART[@]}" "${EXTRA[@]}"; do stop_host "$name"; done
+((${#EXTRA[@]} == 0)) || log "stopped ${EXTRA[*]} (--fresh keeps exactly $COUNT)"
+write_hosts_file "$total"
+ensure_inotify "$total"
+for name in "${BOOT[@]}" "${RESTART[@]}"; do start_host "$name"; done
 write_known_hosts
 for name in "${STARTED[@]}"; do wait_host "$name"; done
 if ((${#STARTED[@]})); then

@@ -1,0 +1,90 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/runbot/runbot/runbooks"
+)
+
+// DryRun shows what a plan would change without changing anything: the
+// stored plan's diff and commands, checked against a fresh plan made from
+// the targets' current state.
+func (d *Dispatcher) DryRun(ctx context.Context, planID string) (Message, error) {
+	prop, err := d.rem.LoadProposal(ctx, planID)
+	if err != nil {
+		return Message{}, fmt.Errorf("dry run of plan %s: %w", planID, err)
+	}
+	body := prop.Body
+	m := Message{Title: fmt.Sprintf("Dry run: %s on %s", body.Remediation, body.Deployment), Status: StatusInfo, More: "runbot show " + prop.Plan.RunID}
+	m.Sections = planSections(&body)
+	if note := d.recheck(ctx, prop); note != "" {
+		m.Sections = append(m.Sections, Section{Status: StatusWarning, Heading: "Re-check", Text: note})
+	}
+	m.Notes = []string{"Nothing was changed. Plan " + prop.Plan.ID + ", hash " + short(prop.Plan.Hash) + "."}
+	return m, nil
+}
+
+// recheck re-makes the plan from the targets' current state and says
+// whether it still matches the one shown.
+func (d *Dispatcher) recheck(ctx context.Context, prop *runbooks.Proposal) string {
+	run, err := d.store.GetRun(ctx, prop.Plan.RunID)
+	if err != nil {
+		return "could not re-check the targets: " + err.Error()
+	}
+	rb, err := d.catalog.Get(prop.Body.Runbook)
+	if err != nil {
+		return "could not re-check the targets: " + err.Error()
+	}
+	p, err := d.engine.Prepare(ctx, rb, prop.Body.Params)
+	if err != nil {
+		return "could not re-check the targets: " + err.Error()
+	}
+	rep, err := runbooks.ReportOf(run)
+	if err != nil {
+		return "could not re-check the targets: " + err.Error()
+	}
+	fresh, err := d.rem.Plan(ctx, p, rep)
+	switch {
+	case err != nil:
+		return "could not re-check the targets: " + err.Error()
+	case fresh == nil:
+		return "the run's diagnosis no longer proposes this remediation."
+	case fresh.Hash() != prop.Plan.Hash:
+		return "the targets changed since this plan was proposed: approving it will be refused when it is applied. Run the runbook again for a new plan."
+	}
+	return ""
+}
+
+// planSections shows each planned action with its diff or its commands.
+func planSections(body *runbooks.PlanBody) []Section {
+	var out []Section
+	for _, a := range body.Actions {
+		s := Section{Heading: a.Plan.Summary}
+		if a.Plan.NoOp {
+			s.Text = "Already in place; nothing to do."
+		}
+		switch {
+		case a.Plan.Diff != "":
+			s.Code = a.Plan.Diff
+		case len(a.Plan.Commands) > 0:
+			s.Code = strings.Join(a.Plan.Commands, "\n")
+		}
+		if a.Plan.Reversible {
+			s.Lines = append(s.Lines, Line{Text: "reversible: rolled back if verification fails"})
+		}
+		out = append(out, s)
+	}
+	if len(body.Verify) > 0 {
+		out = append(out, Section{Heading: "Then verifies with", Text: strings.Join(body.Verify, ", ")})
+	}
+	return out
+}
+
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}

@@ -1,0 +1,88 @@
+package checks
+
+import (
+	"strings"
+	"time"
+
+	"github.com/runbot/runbot/internal/step"
+)
+
+// probeWindow is one of this run's own probes, as log attribution sees it.
+type probeWindow struct {
+	ID         string
+	Start, End time.Time
+	// CutShort says the probe did not complete normally (it timed out, was
+	// refused, or broke off). Only such a probe can make a server log an
+	// abort at its end, so only such probes claim lines by time.
+	CutShort bool
+}
+
+// probeWindows collects the probe events among the events a step observed.
+func probeWindows(events []step.Event) []probeWindow {
+	var ps []probeWindow
+	for _, e := range events {
+		if e.Kind != EventProbe {
+			continue
+		}
+		end := e.End
+		if end.IsZero() {
+			end = e.Time
+		}
+		outcome, known := e.Labels["outcome"]
+		ps = append(ps, probeWindow{
+			ID: e.Labels["request_id"], Start: e.Time, End: end,
+			CutShort: !known || (outcome != OutcomeOK && outcome != OutcomeBadStatus),
+		})
+	}
+	return ps
+}
+
+// Attribution of a log line, the values of the "attribution" label of
+// log_match events.
+const (
+	AttrEcho        = "echo"
+	AttrUnexplained = "unexplained"
+)
+
+// attribution says whether our own probe caused a log line, and how we know.
+type attribution struct {
+	Echo      bool
+	RequestID string
+	// By is "id" when the line names the probe's request id, "time" when it
+	// fell inside a cut-short probe's window (start to end plus grace).
+	By string
+}
+
+func (a attribution) label() string {
+	if a.Echo {
+		return AttrEcho
+	}
+	return AttrUnexplained
+}
+
+// attribute decides whether lines (one occurrence, possibly logged by
+// several ranks) at time t were caused by one of the probes. Only a probe
+// that was cut short can cause a line: a server logs a client abort when the
+// client gives up, just after the probe's end. A line naming the request id
+// of such a probe is certainly its echo; otherwise a line inside its window
+// (start to end plus grace) is taken to be one. A line naming a probe that
+// completed (say with a 500) is a real failure that our request happened to
+// meet: it is reported with the probe's id but stays unexplained.
+func attribute(t time.Time, texts []string, probes []probeWindow, grace time.Duration) attribution {
+	for _, p := range probes {
+		if p.ID == "" {
+			continue
+		}
+		for _, text := range texts {
+			if strings.Contains(text, p.ID) {
+				return attribution{Echo: p.CutShort, RequestID: p.ID, By: "id"}
+			}
+		}
+	}
+	for _, p := range probes {
+		if p.CutShort && !t.Before(p.Start) && !t.After(p.End.Add(grace)) {
+			return attribution{Echo: true, RequestID: p.ID, By: "time"}
+		}
+	}
+	return attribution{}
+}

@@ -1,0 +1,62 @@
+package checks
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/internal/step"
+)
+
+func TestProbeWindows(t *testing.T) {
+	t0 := utc("2026-06-18 21:05:00")
+	events := []step.Event{
+		{Kind: EventProbe, Time: t0, End: t0.Add(35 * time.Second), Labels: map[string]string{"request_id": "rb-a", "outcome": OutcomeTimeout}},
+		{Kind: EventProbe, Time: t0, End: t0.Add(time.Second), Labels: map[string]string{"request_id": "rb-b", "outcome": OutcomeOK}},
+		{Kind: EventProbe, Time: t0, End: t0.Add(time.Second), Labels: map[string]string{"request_id": "rb-c", "outcome": OutcomeBadStatus}},
+		{Kind: EventProbe, Time: t0, Labels: map[string]string{"request_id": "rb-d"}},
+		{Kind: EventSample, Time: t0},
+	}
+	require.Equal(t, []probeWindow{
+		{ID: "rb-a", Start: t0, End: t0.Add(35 * time.Second), CutShort: true},
+		{ID: "rb-b", Start: t0, End: t0.Add(time.Second)},
+		{ID: "rb-c", Start: t0, End: t0.Add(time.Second)},
+		{ID: "rb-d", Start: t0, End: t0, CutShort: true},
+	}, probeWindows(events))
+}
+
+func TestAttribute(t *testing.T) {
+	t0 := utc("2026-06-18 21:05:00")
+	hung := probeWindow{ID: "rb-hung", Start: t0, End: t0.Add(35 * time.Second), CutShort: true}
+	fine := probeWindow{ID: "rb-fine", Start: t0.Add(time.Minute), End: t0.Add(time.Minute + time.Second)}
+	probes := []probeWindow{hung, fine}
+	grace := 10 * time.Second
+	abort := "Decode transfer failed for request rank=0 decode_req.req.rid='%s' decode_req.req.bootstrap_room=1 with exception KVTransferError(bootstrap_room=1): Aborted by AbortReq."
+	line := func(rid string) []string { return []string{fmt.Sprintf(abort, rid)} }
+
+	cases := []struct {
+		name  string
+		at    time.Time
+		texts []string
+		want  attribution
+	}{
+		{"at the hung probe's end", t0.Add(35 * time.Second), line("x"), attribution{Echo: true, RequestID: "rb-hung", By: "time"}},
+		{"inside the grace period", t0.Add(44 * time.Second), line("x"), attribution{Echo: true, RequestID: "rb-hung", By: "time"}},
+		{"after the grace period", t0.Add(46 * time.Second), line("x"), attribution{}},
+		{"during the hung probe", t0.Add(10 * time.Second), line("x"), attribution{Echo: true, RequestID: "rb-hung", By: "time"}},
+		{"before any probe", t0.Add(-time.Second), line("x"), attribution{}},
+		{"names the hung probe, outside its window", t0.Add(-time.Hour), line("rb-hung"), attribution{Echo: true, RequestID: "rb-hung", By: "id"}},
+		{"one of several rank lines names the probe", t0.Add(-time.Hour), append(line("x"), fmt.Sprintf(abort, "rb-hung")), attribution{Echo: true, RequestID: "rb-hung", By: "id"}},
+		{"inside a probe that completed: not ours", t0.Add(time.Minute), line("x"), attribution{}},
+		{"names a probe that completed: a real failure it met", t0.Add(time.Minute), line("rb-fine"), attribution{RequestID: "rb-fine", By: "id"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := attribute(c.at, c.texts, probes, grace)
+			require.Equal(t, c.want, got)
+		})
+	}
+	require.Equal(t, attribution{}, attribute(t0, line("x"), nil, grace), "no probes, nothing is an echo")
+}

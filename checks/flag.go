@@ -1,0 +1,271 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runbot/runbot/internal/argspec"
+	"github.com/runbot/runbot/internal/shell"
+	"github.com/runbot/runbot/internal/step"
+	"github.com/runbot/runbot/remote"
+)
+
+// FlagOutput is what the flag check exposes to expressions.
+type FlagOutput struct {
+	Flag           string    `expr:"flag" json:"flag" doc:"the flag looked for"`
+	InScript       bool      `expr:"in_script" json:"in_script" doc:"the launch script passes the flag (comments ignored, continued lines joined)"`
+	InProcess      bool      `expr:"in_process" json:"in_process" doc:"the running process's command line has the flag"`
+	Drift          bool      `expr:"drift" json:"drift" doc:"script and process disagree: one has the flag and the other not, or both have it with different values; false when either could not be read"`
+	ProcessKnown   bool      `expr:"process_known" json:"process_known" doc:"the unit has a main process and its command line was read"`
+	ScriptReadable bool      `expr:"script_readable" json:"script_readable" doc:"the launch script could be read"`
+	MainPID        int       `expr:"main_pid" json:"main_pid" doc:"the unit's main process id; 0 when it has none"`
+	ScriptValue    string    `expr:"script_value" json:"script_value" doc:"the flag's value in the script (--flag=v or --flag v); empty for a switch"`
+	ProcessValue   string    `expr:"process_value" json:"process_value" doc:"the flag's value in the process's command line"`
+	ScriptLine     string    `expr:"script_line" json:"script_line" doc:"file:line where the script passes the flag"`
+	ScriptModified time.Time `expr:"script_modified" json:"script_modified" doc:"when the script was last modified"`
+	ProcessStarted time.Time `expr:"process_started" json:"process_started" doc:"when the unit last became active"`
+	ScriptNewer    bool      `expr:"script_newer" json:"script_newer" doc:"the script was modified after the process started, so the process may not run what the script says"`
+}
+
+var flagType = Type{
+	Spec: argspec.Spec{
+		Name: "flag",
+		Doc: "Checks whether a command-line flag is set in the launch script and in the running process " +
+			"(/proc/<MainPID>/cmdline), and reports drift when they differ: the script is not the process.",
+		Args: []argspec.Arg{
+			{Name: "flag", Type: argspec.String, Required: true, Doc: "the flag, e.g. --disable-overlap-schedule"},
+			{Name: "script", Type: argspec.String, Doc: "launch script; defaults to the target's launch script"},
+			{Name: "unit", Type: argspec.String, Doc: "unit whose main process to inspect; defaults to the target's unit"},
+		},
+		Outputs: reflect.TypeFor[FlagOutput](),
+	},
+	Check:   Flag{},
+	Timeout: 30 * time.Second,
+}
+
+// Flag is the flag check.
+type Flag struct{}
+
+func flagArgs(env Env) (args argspec.Values, script, unit string, err error) {
+	args = withDefaults(flagType.Spec, env.Args)
+	script, unit = args.String("script"), args.String("unit")
+	if script == "" {
+		script = env.Target.LaunchScript
+	}
+	if unit == "" {
+		unit = env.Target.Unit
+	}
+	switch {
+	case args.String("flag") == "":
+		err = fmt.Errorf("check flag on %s: no flag given", env.Target.Name())
+	case script == "" && unit == "":
+		err = fmt.Errorf("check flag %s on %s: the target has neither a launch script nor a unit in the inventory", args.String("flag"), env.Target.Name())
+	}
+	return args, script, unit, err
+}
+
+// Plan implements Check.
+func (Flag) Plan(env Env) []string {
+	args, script, unit, err := flagArgs(env)
+	if err != nil {
+		return []string{"flag: " + err.Error()}
+	}
+	var plan []string
+	if script != "" {
+		plan = append(plan, fmt.Sprintf("run on %s: %s", hostName(env), scriptReadLine(script)))
+	}
+	if unit != "" {
+		plan = append(plan, fmt.Sprintf("read the main PID of %s, then run on %s: tr '\\0' '\\n' < /proc/<pid>/cmdline", unit, hostName(env)))
+	}
+	return append(plan, "look for "+args.String("flag")+" in both")
+}
+
+// scriptReadLine prints the script's modification time, then the script.
+func scriptReadLine(script string) string {
+	return shell.Join("stat", "-c", "%Y", "--", script) + " && " + shell.Join("cat", "--", script)
+}
+
+// Run implements Check.
+func (Flag) Run(ctx context.Context, env Env) (step.Result, error) {
+	args, script, unit, err := flagArgs(env)
+	if err != nil {
+		return step.Result{}, err
+	}
+	if env.Target.Runner == nil {
+		return step.Result{}, fmt.Errorf("check flag on %s: no connection to the host", env.Target.Name())
+	}
+	o := FlagOutput{Flag: args.String("flag")}
+	var ev []string
+	if script != "" {
+		line, err := o.readScript(ctx, env.Target.Runner, script)
+		if err != nil {
+			return step.Result{}, err
+		}
+		if line != "" {
+			ev = append(ev, line)
+		}
+	}
+	if unit != "" {
+		if env.Target.Services == nil {
+			return step.Result{}, fmt.Errorf("check flag on %s: no service manager for the host", env.Target.Name())
+		}
+		st, err := env.Target.Services.Show(ctx, unit)
+		if err != nil {
+			return step.Result{}, fmt.Errorf("check flag %s on %s: %w", o.Flag, env.Target.Name(), err)
+		}
+		o.MainPID, o.ProcessStarted = st.MainPID, st.ActiveEnter
+		if o.MainPID > 0 {
+			line, err := o.readProcess(ctx, env.Target.Runner)
+			if err != nil {
+				return step.Result{}, err
+			}
+			if line != "" {
+				ev = append(ev, line)
+			}
+		}
+	}
+	o.Drift = o.ProcessKnown && o.ScriptReadable &&
+		(o.InScript != o.InProcess || (o.ScriptValue != "" && o.ProcessValue != "" && o.ScriptValue != o.ProcessValue))
+	o.ScriptNewer = o.ProcessKnown && o.ScriptReadable && !o.ProcessStarted.IsZero() && o.ScriptModified.After(o.ProcessStarted)
+	ev = append([]string{flagSummary(o, script, unit)}, ev...)
+	return step.Result{Values: o, Evidence: ev}, nil
+}
+
+// readScript fills the script fields. It returns an evidence line when the
+// script could not be read.
+func (o *FlagOutput) readScript(ctx context.Context, r remote.Runner, script string) (string, error) {
+	out, err := r.Run(ctx, remote.Command{Line: scriptReadLine(script)})
+	if err != nil {
+		return "", fmt.Errorf("read %s on %s: %w", script, r.Host(), err)
+	}
+	if out.ExitCode != 0 {
+		return fmt.Sprintf("could not read %s: %s", script, firstLines(string(out.Stderr), 2)), nil
+	}
+	mtime, body, _ := strings.Cut(string(out.Stdout), "\n")
+	if secs, err := strconv.ParseInt(strings.TrimSpace(mtime), 10, 64); err == nil {
+		o.ScriptModified = time.Unix(secs, 0).UTC()
+	}
+	o.ScriptReadable = true
+	for _, l := range logicalLines(script, body) {
+		// The first physical line of body is the script's line 1.
+		if v, ok := findFlag(shellWords(l.Text), o.Flag); ok {
+			o.InScript, o.ScriptValue = true, v
+			o.ScriptLine = fmt.Sprintf("%s:%d", script, l.lineAt(max(strings.Index(l.Text, o.Flag), 0)))
+		}
+	}
+	return "", nil
+}
+
+// shells are interpreters whose command line says nothing about the program
+// a script starts when the script does not exec it.
+var shells = []string{"sh", "bash", "dash", "zsh", "ksh"}
+
+// readProcess fills the process fields from /proc/<pid>/cmdline. When the
+// main process is a shell still running the script (no exec), the flag is
+// looked for in its children's command lines too.
+func (o *FlagOutput) readProcess(ctx context.Context, r remote.Runner) (string, error) {
+	argv, ok, err := readCmdline(ctx, r, o.MainPID)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return fmt.Sprintf("process %d exited before its command line could be read", o.MainPID), nil
+	}
+	o.ProcessKnown = true
+	o.ProcessValue, o.InProcess = findFlag(argv, o.Flag)
+	if o.InProcess || len(argv) == 0 || !slices.Contains(shells, path.Base(argv[0])) {
+		return "", nil
+	}
+	out, err := r.Run(ctx, remote.Command{Line: fmt.Sprintf("cat /proc/%d/task/*/children", o.MainPID)})
+	if err != nil {
+		return "", fmt.Errorf("list children of process %d on %s: %w", o.MainPID, r.Host(), err)
+	}
+	for _, f := range strings.Fields(string(out.Stdout)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			continue
+		}
+		child, ok, err := readCmdline(ctx, r, pid)
+		if err != nil {
+			return "", err
+		}
+		if v, found := findFlag(child, o.Flag); ok && found {
+			o.InProcess, o.ProcessValue = true, v
+			return fmt.Sprintf("main process %d is a shell (%s); the flag was found in its child %d", o.MainPID, argv[0], pid), nil
+		}
+	}
+	return fmt.Sprintf("main process %d is a shell (%s) that did not exec the server; none of its children has the flag either", o.MainPID, argv[0]), nil
+}
+
+// readCmdline reads a process's arguments. ok is false when the process is
+// gone.
+func readCmdline(ctx context.Context, r remote.Runner, pid int) (argv []string, ok bool, err error) {
+	out, err := r.Run(ctx, remote.Command{Line: fmt.Sprintf(`tr '\0' '\n' < /proc/%d/cmdline`, pid)})
+	if err != nil {
+		return nil, false, fmt.Errorf("read command line of process %d on %s: %w", pid, r.Host(), err)
+	}
+	if out.ExitCode != 0 {
+		return nil, false, nil
+	}
+	s := strings.TrimSuffix(string(out.Stdout), "\n")
+	if s == "" {
+		return nil, true, nil // a kernel thread or a zombie: no arguments
+	}
+	return strings.Split(s, "\n"), true, nil
+}
+
+// flagSummary is the headline evidence line.
+func flagSummary(o FlagOutput, script, unit string) string {
+	where := func(in bool, value, loc string) string {
+		if !in {
+			return "absent"
+		}
+		s := "set"
+		if value != "" {
+			s += " to " + value
+		}
+		if loc != "" {
+			s += " (" + loc + ")"
+		}
+		return s
+	}
+	var parts []string
+	if script != "" {
+		if o.ScriptReadable {
+			parts = append(parts, "script: "+where(o.InScript, o.ScriptValue, o.ScriptLine))
+		} else {
+			parts = append(parts, "script: unreadable")
+		}
+	}
+	if unit != "" {
+		switch {
+		case o.ProcessKnown:
+			parts = append(parts, fmt.Sprintf("running process (pid %d): %s", o.MainPID, where(o.InProcess, o.ProcessValue, "")))
+		case o.MainPID == 0:
+			parts = append(parts, fmt.Sprintf("running process: none (%s has no main process)", unit))
+		default:
+			parts = append(parts, fmt.Sprintf("running process (pid %d): unreadable", o.MainPID))
+		}
+	}
+	line := o.Flag + " — " + strings.Join(parts, "; ")
+	switch {
+	case o.Drift && o.InScript && o.InProcess:
+		line += " — drift: script and process use different values"
+	case o.Drift && o.InScript:
+		line += " — drift: the script has it but the running process does not; a restart would apply it"
+	case o.Drift:
+		line += " — drift: the running process has it but the script does not; the next restart drops it"
+	case o.ProcessKnown && o.ScriptReadable:
+		line += " — consistent"
+	}
+	if o.ScriptNewer {
+		line += fmt.Sprintf(" (script modified %s, after the process started %s)", clockText(o.ScriptModified, o.ProcessStarted), clockText(o.ProcessStarted, o.ProcessStarted))
+	}
+	return line
+}

@@ -1,0 +1,106 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// abortBurst is `ctl fault pd-wedge`: the incident's trigger played with real
+// requests. It holds n chat completions in flight between prefill and decode (by
+// stalling prefill's forward pass, so their KV never leaves), cancels all n clients at
+// the same instant, and lifts the stall. The router turns the cancellations into
+// aborts on both engines, so both logs carry the burst with matching rooms and the
+// rids pd-wedge-burst-N. Whether decode wedges is left to its causal model.
+func (d *Deployment) abortBurst(n int, stdout io.Writer) error {
+	if n <= 0 {
+		n = max(d.WedgeBurst, 1)
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	if err := postFault(client, d.URL("prefill"), Fault{Name: FaultPrefillStall}); err != nil {
+		return err
+	}
+	// Clearing is deferred so that prefill recovers even if the burst fails halfway.
+	defer func() { _ = postFault(client, d.URL("prefill"), Fault{Name: FaultClear}) }()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := `{"model":"default","messages":[{"role":"user","content":"burst"}],"max_tokens":16}`
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, d.URL("router")+"/v1/chat/completions", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Request-Id", fmt.Sprintf("pd-wedge-burst-%d", i+1))
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+			}
+		}()
+	}
+	err := waitState(client, d.URL("decode"), 5*time.Second, func(st decodeTruth) bool { return st.Transfer >= n })
+	cancel()
+	wg.Wait()
+	if err != nil {
+		return fmt.Errorf("pd-wedge: %d requests never reached decode's transfer queue (is the router up?): %w", n, err)
+	}
+	var final decodeTruth
+	if err := waitState(client, d.URL("decode"), 5*time.Second, func(st decodeTruth) bool { final = st; return st.Transfer == 0 }); err != nil {
+		return fmt.Errorf("pd-wedge: decode did not process the aborts: %w", err)
+	}
+	b, _ := json.Marshal(final)
+	_, err = fmt.Fprintf(stdout, "decode: {\"fault\":\"pd-wedge\",\"aborted\":%d,\"state\":%s}\n", n, b)
+	return err
+}
+
+// decodeTruth is the part of decode's GET /_sim/state the burst needs.
+type decodeTruth struct {
+	Wedged   bool `json:"wedged"`
+	Overlap  bool `json:"overlap_schedule"`
+	Transfer int  `json:"transfer"`
+	Running  int  `json:"running"`
+}
+
+func waitState(client *http.Client, url string, timeout time.Duration, done func(decodeTruth) bool) error {
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		resp, err := client.Get(url + "/_sim/state")
+		if err == nil {
+			var st decodeTruth
+			err = json.NewDecoder(resp.Body).Decode(&st)
+			_ = resp.Body.Close()
+			if err == nil && done(st) {
+				return nil
+			}
+		}
+		lastErr = err
+		time.Sleep(5 * time.Millisecond)
+	}
+	return fmt.Errorf("timed out after %s (last error: %v)", timeout, lastErr)
+}
+
+func postFault(client *http.Client, url string, f Fault) error {
+	body, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("encode fault: %w", err)
+	}
+	resp, err := client.Post(url+"/_sim/fault", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("inject %s: %w", f.Name, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		out, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("inject %s: HTTP %d: %s", f.Name, resp.StatusCode, bytes.TrimSpace(out))
+	}
+	return nil
+}
