@@ -44,7 +44,11 @@ type Command struct{}
 
 // Plan implements Check.
 func (Command) Plan(env Env) []string {
-	return []string{fmt.Sprintf("run on %s: %s", env.Target.Runner.Host(), env.Args.String("cmd"))}
+	host := env.Target.Host
+	if env.Target.Runner != nil {
+		host = env.Target.Runner.Host()
+	}
+	return []string{fmt.Sprintf("run on %s: %s", host, env.Args.String("cmd"))}
 }
 
 // Run implements Check.

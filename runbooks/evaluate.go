@@ -40,7 +40,11 @@ func (rb *Runbook) envValue(rep *Report, params map[string]any, findings map[str
 // did not run. Empty when every referenced step ran.
 func unranReason(rep *Report, refs []stepRef) string {
 	for _, r := range refs {
-		for _, tr := range rep.StepRuns(r.Step) {
+		runs := rep.StepRuns(r.Step)
+		if len(runs) == 0 {
+			return fmt.Sprintf("step %s was not part of this run", r.Step)
+		}
+		for _, tr := range runs {
 			if r.Role != "" && tr.Target != r.Role {
 				continue
 			}

@@ -122,10 +122,10 @@ type Finding struct {
 
 // Diagnosis is a conclusion over findings, optionally with a remediation.
 type Diagnosis struct {
-	ID        string
-	Severity  Severity
-	When      string
-	Summary   *Template
+	ID       string
+	Severity Severity
+	When     string
+	Summary  *Template
 	// Remediate names the remediation to propose; with Rules, the first
 	// rule whose condition holds picks it instead.
 	Remediate string

@@ -55,9 +55,26 @@ type PlanBody struct {
 	Escalate    string            `json:"escalate,omitempty"`
 }
 
-// Hash is the plan's content hash.
+// Hash is the plan's content hash: what it would change (each action's
+// target, the state it was planned against, its diff) and how success is
+// judged. Cosmetic parts that differ between two plannings of the same
+// change — a backup file's timestamp, a PID in a summary — are left out,
+// so re-planning an unchanged target gives the same hash.
 func (b *PlanBody) Hash() string {
-	data, _ := json.Marshal(b)
+	type action struct {
+		Action, Target, Fingerprint, Diff string
+		NoOp, Reversible                  bool
+	}
+	canon := struct {
+		Runbook, Remediation, Diagnosis, Deployment, Rollback string
+		Params                                                map[string]string
+		Verify                                                []string
+		Actions                                               []action
+	}{b.Runbook, b.Remediation, b.Diagnosis, b.Deployment, b.Rollback, b.Params, b.Verify, nil}
+	for _, a := range b.Actions {
+		canon.Actions = append(canon.Actions, action{a.Action, a.Target, a.Plan.Fingerprint, a.Plan.Diff, a.Plan.NoOp, a.Plan.Reversible})
+	}
+	data, _ := json.Marshal(canon)
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }
@@ -296,6 +313,9 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 		}
 		res.State, res.Message = to, msg
 		if cause != nil {
+			if msg == cause.Error() {
+				return res, fmt.Errorf("apply plan %s: %w", plan.ID, cause)
+			}
 			return res, fmt.Errorf("apply plan %s: %s: %w", plan.ID, msg, cause)
 		}
 		return res, nil

@@ -204,8 +204,9 @@ fi
 # --- per-command round trip on an established connection (N = 1) ----------
 echo
 echo "Per command on an established connection:"
-(cd "$ROOT" && go test -run '^$' -bench 'BenchmarkSSHRun$|BenchmarkRawSession$|BenchmarkSSHConnect$' -benchtime 300x ./remote) |
-	awk '/^Benchmark/ {printf "  %-26s %8.2f ms/op %s\n", $1, $3/1e6, ($5 ? $5" "$6 : "")}'
+(cd "$ROOT" && go test -run '^$' -bench 'BenchmarkRunVsRawSession$|BenchmarkSSHConnect$' -benchtime 300x ./remote) |
+	awk '/^BenchmarkRunVsRaw/ {printf "  runbot Run %s ms/op, bare x/crypto session %s ms/op: ratio %s\n", $5, $7, $9}
+	     /^BenchmarkSSHConnect/ {printf "  runbot connect (TCP+kex+auth) %.2f ms/op, %s heap bytes per idle connection\n", $3/1e6, $5}'
 # OpenSSH's own floor: a command over a ControlMaster connection (the client
 # process still starts each time), and the RSS of that master per connection.
 ssh -F "$W/ssh_config" -o ControlMaster=yes -o ControlPath="$W/mux" -o ControlPersist=yes -fN h1

@@ -142,6 +142,8 @@ teardown_shared() {
     fi
     rm -rf --one-file-system "$RUN" || true
     for root in $(cgroup_roots); do rmdir "$root/$CGROUP_NAME" 2>/dev/null || true; done
+    # systemd-nspawn's own state directories, if nothing else uses them
+    rmdir /run/systemd/nspawn/propagate /run/systemd/nspawn/locks /run/systemd/nspawn 2>/dev/null || true
     return 0
 }
 

@@ -322,6 +322,7 @@ on_exit() {
         if ((${#STARTED[@]})); then
             log "failed: stopping the hosts this run started (${STARTED[*]})"
             # A host still booting ignores the poweroff request; no need to wait long.
+            # shellcheck disable=SC2034 # read by stop_host
             STOP_TIMEOUT=2
             for name in "${STARTED[@]}"; do stop_host "$name"; done
         fi
