@@ -88,6 +88,7 @@ var logProgressType = Type{
 			{Name: "unit", Type: argspec.String, Doc: "unit whose journal to read; defaults to the target's unit"},
 			{Name: "file", Type: argspec.String, Doc: "log file to read instead of the journal; defaults to the target's log file when the inventory sets one"},
 			{Name: "timezone", Type: argspec.String, Default: "UTC", Doc: "zone of the times SGLang prints, used only when no journald timestamp accompanies them (plain files)"},
+			{Name: "echo_wait", Type: argspec.Duration, Default: time.Second, Doc: "when a probe this step observed was cut short less than this long ago, wait until it was, so its echo has been logged"},
 			{Name: "echo_grace", Type: argspec.Duration, Default: 10 * time.Second, Doc: "how long after a cut-short probe ended a line may still be its echo"},
 			{Name: "max_bytes", Type: argspec.Int, Default: 8 << 20, Doc: "most bytes of log read; the newest are kept"},
 		},
@@ -113,6 +114,15 @@ func (LogProgress) Plan(env Env) []string {
 // Run implements Check.
 func (LogProgress) Run(ctx context.Context, env Env) (step.Result, error) {
 	args := withDefaults(logProgressType.Spec, env.Args)
+	// A probe that was cut short a moment ago has its echo still on the
+	// way: the server logs the abort only after it notices the disconnect.
+	// Waiting that moment out keeps the echo from being missed (and from
+	// being miscounted on the next run).
+	if wait := echoWait(env, args.Duration("echo_wait"), clock(env)()); wait > 0 {
+		if err := sleep(ctx, wait); err != nil {
+			return step.Result{}, fmt.Errorf("wait for echoes of this run's probes: %w", err)
+		}
+	}
 	now := clock(env)()
 	loc, err := time.LoadLocation(args.String("timezone"))
 	if err != nil {
@@ -148,6 +158,21 @@ func (LogProgress) Run(ctx context.Context, env Env) (step.Result, error) {
 	o, events := a.run(entries)
 	o.Truncated = truncated
 	return step.Result{Values: o, Evidence: a.evidence(o), Events: events}, nil
+}
+
+// echoWait is how long to wait until every cut-short probe this step
+// observed ended at least wait ago.
+func echoWait(env Env, wait time.Duration, now time.Time) time.Duration {
+	var longest time.Duration
+	for _, p := range probeWindows(env.Observed) {
+		if !p.CutShort {
+			continue
+		}
+		if d := p.End.Add(wait).Sub(now); d > longest {
+			longest = d
+		}
+	}
+	return longest
 }
 
 func hostName(env Env) string {

@@ -313,12 +313,16 @@ wait_host() {   # waits until sshd answers, systemd booted and the deployment se
 # -------------------------------------------------------------------- main
 STARTED=()
 BUILDING=
+LAST_ERR=
+DIED=0
+die() { log "ERROR: $*"; DIED=1; exit 1; }
 on_exit() {
     local rc=$? name
     set +e
     [[ -n $BUILDING ]] && remove_tree "$BUILDING"
     rm -f "$RUN/bin/sglang-sim.new"
     if ((rc != 0)); then
+        ((DIED)) || [[ -z $LAST_ERR ]] || log "ERROR: failed at $LAST_ERR"
         if ((${#STARTED[@]})); then
             log "failed: stopping the hosts this run started (${STARTED[*]})"
             # A host still booting ignores the poweroff request; no need to wait long.
@@ -335,7 +339,8 @@ on_exit() {
     exit "$rc"
 }
 trap on_exit EXIT
-trap 'log "failed at line $LINENO: $BASH_COMMAND"' ERR
+# set -e ends the script silently; remember the failing command for on_exit.
+trap 'LAST_ERR="line $LINENO: $BASH_COMMAND"' ERR
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
 

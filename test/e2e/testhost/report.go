@@ -117,7 +117,7 @@ func writeTail(b *strings.Builder, path string, n int) {
 		fmt.Fprintf(b, "(%v)\n", err)
 		return
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var lines []string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)

@@ -109,8 +109,8 @@ var (
 
 // Up returns n pristine hosts th1..thN. It boots the ones that are not running and
 // restarts the others (a fresh journal, the original launch scripts, the current
-// sglang-sim), which takes ~1 s per host; the first run on a machine also builds
-// the host image (minutes). It fails the test, naming what is missing, when the
+// sglang-sim), which takes ~2 s for one or two hosts on a quiet 2-core machine;
+// the first run on a machine also builds the host image (1-4 min). It fails the test, naming what is missing, when the
 // hosts cannot be booted; it needs root.
 //
 // Up registers cleanups that, if the test failed, log a report: the last Step,
@@ -152,7 +152,10 @@ func Up(t testing.TB, n int) *Cluster {
 	if err != nil {
 		t.Fatalf("testhost: %v\nup.sh said:\n%s", err, out)
 	}
-	if !mainActive {
+	ownMu.Lock()
+	ownedWithoutMain := ownHosts && !mainActive
+	ownMu.Unlock()
+	if ownedWithoutMain {
 		// Without Main nobody stops the hosts at exit, so each test does.
 		t.Cleanup(func() { teardown(t) })
 	}
@@ -172,7 +175,9 @@ func Up(t testing.TB, n int) *Cluster {
 //
 //	func TestMain(m *testing.M) { os.Exit(testhost.Main(m)) }
 func Main(m *testing.M) int {
+	ownMu.Lock()
 	mainActive = true
+	ownMu.Unlock()
 	code := m.Run()
 	ownMu.Lock()
 	own := ownHosts
@@ -232,7 +237,7 @@ func runScript(ctx context.Context, script string, args ...string) (string, erro
 	cmd.WaitDelay = time.Minute
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		err = fmt.Errorf("%w (%w)", ctx.Err(), err)
 	}
 	return out.String(), err
 }
@@ -268,7 +273,7 @@ func load(dir string, n int) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the host list: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	byName := map[string]*Host{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
