@@ -10,7 +10,7 @@ ALERTMANAGER  := github.com/prometheus/alertmanager/cmd/alertmanager@v0.31.1
 GOBIN         := $(shell $(GO) env GOPATH)/bin
 export PATH   := $(GOBIN):$(PATH)
 
-.PHONY: all build test test-deps lint generate demo bench clean
+.PHONY: all build test test-deps lint generate demo bench clean e2e e2e-down
 
 all: build
 
@@ -30,7 +30,17 @@ lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./test/...
 	$(GO) run $(GOLANGCI) run ./...
+
+# e2e: the whole incident on systemd-nspawn test hosts (test/testhost).
+# Needs root; installs systemd-container and debootstrap when missing; the
+# first run builds the host image (~1-4 min), later runs boot in seconds.
+e2e: test-deps
+	$(GO) test -tags e2e -count=1 -p 1 -timeout 30m -v ./test/e2e/...
+
+e2e-down:
+	bash test/testhost/down.sh
 
 generate:
 	$(GO) test ./runbooks -run TestGeneratedFilesAreCurrent -update -count=1
