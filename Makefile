@@ -46,7 +46,7 @@ generate:
 	$(GO) test ./runbooks -run TestGeneratedFilesAreCurrent -update -count=1
 
 demo: build
-	$(BIN)/runbot run host-basics --inventory examples/inventory.yaml --param host=localhost
+	$(BIN)/runbot demo --sim $(BIN)/sglang-sim
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./runbooks ./sim ./remote

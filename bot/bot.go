@@ -26,6 +26,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Timeline, when set, renders the timeline picture that is uploaded
+	// into a run's thread after its diagnosis (timeline.ForSlack).
+	Timeline TimelineFunc
 }
 
 // Bot is runbot in Slack: the slash command, the run messages and the
@@ -111,6 +114,7 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 		msgr: b.msgr, tasks: b.tasks, log: log, now: now,
 		channel: cfg.Channel, runTimeout: cfg.RunTimeout, applyTimeout: cfg.ApplyTimeout, gap: cfg.UpdateInterval,
 		slots: make(chan struct{}, cfg.MaxConcurrentRuns), runs: map[string]*runState{},
+		timeline: deps.Timeline, files: b.api,
 	}
 	return b, nil
 }

@@ -89,6 +89,10 @@ type Dispatcher struct {
 	gap          time.Duration
 	// slots bounds concurrent runs; work waits in the queue for one.
 	slots chan struct{}
+	// timeline, when set, draws the picture posted in a run's thread
+	// after its diagnosis; files uploads it.
+	timeline TimelineFunc
+	files    fileUploader
 
 	mu sync.Mutex
 	// runs holds the state of runs whose message this process updates.

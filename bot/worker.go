@@ -109,6 +109,7 @@ func (d *Dispatcher) execute(ctx context.Context, w store.Work) {
 		rs.mu.Unlock()
 	}
 	d.show(after, rs)
+	d.postTimeline(rs, pl)
 }
 
 // postRun posts the run's first message and records where it is. A run

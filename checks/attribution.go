@@ -69,20 +69,52 @@ func (a attribution) label() string {
 // completed (say with a 500) is a real failure that our request happened to
 // meet: it is reported with the probe's id but stays unexplained.
 func attribute(t time.Time, texts []string, probes []probeWindow, grace time.Duration) attribution {
-	for _, p := range probes {
-		if p.ID == "" {
-			continue
-		}
-		for _, text := range texts {
-			if strings.Contains(text, p.ID) {
-				return attribution{Echo: p.CutShort, RequestID: p.ID, By: "id"}
+	oc := &occurrence{time: t, texts: texts}
+	attributeAll([]*occurrence{oc}, probes, grace)
+	return oc.attr
+}
+
+// attributeAll attributes every occurrence of a pattern. By request id, as
+// attribute does; by time, each cut-short probe explains at most one
+// occurrence — the one logged nearest after the probe gave up — because a
+// client's disconnect is aborted once. Under load many other clients time
+// out while our probe waits; their aborts stay unexplained.
+func attributeAll(occs []*occurrence, probes []probeWindow, grace time.Duration) {
+	explained := map[string]bool{}
+	for _, oc := range occs {
+		oc.attr = attribution{}
+		for _, p := range probes {
+			if p.ID == "" {
+				continue
+			}
+			for _, text := range oc.texts {
+				if strings.Contains(text, p.ID) {
+					oc.attr = attribution{Echo: p.CutShort, RequestID: p.ID, By: "id"}
+					explained[p.ID] = true
+				}
 			}
 		}
 	}
 	for _, p := range probes {
-		if p.CutShort && !t.Before(p.Start) && !t.After(p.End.Add(grace)) {
-			return attribution{Echo: true, RequestID: p.ID, By: "time"}
+		if !p.CutShort || explained[p.ID] {
+			continue
+		}
+		var best *occurrence
+		var bestD time.Duration
+		for _, oc := range occs {
+			if oc.attr.By != "" || oc.time.Before(p.Start) || oc.time.After(p.End.Add(grace)) {
+				continue
+			}
+			d := oc.time.Sub(p.End)
+			if d < 0 {
+				d = -d
+			}
+			if best == nil || d < bestD {
+				best, bestD = oc, d
+			}
+		}
+		if best != nil {
+			best.attr = attribution{Echo: true, RequestID: p.ID, By: "time"}
 		}
 	}
-	return attribution{}
 }

@@ -60,3 +60,22 @@ func TestAttribute(t *testing.T) {
 	}
 	require.Equal(t, attribution{}, attribute(t0, line("x"), nil, grace), "no probes, nothing is an echo")
 }
+
+// TestOneEchoPerProbe: under load, other clients time out while our probe
+// waits; only one abort — the one nearest our probe's end — is its echo.
+func TestOneEchoPerProbe(t *testing.T) {
+	t0 := utc("2026-06-18 21:05:00")
+	probe := probeWindow{ID: "rb-hung", Start: t0, End: t0.Add(35 * time.Second), CutShort: true}
+	var occs []*occurrence
+	for _, s := range []int{5, 12, 20, 36, 40} {
+		occs = append(occs, &occurrence{time: t0.Add(time.Duration(s) * time.Second), texts: []string{"Decode transfer failed for request rank=0 decode_req.req.rid='client-x' with exception KVTransferError(bootstrap_room=1): Aborted by AbortReq."}})
+	}
+	attributeAll(occs, []probeWindow{probe}, 10*time.Second)
+	var echoes []time.Duration
+	for _, oc := range occs {
+		if oc.attr.Echo {
+			echoes = append(echoes, oc.time.Sub(t0))
+		}
+	}
+	require.Equal(t, []time.Duration{36 * time.Second}, echoes)
+}

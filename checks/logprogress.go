@@ -458,8 +458,8 @@ func (a logAnalysis) countPattern(entries []logEntry, p namedPattern) (PatternSu
 		}
 		oc.texts = append(oc.texts, e.Message)
 	}
+	attributeAll(occs, a.probes, a.grace)
 	for _, oc := range occs {
-		oc.attr = attribute(oc.time, oc.texts, a.probes, a.grace)
 		sum.Count++
 		if oc.attr.Echo {
 			sum.Echoes++

@@ -193,7 +193,7 @@ func toTemplateData(v reflect.Value) any {
 		}
 		return m
 	case reflect.Slice:
-		if v.Type().Elem().Kind() != reflect.Struct {
+		if !hasStructs(v.Type().Elem()) {
 			return v.Interface()
 		}
 		out := make([]any, v.Len())
@@ -201,6 +201,18 @@ func toTemplateData(v reflect.Value) any {
 			out[i] = toTemplateData(v.Index(i))
 		}
 		return out
+	case reflect.Map:
+		// Maps of structs (e.g. metrics by name) are converted too, so a
+		// template reads (index .m "x").last as an expression reads
+		// m["x"].last.
+		if v.Type().Key().Kind() != reflect.String || !hasStructs(v.Type().Elem()) {
+			return v.Interface()
+		}
+		m := make(map[string]any, v.Len())
+		for _, k := range v.MapKeys() {
+			m[k.String()] = toTemplateData(v.MapIndex(k))
+		}
+		return m
 	case reflect.Pointer:
 		if v.IsNil() {
 			return nil
@@ -208,6 +220,16 @@ func toTemplateData(v reflect.Value) any {
 		return toTemplateData(v.Elem())
 	}
 	return v.Interface()
+}
+
+func hasStructs(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Struct:
+		return t != reflect.TypeFor[time.Time]()
+	case reflect.Pointer, reflect.Slice, reflect.Map:
+		return hasStructs(t.Elem())
+	}
+	return false
 }
 
 // lineCol maps a column inside a one-line expression to a file position.

@@ -15,7 +15,8 @@ import (
 // and font sizes below are pixel heights.
 const dpi = 72
 
-// Colours. Each meaning has its own colour, and the progress fill is used
+// Colours (translucent ones are NRGBA: RGBA wants premultiplied values).
+// Each meaning has its own colour, and the progress fill is used
 // for nothing else, so that a reader (and a test) can tell progress from
 // everything drawn around it.
 var (
@@ -30,12 +31,13 @@ var (
 	colLast       = color.RGBA{0xc6, 0x28, 0x28, 0xff}
 	colProbeOK    = color.RGBA{0x43, 0xa0, 0x47, 0xff}
 	colProbeBad   = color.RGBA{0xef, 0x6c, 0x00, 0xff}
-	colBandOK     = color.RGBA{0x43, 0xa0, 0x47, 0x30}
-	colBandBad    = color.RGBA{0xef, 0x6c, 0x00, 0x38}
+	colBandOK     = color.NRGBA{0x43, 0xa0, 0x47, 0x38}
+	colBandBad    = color.NRGBA{0xef, 0x6c, 0x00, 0x40}
 	colEcho       = color.RGBA{0x54, 0x6e, 0x7a, 0xff}
 	colUnexpl     = color.RGBA{0xd3, 0x2f, 0x2f, 0xff}
 	colMarker     = color.RGBA{0x6a, 0x1b, 0x9a, 0xff}
 	colCounter    = color.RGBA{0x00, 0x69, 0x5c, 0xff}
+	colLabelBG    = color.NRGBA{0xff, 0xff, 0xff, 0xd8}
 )
 
 var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}

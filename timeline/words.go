@@ -10,22 +10,22 @@ import (
 // metricNames says what SGLang's gauges and counters mean, in the words an
 // on-call engineer uses.
 var metricNames = map[string]string{
-	"sglang:num_running_reqs":                  "running requests",
-	"sglang:num_queue_reqs":                    "queued requests",
-	"sglang:num_prefill_inflight_queue_reqs":   "prefilled, waiting for KV transfer",
-	"sglang:num_prefill_prealloc_queue_reqs":   "waiting for decode to reserve KV",
-	"sglang:num_prefill_bootstrap_queue_reqs":  "waiting for decode to reserve KV",
-	"sglang:num_decode_transfer_queue_reqs":    "KV transfers in progress",
-	"sglang:num_decode_prealloc_queue_reqs":    "waiting for KV space",
-	"sglang:gen_throughput":                    "generation tokens/s",
-	"sglang:generation_tokens_total":           "tokens generated (total)",
-	"sglang:num_transfer_failed_reqs_total":    "failed KV transfers (total)",
-	"sglang:num_bootstrap_failed_reqs_total":   "failed bootstraps (total)",
-	"sglang:token_usage":                       "KV cache usage",
-	"sglang:cache_hit_rate":                    "prefix cache hit rate",
-	"sglang:num_retracted_reqs":                "retracted requests",
-	"sglang:num_paused_reqs":                   "paused requests",
-	"sglang:num_grammar_queue_reqs":            "waiting for grammar",
+	"sglang:num_running_reqs":                 "running requests",
+	"sglang:num_queue_reqs":                   "queued requests",
+	"sglang:num_prefill_inflight_queue_reqs":  "prefilled, waiting for KV transfer",
+	"sglang:num_prefill_prealloc_queue_reqs":  "waiting for decode to reserve KV",
+	"sglang:num_prefill_bootstrap_queue_reqs": "waiting for decode to reserve KV",
+	"sglang:num_decode_transfer_queue_reqs":   "KV transfers in progress",
+	"sglang:num_decode_prealloc_queue_reqs":   "waiting for KV space",
+	"sglang:gen_throughput":                   "generation tokens/s",
+	"sglang:generation_tokens_total":          "tokens generated (total)",
+	"sglang:num_transfer_failed_reqs_total":   "failed KV transfers (total)",
+	"sglang:num_bootstrap_failed_reqs_total":  "failed bootstraps (total)",
+	"sglang:token_usage":                      "KV cache usage",
+	"sglang:cache_hit_rate":                   "prefix cache hit rate",
+	"sglang:num_retracted_reqs":               "retracted requests",
+	"sglang:num_paused_reqs":                  "paused requests",
+	"sglang:num_grammar_queue_reqs":           "waiting for grammar",
 }
 
 func metricWords(metric string) string {

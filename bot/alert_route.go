@@ -1,0 +1,173 @@
+package bot
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/runbot/runbot/internal/yamlnode"
+	"github.com/runbot/runbot/runbooks"
+)
+
+// AlertRoute maps alerts to a runbook. Routes from the configuration are
+// tried first, in order, then the runbooks' own triggers.alerts (runbooks
+// by name); the first route whose every matcher holds wins.
+type AlertRoute struct {
+	// Match is label name -> exact value, or /regex/ matching the whole
+	// value. An absent label has the value "".
+	Match map[string]string
+	// Runbook is the runbook to run.
+	Runbook string
+	// Params are templates over .labels and .annotations, e.g.
+	// "{{ .labels.deployment }}". A param that renders empty is left out,
+	// so that its default applies (or, when it is required, the alert is
+	// reported as not runnable).
+	Params map[string]string
+}
+
+// route is a compiled AlertRoute.
+type route struct {
+	origin  string
+	runbook string
+	match   []matcher
+	params  map[string]*runbooks.Template
+}
+
+type matcher struct {
+	label string
+	value string
+	re    *regexp.Regexp
+}
+
+func (m matcher) matches(labels map[string]string) bool {
+	v := labels[m.label]
+	if m.re != nil {
+		return m.re.MatchString(v)
+	}
+	return v == m.value
+}
+
+// routed is where an alert goes: a runbook with params, or a problem that
+// keeps it from running (a param template that failed).
+type routed struct {
+	Runbook string
+	Params  map[string]string
+	// Origin names the route, for messages and logs.
+	Origin string
+	Err    error
+}
+
+// compileRoutes compiles the configured routes and the catalog's alert
+// triggers. A config route naming an unknown runbook or param, a bad
+// regex or template is an error: better refuse to start than drop alerts
+// later.
+func compileRoutes(cfg []AlertRoute, catalog *runbooks.Catalog) ([]route, error) {
+	var out []route
+	var errs []error
+	for i, r := range cfg {
+		origin := fmt.Sprintf("alert route %d (%s)", i+1, r.Runbook)
+		rb, err := catalog.Get(r.Runbook)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", origin, err))
+			continue
+		}
+		if len(r.Match) == 0 {
+			errs = append(errs, fmt.Errorf("%s: match needs at least one label", origin))
+		}
+		rt := route{origin: origin, runbook: rb.Name, params: map[string]*runbooks.Template{}}
+		if rt.match, err = compileMatchers(r.Match); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", origin, err))
+		}
+		for _, name := range slices.Sorted(maps.Keys(r.Params)) {
+			if rb.Param(name) == nil {
+				errs = append(errs, fmt.Errorf("%s: runbook %s has no param %q%s", origin, rb.Name, name, yamlnode.DidYouMean(name, paramNames(rb))))
+				continue
+			}
+			t, err := runbooks.ParseTemplate(name, r.Params[name], false)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: param %s: %w", origin, name, err))
+				continue
+			}
+			rt.params[name] = t
+		}
+		out = append(out, rt)
+	}
+	for _, rb := range catalog.All() {
+		for i, at := range rb.Triggers.Alerts {
+			origin := fmt.Sprintf("runbook %s alert trigger %d", rb.Name, i+1)
+			ms, err := compileMatchers(at.Match)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", origin, err))
+				continue
+			}
+			out = append(out, route{origin: origin, runbook: rb.Name, match: ms, params: at.Params})
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+func paramNames(rb *runbooks.Runbook) []string {
+	names := make([]string, len(rb.Params))
+	for i, p := range rb.Params {
+		names[i] = p.Name
+	}
+	return names
+}
+
+func compileMatchers(match map[string]string) ([]matcher, error) {
+	var out []matcher
+	for _, label := range slices.Sorted(maps.Keys(match)) {
+		v := match[label]
+		m := matcher{label: label, value: v}
+		if len(v) >= 2 && strings.HasPrefix(v, "/") && strings.HasSuffix(v, "/") {
+			re, err := regexp.Compile("^(?:" + v[1:len(v)-1] + ")$")
+			if err != nil {
+				return nil, fmt.Errorf("match %s: %w", label, err)
+			}
+			m.re = re
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// routeAlert finds the first route for an alert and renders its params;
+// nil means no route matches.
+func routeAlert(routes []route, a Alert) *routed {
+	for _, r := range routes {
+		ok := true
+		for _, m := range r.match {
+			if !m.matches(a.Labels) {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		out := &routed{Runbook: r.runbook, Origin: r.origin, Params: map[string]string{}}
+		data := map[string]any{"labels": nonNil(a.Labels), "annotations": nonNil(a.Annotations)}
+		for _, name := range slices.Sorted(maps.Keys(r.params)) {
+			v, err := r.params[name].Execute(data)
+			if err != nil {
+				out.Err = errors.Join(out.Err, fmt.Errorf("param %s: %w", name, err))
+				continue
+			}
+			if v = strings.TrimSpace(v); v != "" {
+				out.Params[name] = v
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func nonNil(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}

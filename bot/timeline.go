@@ -1,0 +1,96 @@
+package bot
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/runbot/runbot/runbooks"
+)
+
+// TimelineFunc renders a run's timeline picture as a PNG. A nil picture
+// with a nil error means the run recorded nothing worth drawing. The
+// binary passes timeline.ForSlack; the bot takes a function because its
+// layering keeps it from importing the timeline package.
+type TimelineFunc func(rep *runbooks.Report) ([]byte, error)
+
+// fileUploader is the part of the Slack API the timeline upload uses:
+// slack-go's three-step upload (files.getUploadURLExternal, a POST of the
+// bytes, files.completeUploadExternal). *slack.Client implements it.
+type fileUploader interface {
+	UploadFileContext(ctx context.Context, params slack.UploadFileParameters) (*slack.FileSummary, error)
+}
+
+var _ fileUploader = (*slack.Client)(nil)
+
+// timelineTimeout bounds rendering and uploading one picture.
+const timelineTimeout = 2 * time.Minute
+
+// postTimeline uploads the run's timeline picture into the run's thread.
+// It is called once the diagnosis is in the run's message, and works in
+// the background, so the picture never holds up the diagnosis or the run's
+// slot; when it fails, the failure is logged and the thread gets one short
+// line saying so.
+func (d *Dispatcher) postTimeline(rs *runState, pl workPayload) {
+	if d.timeline == nil || d.files == nil {
+		return
+	}
+	rs.mu.Lock()
+	rep, ref, runID := rs.report, rs.run.Slack, rs.run.ID
+	rs.mu.Unlock()
+	if rep == nil || ref == nil {
+		return
+	}
+	// A run posted as a reply (an alert's thread) shares that thread;
+	// otherwise the run's own message starts one.
+	thread := pl.ThreadTS
+	if thread == "" {
+		thread = ref.TS
+	}
+	log := d.log.With("run", runID)
+	err := d.tasks.Go("timeline upload", timelineTimeout, func(ctx context.Context) {
+		if err := d.uploadTimeline(ctx, rep, ref.Channel, thread); err != nil {
+			log.Warn("timeline picture not posted", "err", err)
+			note := Message{Title: "Timeline picture not posted", Status: StatusWarning, Notes: []string{err.Error()}}
+			if _, perr := d.msgr.post(ctx, ref.Channel, thread, note); perr != nil {
+				log.Warn("timeline failure not noted in the thread", "err", perr)
+			}
+		}
+	})
+	if err != nil {
+		log.Warn("timeline picture not posted", "err", err)
+	}
+}
+
+func (d *Dispatcher) uploadTimeline(ctx context.Context, rep *runbooks.Report, channel, thread string) error {
+	png, err := d.timeline(rep)
+	if err != nil {
+		return fmt.Errorf("render timeline: %w", err)
+	}
+	if len(png) == 0 {
+		return nil
+	}
+	params := slack.UploadFileParameters{
+		Filename: "timeline-" + rep.RunID + ".png",
+		FileSize: len(png),
+		Title:    "Timeline of run " + rep.RunID,
+		AltTxt: "Timeline of run " + rep.RunID + ": progress of each engine per minute, when it last made progress, " +
+			"this run's probes, and the error lines it found",
+		Channel:         channel,
+		ThreadTimestamp: thread,
+	}
+	err = retryRateLimited(ctx, d.log, "file upload", func(ctx context.Context) error {
+		// Each try uploads afresh: an upload URL is good for one upload.
+		params.Reader = bytes.NewReader(png)
+		_, err := d.files.UploadFileContext(ctx, params)
+		return err
+	})
+	if err != nil {
+		// An upload URL is pre-signed: keep it out of logs and Slack.
+		return fmt.Errorf("upload timeline to %s: %w", channel, stripURL(err))
+	}
+	return nil
+}

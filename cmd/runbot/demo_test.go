@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// buildBinaries builds runbot and sglang-sim the way make build does.
+func buildBinaries(t *testing.T) (runbot, sim string) {
+	t.Helper()
+	dir := t.TempDir()
+	runbot, sim = filepath.Join(dir, "runbot"), filepath.Join(dir, "sglang-sim")
+	for bin, pkg := range map[string]string{runbot: ".", sim: "../sglang-sim"} {
+		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	return runbot, sim
+}
+
+// TestDemoRunsEveryStage runs `runbot demo --yes` as make demo does and
+// checks each stage's outcome in its output.
+func TestDemoRunsEveryStage(t *testing.T) {
+	runbot, sim := buildBinaries(t)
+	var out bytes.Buffer
+	cmd := exec.Command(runbot, "demo", "--sim", sim, "--yes")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Run(), out.String())
+	text := out.String()
+	for _, want := range []string{
+		"[1/7]", "✔ up in",
+		"[2/7]", "✔ decode is running batches",
+		"[3/7]", "✔ decode is wedged; /health still says 200",
+		"[4/7]", "✔ diagnosed pd_transfer_wedge",
+		"This is what runbot posts to Slack", "PD transfer wedge", "+  --disable-overlap-schedule \\",
+		"[ Approve ]", "[ Deny ]", "[ Dry-run diff ]",
+		"[5/7]", "✔ approved by demo-oncall",
+		"[6/7]", "✔ recovered: verified: the symptom is gone",
+		"[7/7]", "✔ same burst, no wedge: diagnosis healthy",
+		"Demo finished",
+	} {
+		require.Contains(t, text, want)
+	}
+	require.Equal(t, 2, strings.Count(text, "--disable-overlap-schedule \\"), "the diff adds the flag to both serve scripts")
+}
+
+// TestDemoDeclinedChangesNothing: without --yes and with "n" at the prompt,
+// the demo stops before applying, and cleans up.
+func TestDemoDeclinedChangesNothing(t *testing.T) {
+	runbot, sim := buildBinaries(t)
+	var out bytes.Buffer
+	cmd := exec.Command(runbot, "demo", "--sim", sim)
+	cmd.Stdin = strings.NewReader("n\n")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	require.Error(t, err)
+	require.Contains(t, out.String(), "not approved; nothing was changed")
+	require.NotContains(t, out.String(), "[6/7]")
+}

@@ -1,0 +1,74 @@
+package timeline
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/runbot/runbot/runbooks"
+)
+
+// The size of the pictures WritePNG and PNG make: readable in Slack's
+// preview, sharp when opened.
+const (
+	Width  = 1200
+	Height = 800
+)
+
+// PNG renders a run's timeline at the default size.
+func PNG(rep *runbooks.Report, opts Options) ([]byte, error) {
+	c, err := FromReport(rep, opts)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := c.Render(&buf, Width, Height); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// WritePNG renders a run's timeline at the default size into the file at
+// path, replacing it. It is what `runbot run --timeline FILE` and
+// `runbot show RUN --timeline FILE` call.
+func WritePNG(path string, rep *runbooks.Report, opts Options) error {
+	data, err := PNG(rep, opts)
+	if err != nil {
+		return err
+	}
+	// Write next to the target and rename, so that a reader never sees
+	// half a picture.
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".timeline-*.png")
+	if err != nil {
+		return fmt.Errorf("write timeline: %w", err)
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("write timeline %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("write timeline %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("write timeline %s: %w", path, err)
+	}
+	return nil
+}
+
+// ForSlack renders a run's timeline for the bot to upload: nil (and no
+// error) when the run recorded nothing to draw, so that runs without
+// timestamped evidence get no picture rather than an error note. Its
+// signature is bot.TimelineFunc's.
+func ForSlack(rep *runbooks.Report) ([]byte, error) {
+	data, err := PNG(rep, Options{})
+	if errors.Is(err, ErrNothingToDraw) {
+		return nil, nil
+	}
+	return data, err
+}
