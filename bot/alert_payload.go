@@ -66,13 +66,13 @@ type amWebhook struct {
 }
 
 type amAlert struct {
-	Status       *string           `json:"status"`
-	Labels       map[string]string `json:"labels"`
-	Annotations  map[string]string `json:"annotations"`
-	StartsAt     string            `json:"startsAt"`
-	EndsAt       string            `json:"endsAt"`
-	GeneratorURL string            `json:"generatorURL"`
-	Fingerprint  *string           `json:"fingerprint"`
+	Status       *string                    `json:"status"`
+	Labels       map[string]json.RawMessage `json:"labels"`
+	Annotations  map[string]json.RawMessage `json:"annotations"`
+	StartsAt     string                     `json:"startsAt"`
+	EndsAt       string                     `json:"endsAt"`
+	GeneratorURL string                     `json:"generatorURL"`
+	Fingerprint  *string                    `json:"fingerprint"`
 }
 
 // parseAlertmanager reads an Alertmanager webhook body (version 4) into
@@ -99,8 +99,15 @@ func parseAlertmanager(body []byte) ([]Alert, error) {
 		if err := json.Unmarshal(raw, &am); err != nil {
 			return nil, jsonProblem(at, err)
 		}
-		a := Alert{Labels: am.Labels, Annotations: am.Annotations, GeneratorURL: am.GeneratorURL, Source: SourceAlertmanager,
+		a := Alert{GeneratorURL: am.GeneratorURL, Source: SourceAlertmanager,
 			Receiver: msg.Receiver, GroupKey: msg.GroupKey, ExternalURL: msg.ExternalURL}
+		var err error
+		if a.Labels, err = stringMap(at+".labels", am.Labels); err != nil {
+			return nil, err
+		}
+		if a.Annotations, err = stringMap(at+".annotations", am.Annotations); err != nil {
+			return nil, err
+		}
 		if am.Status == nil {
 			return nil, badPayload("%s: missing field \"status\"", at)
 		}
@@ -108,7 +115,6 @@ func parseAlertmanager(body []byte) ([]Alert, error) {
 			return nil, badPayload("%s: missing field \"fingerprint\"", at)
 		}
 		a.Fingerprint = *am.Fingerprint
-		var err error
 		if a.Status, err = alertStatus(*am.Status); err != nil {
 			return nil, badPayload("%s.status: %v", at, err)
 		}
@@ -124,6 +130,40 @@ func parseAlertmanager(body []byte) ([]Alert, error) {
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// stringMap reads a JSON object of strings (labels, annotations), naming
+// the member that is not a string.
+func stringMap(at string, raw map[string]json.RawMessage) (map[string]string, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	out := make(map[string]string, len(raw))
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		var s string
+		if err := json.Unmarshal(raw[k], &s); err != nil {
+			return nil, badPayload("%s.%s: want a string, got %s", at, k, jsonValueKind(raw[k]))
+		}
+		out[k] = s
+	}
+	return out, nil
+}
+
+func jsonValueKind(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	}
+	return "number"
 }
 
 func alertStatus(s string) (store.AlertStatus, error) {

@@ -1,10 +1,10 @@
 package remote
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -105,11 +105,30 @@ func (s *SSH) Run(ctx context.Context, cmd Command) (Output, error) {
 	stdout := newHeaderWriter(newCapWriter(max))
 	stderr := &lockedWriter{w: newCapWriter(max)}
 	sess.Stdout, sess.Stderr = stdout, stderr
+	// Stdin is fed by hand rather than through sess.Stdin, whose copy error
+	// Wait would report: a command that exits without reading its input has
+	// not failed (os/exec, and so Local, see it the same way).
+	var stdin io.WriteCloser
 	if cmd.Stdin != nil {
-		sess.Stdin = bytes.NewReader(cmd.Stdin)
+		if stdin, err = sess.StdinPipe(); err != nil {
+			return Output{Duration: time.Since(start)}, fmt.Errorf("start command on %s: %w", s.cfg.Name, err)
+		}
 	}
-	if err := sess.Start(wrapLine(cmd.Line)); err != nil {
+	// Start waits for the server's reply without a context; closing the
+	// session is what interrupts it on a connection that went silent.
+	closeOnExpiry := context.AfterFunc(ctx, func() { sess.Close() })
+	err = sess.Start(wrapLine(cmd.Line))
+	if !closeOnExpiry() {
+		return timedOut(Output{})
+	}
+	if err != nil {
 		return Output{Duration: time.Since(start)}, fmt.Errorf("start command on %s: %w", s.cfg.Name, err)
+	}
+	if stdin != nil {
+		go func() {
+			stdin.Write(cmd.Stdin)
+			stdin.Close()
+		}()
 	}
 	waited := make(chan error, 1)
 	go func() { waited <- sess.Wait() }()

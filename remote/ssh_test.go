@@ -33,6 +33,8 @@ func TestSSHRun(t *testing.T) {
 		{name: "exit status", cmd: remote.Command{Line: "echo partial; exit 3"}, stdout: "partial\n", exit: 3},
 		{name: "stdin", cmd: remote.Command{Line: "tr a-z A-Z", Stdin: []byte("piped\n")}, stdout: "PIPED\n"},
 		{name: "no stdin reads eof", cmd: remote.Command{Line: "cat; echo done"}, stdout: "done\n"},
+		// More than the SSH window, so feeding it outlives the command.
+		{name: "stdin left unread", cmd: remote.Command{Line: "echo ignored", Stdin: make([]byte, 4<<20)}, stdout: "ignored\n"},
 		{name: "killed by TERM", cmd: remote.Command{Line: "kill -TERM $$"}, exit: 128 + 15},
 		{name: "killed by KILL", cmd: remote.Command{Line: "echo before; kill -KILL $$"}, stdout: "before\n", exit: 128 + 9},
 		{name: "posix shell", cmd: remote.Command{Line: `x=1; [ "$x" = 1 ] && printf '%s\n' "$0"`}, stdout: "/bin/sh\n"},

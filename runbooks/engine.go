@@ -25,6 +25,8 @@ type Engine struct {
 	// Grace is how long the engine waits for a check that ignores its
 	// expired context before it gives up on it; 2s when 0.
 	Grace time.Duration
+	// Observer, when set, is told about every step and run.
+	Observer Observer
 }
 
 // RunOptions tune one run.
@@ -167,6 +169,9 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *Report 
 	}
 	rep.FinishedAt = e.now()
 	rb.evaluate(rep, p.Params, rep.FinishedAt)
+	if e.Observer != nil {
+		e.Observer.RunFinished(rep)
+	}
 	return rep
 }
 
@@ -238,6 +243,9 @@ func (e *Engine) runTarget(ctx context.Context, p *Prepared, s *Step, t target.T
 		tr.Duration = e.now().Sub(tr.StartedAt)
 		tr.DurationMS = tr.Duration.Milliseconds()
 		e.emit(opts, "step_finished", tr)
+		if e.Observer != nil {
+			e.Observer.StepFinished(p.Runbook.Name, tr)
+		}
 	}()
 	args, err := renderArgs(ct.Spec, s.With, argData(p.Params, t, opts.RunID, runStart))
 	if err != nil {

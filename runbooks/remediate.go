@@ -312,6 +312,9 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 			return res, err
 		}
 		res.State, res.Message = to, msg
+		if r.Engine.Observer != nil {
+			r.Engine.Observer.RemediationFinished(body.Remediation, res)
+		}
 		if cause != nil {
 			if msg == cause.Error() {
 				return res, fmt.Errorf("apply plan %s: %w", plan.ID, cause)

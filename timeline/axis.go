@@ -56,7 +56,11 @@ func drawTimeAxis(dc draw.Canvas, l *layout) {
 	for _, t := range l.ticks {
 		x := l.x(t)
 		dc.StrokeLine2(line(colFrame, 1), x, y, x, y-5)
-		dc.FillText(sty, vg.Point{X: x, Y: y - 8}, tickLabel(t, l.ticks))
+		label := tickLabel(t, l.ticks)
+		if half := sty.Width(label) / 2; x+half > vg.Length(l.width)-2 {
+			continue // it would be cut by the picture's edge
+		}
+		dc.FillText(sty, vg.Point{X: x, Y: y - 8}, label)
 	}
 	caption := aligned(textStyle(12, colMuted, false), draw.XRight, draw.YTop)
 	dc.FillText(caption, vg.Point{X: l.right, Y: y - 26}, "wall time (UTC), "+duration(l.t1.Sub(l.t0))+" up to "+clock(l.t1))

@@ -77,7 +77,8 @@ func FromReport(rep *runbooks.Report, opts Options) (*Chart, error) {
 }
 
 // span is the wall time shown: Window before End, where End defaults to
-// when the run finished, or to the latest marker when that is later.
+// just after the run finished, or after the latest marker when that is
+// later.
 func span(rep *runbooks.Report, opts Options, markers []Marker) (time.Time, time.Time) {
 	window := opts.Window
 	if window <= 0 {
@@ -90,9 +91,11 @@ func span(rep *runbooks.Report, opts Options, markers []Marker) (time.Time, time
 			end = rep.StartedAt
 		}
 		if n := len(markers); n > 0 && markers[n-1].Time.After(end) {
-			// Leave the last marker's label some room.
-			end = markers[n-1].Time.Add(window / 30)
+			end = markers[n-1].Time
 		}
+		// A little room after the last thing seen, so that marks at the
+		// very end are not cut in half by the edge.
+		end = end.Add(window / 60)
 	}
 	return end.Add(-window).UTC(), end.UTC()
 }

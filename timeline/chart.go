@@ -18,8 +18,9 @@ var ErrNothingToDraw = errors.New("the run recorded nothing a timeline can show"
 type Options struct {
 	// Window is the span of wall time shown; DefaultWindow when zero.
 	Window time.Duration
-	// End is the right edge of the chart; when zero, the time the run
-	// finished, or the latest marker when one is later.
+	// End is the right edge of the chart; when zero, just after the run
+	// finished (a sixtieth of the window), or after the latest marker when
+	// one is later.
 	End time.Time
 	// Markers are things that happened to the service besides the run,
 	// drawn as vertical lines across every lane: a remediation's actions,

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/plot/vg"
 
 	"github.com/runbot/runbot/runbooks"
 )
@@ -23,3 +24,5 @@ func loadReport(t testing.TB, name string) *runbooks.Report {
 	require.NoError(t, json.Unmarshal(raw, &rep))
 	return &rep
 }
+
+func vg2(x, y vg.Length) vg.Point { return vg.Point{X: x, Y: y} }

@@ -20,6 +20,7 @@ func (c *Chart) drawLane(dc draw.Canvas, l *layout, b laneBox) {
 		dc.FillPolygon(colStall, rect(x0, v.Min.Y, x1, r.Max.Y))
 	}
 	c.drawProbeBands(dc, l, r)
+	c.drawAfterRun(dc, l, b)
 
 	// Values: 0 at the bottom of the value area, yMax at its top.
 	y := func(perMinute float64) vg.Length {
@@ -46,6 +47,22 @@ func (c *Chart) drawLane(dc draw.Canvas, l *layout, b laneBox) {
 	drawLaneTitle(dc, r, lane.Name, lane.Host, fmt.Sprintf("%q", lane.Progress), "lines per minute")
 }
 
+// drawAfterRun greys the part of a lane after the check looked, when the
+// chart reaches well past it (to show a remediation): an empty lane there
+// means "not looked at", not "no progress".
+func (c *Chart) drawAfterRun(dc draw.Canvas, l *layout, b laneBox) {
+	from := b.lane.Measured
+	if from.IsZero() || l.x(l.t1)-l.x(from) < 40 {
+		return
+	}
+	x0 := l.clampX(l.x(from))
+	dc.FillPolygon(colAfter, rect(x0, b.rect.Min.Y, l.right, b.values.Max.Y))
+	sty := aligned(textStyle(11, colMuted, false), draw.XCenter, draw.YBottom)
+	if w := sty.Width("not observed"); l.right-x0 > w+8 {
+		dc.FillText(sty, vg.Point{X: (x0 + l.right) / 2, Y: b.rect.Min.Y + 4}, "not observed")
+	}
+}
+
 // drawLastProgress marks the last progress line and says how long ago it
 // was: the one number an on-call engineer wants first.
 func (c *Chart) drawLastProgress(dc draw.Canvas, l *layout, b laneBox) {
@@ -70,23 +87,7 @@ func (c *Chart) drawLastProgress(dc draw.Canvas, l *layout, b laneBox) {
 	if x <= l.right {
 		dc.StrokeLine2(line(col, width), x, v.Min.Y, x, b.rect.Max.Y)
 	}
-	label := lastProgressLabel(lane)
-	sty := textStyle(size, col, lane.Stalled)
-	w := sty.Width(label)
-	pt := vg.Point{X: x + 8, Y: v.Max.Y - 6}
-	if pt.X+w > l.right-4 {
-		sty.XAlign = draw.XRight
-		pt.X = x - 8
-	}
-	sty.YAlign = draw.YTop
-	// A white backing keeps the label readable over the rate fill.
-	bx := pt.X
-	if sty.XAlign == draw.XRight {
-		bx -= w
-	}
-	h := sty.Height(label)
-	dc.FillPolygon(colLabelBG, rect(bx-3, pt.Y-h-2, bx+w+3, pt.Y+2))
-	dc.FillText(sty, pt, label)
+	l.label(dc, textStyle(size, col, lane.Stalled), lastProgressLabel(lane), x, v.Max.Y-6, true)
 }
 
 // drawMarks marks the lane's error lines in the strip at its top: lines
@@ -156,7 +157,6 @@ func (c *Chart) drawProbeLane(dc draw.Canvas, l *layout) {
 	c.drawProbeBands(dc, l, r)
 	dc.StrokeLines(line(colFrame, 1), []vg.Point{r.Min, {X: r.Max.X, Y: r.Min.Y}, r.Max, {X: r.Min.X, Y: r.Max.Y}, r.Min})
 	label := textStyle(13, colInk, false)
-	label.YAlign = draw.YCenter
 	for _, p := range c.Probes {
 		if p.End.Before(l.t0) || p.Start.After(l.t1) {
 			continue
@@ -172,13 +172,11 @@ func (c *Chart) drawProbeLane(dc draw.Canvas, l *layout) {
 			col = colProbeBad
 		}
 		dc.FillPolygon(col, rect(x0, yc-7, x1, yc+7))
-		sty := label
-		pt := vg.Point{X: x1 + 6, Y: yc}
-		if pt.X+sty.Width(p.Label) > l.right-4 {
-			sty.XAlign = draw.XRight
-			pt.X = x0 - 6
+		if x1+6+label.Width(p.Label) <= l.right-4 {
+			l.label(dc, label, p.Label, x1, yc+7, false)
+		} else {
+			l.label(dc, label, p.Label, x0-label.Width(p.Label)-12, yc+7, false)
 		}
-		dc.FillText(sty, pt, p.Label)
 	}
 	drawLaneTitle(dc, r, "our probes", "this run's requests")
 }
@@ -206,29 +204,48 @@ func (c *Chart) drawProbeBands(dc draw.Canvas, l *layout, r vg.Rectangle) {
 // dashed lines across every lane, labelled at the top.
 func (c *Chart) drawMarkers(dc draw.Canvas, l *layout) {
 	sty := textStyle(12, colMarker, true)
-	sty.YAlign = draw.YTop
-	top, bottom := l.lanesTop, l.lanesBottom
-	for i, m := range c.Markers {
+	i := 0
+	for _, m := range c.Markers {
 		if m.Time.Before(l.t0) || m.Time.After(l.t1) {
 			continue
 		}
 		x := l.x(m.Time)
-		dc.StrokeLine2(line(colMarker, 2, 6, 4), x, bottom, x, top)
+		y := l.markerTop - 2 - vg.Length(i%markerRows)*markerRow
+		dc.StrokeLine2(line(colMarker, 2, 6, 4), x, l.lanesBottom, x, l.lanesTop)
 		label := m.Label + " " + clock(m.Time)
-		s := sty
-		pt := vg.Point{X: x + 5, Y: top - 4 - vg.Length(i%3)*15}
-		if pt.X+s.Width(label) > l.right {
-			s.XAlign = draw.XRight
-			pt.X = x - 5
-		}
-		w := s.Width(label)
-		bx := pt.X
-		if s.XAlign == draw.XRight {
-			bx -= w
-		}
-		dc.FillPolygon(colLabelBG, rect(bx-2, pt.Y-s.Height(label)-1, bx+w+2, pt.Y+1))
-		dc.FillText(s, pt, label)
+		l.label(dc, sty, label, x, y, false)
+		i++
 	}
+}
+
+// visibleMarkers counts the markers inside the chart's span.
+func (c *Chart) visibleMarkers() int {
+	n := 0
+	for _, m := range c.Markers {
+		if !m.Time.Before(c.Start) && !m.Time.After(c.End) {
+			n++
+		}
+	}
+	return n
+}
+
+// label writes text with its top at y beside x: to the right when it
+// fits, else to the left, else wherever it stays inside the lanes. With
+// backing, a white box under it keeps it readable over what is drawn.
+func (l *layout) label(dc draw.Canvas, sty draw.TextStyle, text string, x, y vg.Length, backing bool) {
+	const pad = 6
+	w := sty.Width(text)
+	left := x + pad
+	if left+w > l.right-4 {
+		left = x - pad - w
+	}
+	left = max(min(left, l.right-4-w), l.left+4)
+	sty.XAlign, sty.YAlign = draw.XLeft, draw.YTop
+	if backing {
+		h := sty.Height(text)
+		dc.FillPolygon(colLabelBG, rect(left-3, y-h-2, left+w+3, y+2))
+	}
+	dc.FillText(sty, vg.Point{X: left, Y: y}, text)
 }
 
 // drawGrid draws a light vertical line at each time tick.

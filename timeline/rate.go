@@ -17,9 +17,10 @@ const minObserved = 10 * time.Second
 
 // segments turns a lane's buckets into what is drawn, within [from, to].
 // Two facts sharpen the per-minute buckets: no progress line came after
-// the last one, so the bucket holding it ends there (that is where the
-// cliff is); and the check looked at Measured, so a bucket still open then
-// is a rate over the part that was observed, not a drop.
+// the last one, so the bucket holding it is busy only up to it (that is
+// where the cliff is, and its lines are a rate over that part, not a
+// slowdown before it); and the check looked at Measured, so a bucket still
+// open then is a rate over the part that was observed, not a drop.
 func (l *Lane) segments(from, to time.Time) []segment {
 	var out []segment
 	for _, b := range l.Rate {
@@ -27,12 +28,18 @@ func (l *Lane) segments(from, to time.Time) []segment {
 		if !l.Measured.IsZero() && l.Measured.Before(end) {
 			end = l.Measured
 		}
-		observed := max(end.Sub(b.Start), minObserved)
+		holdsLast := !l.Last.IsZero() && !l.Last.Before(b.Start) && l.Last.Before(end)
+		// The bucket's lines came between its start and the last line
+		// (or until the check looked, when the last line is later).
+		busy := end
+		if holdsLast {
+			busy = l.Last
+		}
 		rate := 0.0
 		if b.Count > 0 {
-			rate = b.Count / observed.Minutes()
+			rate = b.Count / max(busy.Sub(b.Start), minObserved).Minutes()
 		}
-		if rate > 0 && !l.Last.IsZero() && !l.Last.Before(b.Start) && l.Last.Before(end) {
+		if rate > 0 && holdsLast {
 			// The rest of the bucket, after the last line, had none.
 			out = append(out, segment{Start: b.Start, End: l.Last, PerMinute: rate}, segment{Start: l.Last, End: end})
 		} else {
@@ -62,14 +69,14 @@ func maxRate(l *Lane) float64 {
 	return m
 }
 
-// niceCeil rounds v up to 1, 2, 2.5 or 5 times a power of ten (at least 1),
-// a top for an axis that reads well.
+// niceCeil rounds v up to a round number (1, 1.5, 2, 2.5, 3, 4, 5, 6 or 8
+// times a power of ten, at least 1): a top for an axis that halves well.
 func niceCeil(v float64) float64 {
 	if v <= 1 {
 		return 1
 	}
 	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, f := range []float64{1, 2, 2.5, 5, 10} {
+	for _, f := range []float64{1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10} {
 		if f*p >= v {
 			return f * p
 		}

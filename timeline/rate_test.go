@@ -39,7 +39,8 @@ func TestSegments(t *testing.T) {
 			},
 			want: []segment{
 				{Start: at("7m"), End: at("8m"), PerMinute: 120},
-				{Start: at("8m"), End: at("8m3s"), PerMinute: 6},
+				// 6 lines in the 3 s before the last: at least 10 s, so 36/min.
+				{Start: at("8m"), End: at("8m3s"), PerMinute: 36},
 				{Start: at("8m3s"), End: at("9m")},
 				{Start: at("9m"), End: at("10m")},
 				{Start: at("10m"), End: at("10m30s")},
@@ -51,13 +52,13 @@ func TestSegments(t *testing.T) {
 			name: "open bucket is a rate over what was seen",
 			lane: Lane{
 				Rate:     []Bucket{minute(0, 120), minute(1, 60)},
-				Last:     at("1m29s"),
-				Measured: at("1m30s"),
+				Last:     at("1m30s"),
+				Measured: at("1m31s"),
 			},
 			want: []segment{
 				{Start: at("0s"), End: at("1m"), PerMinute: 120},
-				{Start: at("1m"), End: at("1m29s"), PerMinute: 120},
-				{Start: at("1m29s"), End: at("1m30s")},
+				{Start: at("1m"), End: at("1m30s"), PerMinute: 120},
+				{Start: at("1m30s"), End: at("1m31s")},
 			},
 		},
 		{
@@ -74,7 +75,7 @@ func TestSegments(t *testing.T) {
 }
 
 func TestSegmentsClipToTheWindow(t *testing.T) {
-	l := Lane{Rate: []Bucket{{Start: at("0s"), End: at("1m"), Count: 30}, {Start: at("1m"), End: at("2m"), Count: 30}}, Last: at("1m59s"), Measured: at("2m")}
+	l := Lane{Rate: []Bucket{{Start: at("0s"), End: at("1m"), Count: 30}, {Start: at("1m"), End: at("2m"), Count: 30}}, Last: at("2m"), Measured: at("2m")}
 	got := l.segments(at("30s"), at("1m30s"))
 	require.Equal(t, []segment{
 		{Start: at("30s"), End: at("1m"), PerMinute: 30},
@@ -83,7 +84,7 @@ func TestSegmentsClipToTheWindow(t *testing.T) {
 }
 
 func TestNiceCeil(t *testing.T) {
-	for in, want := range map[float64]float64{0: 1, 0.4: 1, 1: 1, 1.2: 2, 3: 5, 7: 10, 13: 20, 21: 25, 240: 250, 260: 500} {
+	for in, want := range map[float64]float64{0: 1, 0.4: 1, 1: 1, 1.2: 1.5, 3: 3, 7: 8, 13: 15, 21: 25, 240: 250, 260: 300, 552: 600, 900: 1000} {
 		require.Equal(t, want, niceCeil(in), "niceCeil(%v)", in)
 	}
 }

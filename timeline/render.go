@@ -3,7 +3,6 @@ package timeline
 import (
 	"fmt"
 	"image"
-	"image/png"
 	"io"
 	"time"
 
@@ -25,10 +24,7 @@ func (c *Chart) Render(w io.Writer, width, height int) error {
 	if err != nil {
 		return err
 	}
-	// Speed over size: a chart is mostly flat colour and compresses well
-	// anyway.
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	if err := enc.Encode(w, img); err != nil {
+	if err := encodePNG(w, img); err != nil {
 		return fmt.Errorf("render timeline: encode png: %w", err)
 	}
 	return nil
@@ -46,6 +42,10 @@ const (
 	counterRow   = 92
 	counterHead  = 30
 	counterPanel = 4 // panels per target
+	// minLaneHeight is the least an engine lane needs to show a cliff.
+	minLaneHeight = 110
+	markerRow     = 15
+	markerRows    = 3
 )
 
 // layout is where everything goes, in vg units (one per pixel, origin at
@@ -64,6 +64,9 @@ type layout struct {
 	counterRows           [][]*Counter
 	// ticks are the labelled times of the shared axis.
 	ticks []time.Time
+	// markerTop is the top of the marker labels' strip; zero without
+	// markers.
+	markerTop vg.Length
 }
 
 // laneBox is an engine lane's place: rect is all of it, values the part
@@ -91,8 +94,10 @@ func (c *Chart) layout(width, height int, header vg.Length) *layout {
 		left: marginLeft, right: vg.Length(width - marginRight), header: header}
 	bottom := vg.Length(8)
 	l.counterRows = pickCounters(c.Counters, counterPanel)
-	if len(l.counterRows) > 2 && height < 900 {
-		l.counterRows = l.counterRows[:2]
+	// The lanes come first: counters get the room the lanes can spare.
+	need := header - vg.Length(min(c.visibleMarkers(), markerRows)*markerRow) - bottom - axisHeight - vg.Length(len(c.Lanes))*(minLaneHeight+laneGap) - 2*probeRow - 8
+	for len(l.counterRows) > 0 && vg.Length(counterHead+len(l.counterRows)*counterRow+6) > need {
+		l.counterRows = l.counterRows[:len(l.counterRows)-1]
 	}
 	if n := len(l.counterRows); n > 0 {
 		h := vg.Length(counterHead + n*counterRow)
@@ -100,8 +105,13 @@ func (c *Chart) layout(width, height int, header vg.Length) *layout {
 		bottom += h + 6
 	}
 	l.lanesBottom = bottom + axisHeight
-	l.lanesTop = header
 	top := header
+	if n := c.visibleMarkers(); n > 0 {
+		// Marker labels get a strip of their own above the lanes.
+		top -= vg.Length(min(n, markerRows)*markerRow + 4)
+		l.markerTop = header
+	}
+	l.lanesTop = top
 	for _, p := range c.Probes {
 		if !contains(l.probeRows, p.Step) {
 			l.probeRows = append(l.probeRows, p.Step)

@@ -132,7 +132,13 @@ done
 # --- the contenders ---------------------------------------------------------
 run_runbot() {
 	local n=$1
-	"$W/ssh-bench" -F "$W/ssh_config" -hosts "$(paste -sd, "$W/hosts.$n")" "${CMDS[@]}" >"$W/runbot.out"
+	# GNU time (if present) says how much of the wall time was runbot's own
+	# CPU; the rest is sshd and the commands on the same cores.
+	local timer=()
+	[ -x /usr/bin/time ] && timer=(/usr/bin/time -f "cpu_user_s=%U cpu_sys_s=%S max_rss_kib=%M" -o "$W/runbot.time")
+	"${timer[@]}" "$W/ssh-bench" -F "$W/ssh_config" -hosts "$(paste -sd, "$W/hosts.$n")" "${CMDS[@]}" >"$W/runbot.out"
+	[ -s "$W/runbot.time" ] && cat "$W/runbot.time" >>"$W/runbot.out"
+	return 0
 }
 run_ssh() {
 	local n=$1 h c
@@ -175,6 +181,7 @@ measure() {
 	done
 	printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
 }
+ms() { if [[ $1 =~ ^[0-9]+$ ]]; then echo "$1 ms"; else echo "$1"; fi; }
 ratio() { # other/runbot, "x.y×"
 	[[ $1 =~ ^[0-9]+$ && $2 =~ ^[0-9]+$ && $2 -gt 0 ]] && awk -v o="$1" -v r="$2" 'BEGIN {printf "%.1f×", o/r}' || echo "–"
 }
@@ -191,10 +198,10 @@ for n in $NS; do
 	for t in runbot ssh pssh ansible; do
 		if [[ " $TOOLS " == *" $t "* ]]; then T[$t]=$(measure "$t" "$n"); else T[$t]="–"; fi
 	done
-	printf '| %s | %s ms | %s ms | %s ms | %s ms | %s | %s | %s |\n' "$n" \
-		"${T[runbot]}" "${T[ssh]}" "${T[pssh]}" "${T[ansible]}" \
+	printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$n" \
+		"$(ms "${T[runbot]}")" "$(ms "${T[ssh]}")" "$(ms "${T[pssh]}")" "$(ms "${T[ansible]}")" \
 		"$(ratio "${T[ssh]}" "${T[runbot]}")" "$(ratio "${T[pssh]}" "${T[runbot]}")" "$(ratio "${T[ansible]}" "${T[runbot]}")"
-	if [[ " $TOOLS " == *" runbot "* ]]; then RUNBOT_LAST[$n]=$(cat "$W/runbot.out"); fi
+	if [[ " $TOOLS " == *" runbot "* ]]; then RUNBOT_LAST[$n]=$(tr '\n' ' ' <"$W/runbot.out"); fi
 done
 echo
 if [[ " $TOOLS " == *" runbot "* ]]; then
@@ -205,7 +212,7 @@ fi
 echo
 echo "Per command on an established connection:"
 (cd "$ROOT" && go test -run '^$' -bench 'BenchmarkRunVsRawSession$|BenchmarkSSHConnect$' -benchtime 300x ./remote) |
-	awk '/^BenchmarkRunVsRaw/ {printf "  runbot Run %s ms/op, bare x/crypto session %s ms/op: ratio %s\n", $5, $7, $9}
+	awk '/^BenchmarkRunVsRaw/ {printf "  runbot Run %s ms/op, bare x/crypto session %s ms/op: ratio %s\n", $7, $5, $9}
 	     /^BenchmarkSSHConnect/ {printf "  runbot connect (TCP+kex+auth) %.2f ms/op, %s heap bytes per idle connection\n", $3/1e6, $5}'
 # OpenSSH's own floor: a command over a ControlMaster connection (the client
 # process still starts each time), and the RSS of that master per connection.

@@ -57,7 +57,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringSliceVar(&g.runbookDirs, "runbooks", envList("RUNBOT_RUNBOOKS"), "directories of runbooks besides the built-ins (env RUNBOT_RUNBOOKS, comma-separated)")
 	root.PersistentFlags().StringVar(&g.store, "store", defaultStorePath(), "SQLite file of runs, plans and the audit log (env RUNBOT_STORE)")
-	root.AddCommand(newLintCmd(g), newListCmd(g), newExplainCmd(g), newRunCmd(g), newHistoryCmd(g), newShowCmd(g), newDemoCmd(g))
+	root.AddCommand(newLintCmd(g), newListCmd(g), newExplainCmd(g), newRunCmd(g), newHistoryCmd(g), newShowCmd(g), newDemoCmd(g), newServeCmd(g))
 	return root
 }
 

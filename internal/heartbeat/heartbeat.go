@@ -17,11 +17,14 @@ type Monitor struct {
 	mu    sync.Mutex
 	now   func() time.Time
 	loops map[string]*loop
+	// joined monitors are checked too (see Join).
+	joined []*Monitor
 }
 
 type loop struct {
 	maxGap time.Duration
 	last   time.Time
+	beaten bool
 }
 
 // New returns a monitor using now as its clock (time.Now when nil).
@@ -45,7 +48,7 @@ func (m *Monitor) Beat(name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if l, ok := m.loops[name]; ok {
-		l.last = m.now()
+		l.last, l.beaten = m.now(), true
 	}
 }
 
@@ -62,10 +65,13 @@ func (s Stuck) String() string {
 
 // Check returns the loops that are stuck, sorted by name; none means healthy.
 func (m *Monitor) Check() []Stuck {
+	var out []Stuck
+	for _, j := range m.joined {
+		out = append(out, j.Check()...)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	var out []Stuck
 	for name, l := range m.loops {
 		if gap := now.Sub(l.last); gap > l.maxGap {
 			out = append(out, Stuck{Loop: name, Since: gap, Max: l.maxGap})
@@ -73,4 +79,22 @@ func (m *Monitor) Check() []Stuck {
 	}
 	slices.SortFunc(out, func(a, b Stuck) int { return strings.Compare(a.Loop, b.Loop) })
 	return out
+}
+
+// AllBeat reports whether every loop has beaten at least once since it was
+// registered: readiness waits for a first real success, not just for time.
+func (m *Monitor) AllBeat() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, l := range m.loops {
+		if !l.beaten {
+			return false
+		}
+	}
+	return true
+}
+
+// Join returns a monitor whose Check reports the stuck loops of all of ms.
+func Join(ms ...*Monitor) *Monitor {
+	return &Monitor{now: time.Now, loops: map[string]*loop{}, joined: ms}
 }

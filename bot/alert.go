@@ -1,0 +1,407 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/runbot/runbot/internal/heartbeat"
+	"github.com/runbot/runbot/store"
+)
+
+// Endpoints (Alert.Source) that deliver alerts.
+const (
+	SourceAlertmanager = "alertmanager"
+	SourceGeneric      = "generic"
+)
+
+// AlertsConfig configures the alert webhooks.
+type AlertsConfig struct {
+	// BearerToken and/or BasicUser+BasicPass authenticate deliveries; at
+	// least one is required.
+	BearerToken SecretRef
+	BasicUser   string
+	BasicPass   SecretRef
+	// DedupWindow is how long a firing alert's repeats fold into the run
+	// it started (1h when 0). The store enforces it; pass the same value
+	// to store.WithDedupWindow. Alerts uses it to find, at start, alerts
+	// accepted before a restart whose run was never queued.
+	DedupWindow time.Duration
+	// MaxQueue bounds alert runs queued or running (256 when 0); beyond
+	// it, notifications that would start new runs get 503 and nothing is
+	// recorded, so that the sender delivers them again later.
+	MaxQueue int
+	// MaxBody bounds a notification's body in bytes (1 MiB when 0).
+	MaxBody int64
+	// Channel is where alert messages go; the bot's channel when empty.
+	Channel string
+	// Routes map alerts to runbooks, before the runbooks' own
+	// triggers.alerts.
+	Routes []AlertRoute
+	// Generic, when set, enables POST /alerts/generic with this mapping.
+	Generic *GenericMapping
+}
+
+func (c AlertsConfig) withDefaults() AlertsConfig {
+	if c.DedupWindow <= 0 {
+		c.DedupWindow = time.Hour
+	}
+	if c.MaxQueue <= 0 {
+		c.MaxQueue = 256
+	}
+	if c.MaxBody <= 0 {
+		c.MaxBody = 1 << 20
+	}
+	return c
+}
+
+// AlertsOptions are the optional parts of Alerts.
+type AlertsOptions struct {
+	// Heartbeat, when set, gets the intake loop registered as
+	// AlertsHeartbeat; the loop beats at least every few seconds while it
+	// makes progress.
+	Heartbeat *heartbeat.Monitor
+	// Logger is slog.Default() when nil.
+	Logger *slog.Logger
+	// Now is the clock; the dispatcher's when nil.
+	Now func() time.Time
+}
+
+// AlertsHeartbeat is the heartbeat name of the alert intake loop.
+const AlertsHeartbeat = "alert intake"
+
+// alertsMaxGap is how long the intake loop may go without a beat before
+// readiness fails: it beats every alertsTick when idle, and between
+// alerts when busy; each alert's Slack and store calls are bounded well
+// below this.
+const (
+	alertsMaxGap = 2 * time.Minute
+	alertsTick   = time.Second
+	// storeTimeout bounds the store writes a notification waits for.
+	storeTimeout = 10 * time.Second
+	// slackTimeout bounds posting an alert's message before its run is
+	// queued; the run goes on without a thread when Slack is slow.
+	slackTimeout = 10 * time.Second
+	// retryAfter is what a 503 asks the sender to wait, in seconds.
+	retryAfter = 5
+)
+
+// Alerts takes alert notifications (Alertmanager's webhook, and a generic
+// JSON webhook) and turns them into runs through the Dispatcher.
+//
+// A notification is answered 2xx once each of its alerts is durably
+// recorded in the store; the rest happens in the intake loop (Run): the
+// alert's Slack message is posted and its run queued in that message's
+// thread. One alert (by fingerprint) starts one run per dedup window and
+// never a second while the first is queued or running; repeats update its
+// message ("seen N times, last at …"), and its resolution is posted in the
+// thread.
+type Alerts struct {
+	cfg     AlertsConfig
+	disp    *Dispatcher
+	auth    alertAuth
+	routes  []route
+	generic *genericParser
+	queue   *alertQueue
+	metrics *alertMetrics
+	log     *slog.Logger
+	now     func() time.Time
+	beat    *heartbeat.Monitor
+
+	mu     sync.Mutex
+	events []alertEvent
+	wake   chan struct{}
+	// inflight counts events not yet handled; handled is closed and
+	// replaced each time one is.
+	inflight int
+	handled  chan struct{}
+	// tracks are the alerts with a current trigger, by fingerprint.
+	tracks map[string]*alertTrack
+}
+
+// NewAlerts checks the configuration, loads the credentials and compiles
+// the routes (the configured ones, then the catalog's triggers.alerts).
+func NewAlerts(cfg AlertsConfig, d *Dispatcher, opts AlertsOptions) (*Alerts, error) {
+	if d == nil {
+		return nil, errors.New("alert webhook: a dispatcher is required")
+	}
+	cfg = cfg.withDefaults()
+	auth, err := newAlertAuth(cfg)
+	if err != nil {
+		return nil, err
+	}
+	routes, err := compileRoutes(cfg.Routes, d.catalog)
+	if err != nil {
+		return nil, fmt.Errorf("alert routes: %w", err)
+	}
+	a := &Alerts{
+		cfg: cfg, disp: d, auth: auth, routes: routes, queue: newAlertQueue(cfg.MaxQueue),
+		log: opts.Logger, now: opts.Now, beat: opts.Heartbeat,
+		wake: make(chan struct{}, 1), tracks: map[string]*alertTrack{}, handled: make(chan struct{}),
+	}
+	if cfg.Generic != nil {
+		if a.generic, err = compileGeneric(*cfg.Generic); err != nil {
+			return nil, err
+		}
+	}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	a.log = a.log.With("component", "alerts")
+	if a.now == nil {
+		a.now = d.now
+	}
+	a.metrics = newAlertMetrics(func() float64 { return float64(a.queue.depth()) }, cfg.MaxQueue)
+	if a.beat != nil {
+		a.beat.Register(AlertsHeartbeat, alertsMaxGap)
+	}
+	return a, nil
+}
+
+// Handler serves POST /alerts/alertmanager (Alertmanager's webhook,
+// version 4) and, when a generic mapping is configured, POST
+// /alerts/generic. Mount it at the server's root.
+func (a *Alerts) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("POST /alerts/alertmanager", a.endpoint(SourceAlertmanager, parseAlertmanager))
+	if a.generic != nil {
+		mux.Handle("POST /alerts/generic", a.endpoint(SourceGeneric, a.generic.parse))
+	}
+	return mux
+}
+
+// alertAck is the body of a 2xx answer.
+type alertAck struct {
+	Status string `json:"status"`
+	Alerts int    `json:"alerts"`
+	// New alerts started a trigger (a run, unless their params were
+	// invalid); Repeats folded into one; Unrouted match no route.
+	New      int `json:"new"`
+	Repeats  int `json:"repeats"`
+	Resolved int `json:"resolved"`
+	Unrouted int `json:"unrouted"`
+}
+
+// alertReject is the body of an error answer.
+type alertReject struct {
+	Error string `json:"error"`
+}
+
+var errQueueFull = errors.New("too many alert runs queued")
+
+func (a *Alerts) endpoint(source string, parse func([]byte) ([]Alert, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		code := a.serve(w, r, source, parse)
+		a.metrics.ack.WithLabelValues(source, strconv.Itoa(code)).Observe(time.Since(start).Seconds())
+	})
+}
+
+func (a *Alerts) serve(w http.ResponseWriter, r *http.Request, source string, parse func([]byte) ([]Alert, error)) int {
+	a.metrics.notifications.WithLabelValues(source).Inc()
+	reject := func(code int, reason, msg string) int {
+		a.metrics.rejected.WithLabelValues(source, reason).Inc()
+		a.log.Info("alert notification rejected", "endpoint", source, "status", code, "reason", msg)
+		writeStatusJSON(w, code, alertReject{Error: msg})
+		return code
+	}
+	if !a.auth.ok(r) {
+		w.Header().Set("WWW-Authenticate", a.auth.challenge())
+		return reject(http.StatusUnauthorized, "unauthorized", "missing or wrong credentials")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.MaxBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return reject(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body is larger than the limit of %d bytes", a.cfg.MaxBody))
+	case err != nil:
+		return reject(http.StatusBadRequest, "invalid", "could not read the body: "+err.Error())
+	}
+	alerts, err := parse(body)
+	var pe *PayloadError
+	switch {
+	case errors.As(err, &pe):
+		return reject(pe.Status, "invalid", pe.Msg)
+	case err != nil:
+		return reject(http.StatusBadRequest, "invalid", err.Error())
+	}
+	ack, err := a.accept(r.Context(), alerts)
+	switch {
+	case errors.Is(err, errQueueFull):
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+		return reject(http.StatusServiceUnavailable, "queue_full",
+			fmt.Sprintf("%d alert runs are queued or running (the limit); nothing was recorded, deliver again later", a.queue.depth()))
+	case err != nil:
+		a.log.Error("alert not recorded", "endpoint", source, "err", err)
+		return reject(http.StatusInternalServerError, "store_error", "could not record the alert; deliver again later")
+	}
+	for _, al := range alerts {
+		a.metrics.alerts.WithLabelValues(source, string(al.Status)).Inc()
+	}
+	writeStatusJSON(w, http.StatusOK, ack)
+	return http.StatusOK
+}
+
+// accept records a notification's alerts durably and hands them to the
+// intake loop. It refuses with errQueueFull, recording nothing, when the
+// alerts that may start runs do not fit in the queue.
+func (a *Alerts) accept(ctx context.Context, alerts []Alert) (alertAck, error) {
+	now := a.now()
+	routes := make([]*routed, len(alerts))
+	mayStart := make([]bool, len(alerts))
+	starts := 0
+	for i, al := range alerts {
+		routes[i] = routeAlert(a.routes, al)
+	}
+	a.mu.Lock()
+	for i, al := range alerts {
+		if al.Status == store.AlertFiring && routes[i] != nil && !a.activeLocked(al.Fingerprint, now) {
+			mayStart[i] = true
+			starts++
+		}
+	}
+	a.mu.Unlock()
+	if !a.queue.reserve(starts) {
+		if err := a.queue.refresh(ctx, a.disp.store, now, 250*time.Millisecond); err != nil {
+			a.log.Warn("alert queue not refreshed", "err", err)
+		}
+		if !a.queue.reserve(starts) {
+			return alertAck{}, errQueueFull
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	ack := alertAck{Status: "accepted", Alerts: len(alerts)}
+	events := make([]alertEvent, 0, len(alerts))
+	var rerr error
+	for i, al := range alerts {
+		raw, err := json.Marshal(al)
+		if err != nil {
+			rerr = fmt.Errorf("encode alert %s: %w", al.Fingerprint, err)
+		}
+		var st store.AlertState
+		if rerr == nil {
+			st, rerr = a.disp.store.RecordAlert(ctx, al.Fingerprint, raw, now)
+		}
+		if rerr != nil {
+			// Free the slots of this alert and the ones not recorded.
+			for _, m := range mayStart[i:] {
+				if m {
+					a.queue.release()
+				}
+			}
+			break
+		}
+		ev := alertEvent{alert: al, raw: raw, state: st, route: routes[i], reserved: mayStart[i]}
+		if ev.reserved && !st.Fresh {
+			a.queue.release()
+			ev.reserved = false
+		}
+		if routes[i] == nil {
+			ack.Unrouted++
+			a.metrics.unrouted.Inc()
+		}
+		switch {
+		case al.Status == store.AlertResolved:
+			ack.Resolved++
+		case st.Fresh:
+			ack.New++
+		default:
+			ack.Repeats++
+			a.metrics.deduped.Inc()
+		}
+		events = append(events, ev)
+	}
+	// What was recorded is processed even when a later alert failed: the
+	// sender's retry of the whole group then finds it a repeat.
+	a.enqueue(events)
+	if rerr != nil {
+		return alertAck{}, rerr
+	}
+	return ack, nil
+}
+
+// activeLocked reports whether an alert has a trigger whose run a new
+// delivery must not repeat: within the dedup window, or still queued or
+// running. Callers hold a.mu.
+func (a *Alerts) activeLocked(fp string, now time.Time) bool {
+	t := a.tracks[fp]
+	if t == nil || t.resolved {
+		return false
+	}
+	return now.Before(t.triggeredAt.Add(a.cfg.DedupWindow)) || (t.workID != "" && a.queue.unfinished(t.workID))
+}
+
+func (a *Alerts) enqueue(evs []alertEvent) {
+	if len(evs) == 0 {
+		return
+	}
+	a.mu.Lock()
+	a.events = append(a.events, evs...)
+	a.inflight += len(evs)
+	a.mu.Unlock()
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (a *Alerts) take() []alertEvent {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	evs := a.events
+	a.events = nil
+	return evs
+}
+
+// done marks one event handled.
+func (a *Alerts) done() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.inflight--
+	close(a.handled)
+	a.handled = make(chan struct{})
+}
+
+// settled waits until every accepted alert was handled by the intake
+// loop (its message posted, its run queued).
+func (a *Alerts) settled(ctx context.Context) error {
+	for {
+		a.mu.Lock()
+		n, handled := a.inflight, a.handled
+		a.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-handled:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d alert(s) to be handled: %w", n, context.Cause(ctx))
+		}
+	}
+}
+
+// channel is where alert messages go.
+func (a *Alerts) channel() string {
+	if a.cfg.Channel != "" {
+		return a.cfg.Channel
+	}
+	return a.disp.channel
+}
+
+// QueueDepth is how many alert runs are queued or running.
+func (a *Alerts) QueueDepth() int { return a.queue.depth() }
+
+func writeStatusJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,288 @@
+package bot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/internal/heartbeat"
+	"github.com/runbot/runbot/inventory"
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
+)
+
+// Credentials of the alert tests: the bearer token and the basic auth
+// that the captured fixtures were sent with.
+const (
+	alertToken = "test-bearer-token"
+	alertUser  = "am"
+	alertPass  = "s3cret"
+	alertsChan = "C0ALERTS"
+)
+
+// alertHarness is runbot's alert intake wired to real parts: the SQLite
+// store in a temp file, the runbook engine running the test runbook on
+// this machine, the fake Slack of slackrec, and the webhook served over
+// real HTTP.
+type alertHarness struct {
+	t      *testing.T
+	rec    *slackrec.Recorder
+	bot    *Bot
+	alerts *Alerts
+	srv    *httptest.Server
+	store  *store.SQLite
+	reg    *prometheus.Registry
+	beat   *heartbeat.Monitor
+	logs   *syncBuffer
+	// dir is the test runbook's state directory: the service is healthy
+	// when dir/healthy exists.
+	dir string
+}
+
+type alertSetup struct {
+	cfg       AlertsConfig
+	storeOpts []store.Option
+	// noRun leaves the intake loop to the test.
+	noRun bool
+	now   func() time.Time
+}
+
+// newAlertHarness builds the intake. Unless tweaked, HighErrorRate alerts
+// (the captured fixtures) route to service-errors with the service from
+// their labels; the runbook's own trigger routes ServiceErrors.
+func newAlertHarness(t *testing.T, tweak ...func(*alertSetup)) *alertHarness {
+	t.Helper()
+	h := &alertHarness{t: t, rec: slackrec.New(), dir: t.TempDir(), logs: &syncBuffer{}, reg: prometheus.NewRegistry()}
+	t.Cleanup(h.rec.Close)
+	setup := alertSetup{cfg: AlertsConfig{
+		BearerToken: writeSecret(t, "bearer", alertToken),
+		BasicUser:   alertUser,
+		BasicPass:   writeSecret(t, "basic", alertPass),
+		Channel:     alertsChan,
+		Routes: []AlertRoute{{
+			Match:   map[string]string{"alertname": "HighErrorRate"},
+			Runbook: "service-errors",
+			Params:  map[string]string{"host": "here", "service": "{{ .labels.service }}", "dir": h.dir},
+		}},
+	}}
+	for _, f := range tweak {
+		f(&setup)
+	}
+	if setup.now == nil {
+		setup.now = time.Now
+	}
+	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "runbot.db"), setup.storeOpts...)
+	require.NoError(t, err)
+	h.store = st
+	catalog, problems, err := runbooks.LoadCatalog("testdata/alertmanager/runbooks")
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	inv, err := inventory.Load("testdata/inventory.yaml")
+	require.NoError(t, err)
+	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
+	botCfg := testConfig(t, h.rec)
+	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog, Groups: botCfg.Groups}
+	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h.bot, err = New(botCfg, Deps{Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Logger: logger})
+	require.NoError(t, err)
+	h.beat = heartbeat.New(setup.now)
+	h.alerts, err = NewAlerts(setup.cfg, h.bot.Dispatcher(), AlertsOptions{Heartbeat: h.beat, Now: setup.now, Logger: logger})
+	require.NoError(t, err)
+	require.NoError(t, h.reg.Register(h.alerts))
+	h.srv = httptest.NewServer(h.alerts.Handler())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	if setup.noRun {
+		done <- nil
+	} else {
+		go func() { done <- h.alerts.Run(ctx) }()
+	}
+	t.Cleanup(func() {
+		h.srv.Close()
+		cancel()
+		require.NoError(t, <-done)
+		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer scancel()
+		require.NoError(t, h.bot.Shutdown(sctx))
+		require.NoError(t, st.Close())
+		require.NotContains(t, h.logs.String(), alertToken)
+		require.NotContains(t, h.logs.String(), alertPass)
+	})
+	return h
+}
+
+// fixture reads a file of testdata/alertmanager.
+func fixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "alertmanager", name))
+	require.NoError(t, err)
+	return b
+}
+
+// auth is how a delivery authenticates.
+type auth func(*http.Request)
+
+func bearer(tok string) auth {
+	return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
+}
+
+func basic(user, pass string) auth {
+	return func(r *http.Request) { r.SetBasicAuth(user, pass) }
+}
+
+// deliver POSTs a body to an endpoint the way Alertmanager does.
+func (h *alertHarness) deliver(path string, body []byte, a auth) (int, string, http.Header) {
+	h.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.srv.URL+path, bytes.NewReader(body))
+	require.NoError(h.t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "Alertmanager/")
+	if a != nil {
+		a(req)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(h.t, err)
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	require.NoError(h.t, err)
+	return resp.StatusCode, string(out), resp.Header
+}
+
+// accepted delivers an Alertmanager notification that must be accepted
+// and returns the acknowledgement.
+func (h *alertHarness) accepted(body []byte) alertAck {
+	h.t.Helper()
+	code, out, _ := h.deliver("/alerts/alertmanager", body, bearer(alertToken))
+	require.Equal(h.t, http.StatusOK, code, out)
+	var ack alertAck
+	require.NoError(h.t, json.Unmarshal([]byte(out), &ack), out)
+	require.Equal(h.t, "accepted", ack.Status)
+	return ack
+}
+
+// settle waits until the intake handled every accepted alert and the bot
+// finished everything that started: runs, messages, updates.
+func (h *alertHarness) settle() {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		require.NoError(h.t, h.alerts.settled(ctx))
+		require.NoError(h.t, h.bot.tasks.Idle(ctx))
+		h.alerts.mu.Lock()
+		n := h.alerts.inflight
+		h.alerts.mu.Unlock()
+		if n == 0 {
+			return
+		}
+	}
+}
+
+func (h *alertHarness) runs() []store.Run {
+	h.t.Helper()
+	runs, err := h.store.ListRuns(h.t.Context(), store.RunFilter{Trigger: store.TriggerAlert})
+	require.NoError(h.t, err)
+	return runs
+}
+
+// posts returns the chat.postMessage calls that succeeded.
+func (h *alertHarness) posts() []slackrec.Call {
+	var out []slackrec.Call
+	for _, c := range h.rec.Calls("chat.postMessage") {
+		if c.Status == http.StatusOK && c.Form.Get("error") == "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// alertMessages returns the posts and updates of an alert's own message
+// (the one with its fingerprint), in order; the last is what Slack shows.
+func (h *alertHarness) alertMessages(name string) []slackrec.Call {
+	var out []slackrec.Call
+	for _, c := range h.rec.Calls("chat.postMessage", "chat.update") {
+		if c.Status != http.StatusOK || c.Form.Get("channel") != alertsChan || c.Form.Get("thread_ts") != "" {
+			continue
+		}
+		if text := c.Text(); strings.Contains(text, "Fingerprint") && strings.Contains(text, name) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// newestAlert is what Slack shows of an alert's message now.
+func (h *alertHarness) newestAlert(name string) string {
+	h.t.Helper()
+	msgs := h.alertMessages(name)
+	require.NotEmpty(h.t, msgs, "no message for alert %s", name)
+	return msgs[len(msgs)-1].Text()
+}
+
+// runMessage is the newest content of the run message at ts.
+func (h *alertHarness) runMessage(ts string) string {
+	h.t.Helper()
+	text := ""
+	for _, c := range h.rec.Calls("chat.update") {
+		if c.Form.Get("ts") == ts && c.Status == http.StatusOK {
+			text = c.Text()
+		}
+	}
+	require.NotEmpty(h.t, text, "run message %s was never updated", ts)
+	return text
+}
+
+// thread returns the posts in a thread.
+func (h *alertHarness) thread(ts string) []slackrec.Call {
+	var out []slackrec.Call
+	for _, c := range h.posts() {
+		if c.Form.Get("thread_ts") == ts {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// metric reads a counter or gauge from the registry the intake is
+// registered on; labels are name=value pairs the sample must have.
+func (h *alertHarness) metric(name string, labels ...string) float64 {
+	h.t.Helper()
+	mfs, err := h.reg.Gather()
+	require.NoError(h.t, err)
+	total := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	sample:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
+						found = true
+					}
+				}
+				if !found {
+					continue sample
+				}
+			}
+			total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return total
+}

@@ -1,0 +1,124 @@
+package bot
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// maxAlertLabels bounds the labels an alert's message lists.
+const maxAlertLabels = 20
+
+// view renders the alert's own message: what fires, how often it was
+// seen, and what runbot does about it. Label and annotation values are
+// shown as plain text, whatever they hold.
+func (t *alertTrack) view() Message {
+	name := t.alert.Name()
+	m := Message{Title: name + " firing", Status: severityOf(t.alert.Labels["severity"])}
+	if t.resolved {
+		m.Title, m.Status = name+" resolved", StatusOK
+	}
+	m.Facts = []Fact{{Label: "Alert", Text: name}}
+	if sev := t.alert.Labels["severity"]; sev != "" {
+		m.Facts = append(m.Facts, Fact{Label: "Severity", Text: sev})
+	}
+	m.Facts = append(m.Facts, Fact{Label: "Fingerprint", Text: t.alert.Fingerprint, Code: true})
+
+	if s := firstAnnotation(t.alert.Annotations, "summary", "message", "description"); s != "" {
+		m.Sections = append(m.Sections, Section{Text: s})
+	}
+	seen := Section{Heading: "Deliveries"}
+	if !t.alert.StartsAt.IsZero() {
+		seen.Lines = append(seen.Lines, Line{Text: "Firing since " + stamp(t.alert.StartsAt)})
+	}
+	seen.Lines = append(seen.Lines, Line{Text: fmt.Sprintf("Seen %s, last at %s", times(t.seen), stamp(t.lastAt))})
+	if t.resolved {
+		seen.Lines = append(seen.Lines, Line{Status: StatusOK, Text: "Resolved at " + stamp(t.resolvedAt)})
+	}
+	m.Sections = append(m.Sections, seen)
+
+	labels := Section{Heading: "Labels"}
+	keys := slices.Sorted(maps.Keys(t.alert.Labels))
+	for i, k := range keys {
+		if i == maxAlertLabels {
+			labels.Lines = append(labels.Lines, Line{Text: fmt.Sprintf("… and %d more", len(keys)-i)})
+			break
+		}
+		labels.Lines = append(labels.Lines, Line{Text: k + "=" + t.alert.Labels[k], Code: true})
+	}
+	m.Sections = append(m.Sections, labels)
+
+	run := Section{Heading: "Runbook " + t.route.Runbook}
+	if p := paramText(t.route.Params); p != "" {
+		run.Lines = append(run.Lines, Line{Text: p, Code: true})
+	}
+	switch {
+	case t.problem != "":
+		run.Status = StatusError
+		run.Lines = append(run.Lines, Line{Status: StatusError, Text: "Not run: " + t.problem})
+	case t.workID != "":
+		run.Lines = append(run.Lines, Line{Text: "The run is in this thread."})
+	default:
+		run.Status = StatusPending
+		run.Lines = append(run.Lines, Line{Text: "Queueing the run…"})
+	}
+	m.Sections = append(m.Sections, run)
+
+	src := "From " + t.alert.Source
+	if t.alert.Receiver != "" {
+		src += ", receiver " + t.alert.Receiver
+	}
+	if t.alert.ExternalURL != "" {
+		src += " at " + t.alert.ExternalURL
+	}
+	m.Notes = append(m.Notes, src)
+	if t.alert.GeneratorURL != "" {
+		m.Notes = append(m.Notes, "Source: "+t.alert.GeneratorURL)
+	}
+	return m
+}
+
+// resolvedView is the reply in the alert's thread when it resolves.
+func (t *alertTrack) resolvedView() Message {
+	text := "Resolved at " + stamp(t.resolvedAt)
+	if !t.alert.StartsAt.IsZero() && t.resolvedAt.After(t.alert.StartsAt) {
+		text += fmt.Sprintf(", after firing for %s", t.resolvedAt.Sub(t.alert.StartsAt).Round(time.Second))
+	}
+	text += fmt.Sprintf("; seen %s.", times(t.seen))
+	return Message{Title: t.alert.Name() + " resolved", Status: StatusOK, Sections: []Section{{Text: text}}}
+}
+
+func severityOf(s string) Status {
+	switch strings.ToLower(s) {
+	case "warning", "warn":
+		return StatusWarning
+	case "info", "none":
+		return StatusInfo
+	}
+	return StatusCritical
+}
+
+func firstAnnotation(ann map[string]string, keys ...string) string {
+	for _, k := range keys {
+		if v := strings.TrimSpace(ann[k]); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func times(n int) string {
+	if n == 1 {
+		return "1 time"
+	}
+	return fmt.Sprintf("%d times", n)
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "unknown"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}

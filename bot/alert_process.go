@@ -1,0 +1,437 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/runbot/runbot/store"
+)
+
+// alertEvent is one recorded delivery of one alert, for the intake loop.
+type alertEvent struct {
+	alert Alert
+	raw   []byte
+	state store.AlertState
+	route *routed
+	// reserved is set when the delivery holds a queue slot, which the
+	// loop turns into work or frees.
+	reserved bool
+}
+
+// alertTrack is an alert with a current trigger: its run and its Slack
+// message. The intake loop owns it; fields the webhook reads (resolved,
+// triggeredAt, workID) change under Alerts.mu.
+type alertTrack struct {
+	alert       Alert
+	route       *routed
+	key         string
+	triggeredAt time.Time
+	workID      string
+	resolved    bool
+	resolvedAt  time.Time
+	// closedAt is when the resolution arrived, by runbot's clock.
+	closedAt time.Time
+
+	seen    int
+	lastAt  time.Time
+	problem string
+	channel string
+	ts      string
+	live    *liveMessage
+}
+
+// Run is the intake loop: it first queues the runs of alerts that were
+// accepted before a restart but never queued, then posts each accepted
+// alert's message, queues its run, and keeps its message up to date,
+// until ctx ends. Alerts accepted but not yet handled when it returns are
+// in the store, and the next start picks them up.
+func (a *Alerts) Run(ctx context.Context) error {
+	if err := a.recover(ctx); err != nil {
+		a.log.Error("alerts accepted before the restart not checked", "err", err)
+	}
+	tick := time.NewTicker(alertsTick)
+	defer tick.Stop()
+	for {
+		a.heartbeat()
+		evs := a.take()
+		for _, ev := range evs {
+			if ctx.Err() != nil {
+				return nil
+			}
+			a.process(ctx, ev)
+			a.done()
+			a.heartbeat()
+		}
+		if len(evs) > 0 {
+			continue
+		}
+		select {
+		case <-a.wake:
+		case <-tick.C:
+			a.housekeep(ctx)
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+func (a *Alerts) heartbeat() {
+	if a.beat != nil {
+		a.beat.Beat(AlertsHeartbeat)
+	}
+}
+
+func (a *Alerts) process(ctx context.Context, ev alertEvent) {
+	defer func() {
+		// A bug in one alert's handling must not stop the intake.
+		if r := recover(); r != nil {
+			a.log.Error("alert handling panicked", "fingerprint", ev.alert.Fingerprint, "panic", r)
+			if ev.reserved {
+				a.queue.release()
+			}
+		}
+	}()
+	if ev.route == nil {
+		a.log.Info("alert matches no route; recorded only", "alert", ev.alert.Name(), "fingerprint", ev.alert.Fingerprint, "status", ev.alert.Status)
+		return
+	}
+	switch {
+	case ev.alert.Status == store.AlertResolved:
+		a.resolve(ctx, ev)
+	case ev.state.Fresh:
+		a.trigger(ctx, ev)
+	default:
+		a.repeat(ctx, ev)
+	}
+}
+
+// trigger starts what a new firing alert asks for: its message, and its
+// run in the message's thread.
+func (a *Alerts) trigger(ctx context.Context, ev alertEvent) {
+	fp := ev.alert.Fingerprint
+	log := a.log.With("alert", ev.alert.Name(), "fingerprint", fp)
+	a.mu.Lock()
+	prev := a.tracks[fp]
+	a.mu.Unlock()
+	if prev != nil && !prev.resolved && prev.workID != "" && a.queue.unfinished(prev.workID) {
+		// The dedup window passed while the run it started is still
+		// queued or running: one alert never runs twice at once.
+		if ev.reserved {
+			a.queue.release()
+		}
+		a.metrics.deduped.Inc()
+		log.Info("alert fires again while its run is not finished; not started again", "work", prev.workID)
+		a.seenAgain(prev, ev)
+		return
+	}
+	t := &alertTrack{
+		alert: ev.alert, route: ev.route, key: ev.state.TriggerKey, triggeredAt: ev.state.TriggeredAt,
+		seen: ev.state.Repeats + 1, lastAt: ev.state.LastSeen, channel: a.channel(),
+	}
+	a.mu.Lock()
+	a.tracks[fp] = t
+	a.mu.Unlock()
+
+	if problem := a.check(ctx, ev.route); problem != "" {
+		if ev.reserved {
+			a.queue.release()
+		}
+		a.metrics.invalid.Inc()
+		log.Warn("alert not run", "runbook", ev.route.Runbook, "problem", problem)
+		t.problem = problem
+		a.postAlert(ctx, t)
+		return
+	}
+	a.postAlert(ctx, t)
+	acc, err := a.disp.Submit(ctx, Request{
+		Key: t.key, Runbook: ev.route.Runbook, Params: ev.route.Params, RequestedBy: ev.alert.Source,
+		Source: store.TriggerAlert, Channel: t.channel, ThreadTS: t.ts, Payload: ev.raw,
+	})
+	switch {
+	case acc.WorkID != "":
+		a.mu.Lock()
+		t.workID = acc.WorkID
+		a.mu.Unlock()
+		if ev.reserved {
+			a.queue.queued(acc.WorkID)
+		} else {
+			a.queue.adopt(acc.WorkID)
+		}
+		if !acc.Duplicate {
+			a.metrics.runs.Inc()
+		}
+		if err != nil {
+			log.Warn("alert run queued but not started", "work", acc.WorkID, "err", err)
+		}
+	default:
+		if ev.reserved {
+			a.queue.release()
+		}
+		log.Error("alert run not queued", "runbook", ev.route.Runbook, "err", err)
+		t.problem = "could not queue the run: " + err.Error()
+	}
+	a.showAlert(t)
+}
+
+// check finds what keeps a routed alert from running: a param template
+// that failed, an unknown runbook, or params the runbook refuses (the same
+// validation as any other trigger's).
+func (a *Alerts) check(ctx context.Context, rt *routed) string {
+	if rt.Err != nil {
+		return fmt.Sprintf("params of %s from the alert: %v", rt.Runbook, rt.Err)
+	}
+	rb, err := a.disp.runbook(rt.Runbook)
+	if err != nil {
+		return err.Error()
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	if _, err := a.disp.engine.Prepare(ctx, rb, rt.Params); err != nil {
+		return "invalid params from the alert: " + err.Error()
+	}
+	return ""
+}
+
+// repeat folds a repeated delivery into the alert's message.
+func (a *Alerts) repeat(ctx context.Context, ev alertEvent) {
+	t := a.track(ctx, ev)
+	if t == nil {
+		return
+	}
+	a.seenAgain(t, ev)
+}
+
+func (a *Alerts) seenAgain(t *alertTrack, ev alertEvent) {
+	t.seen++
+	if ev.state.LastSeen.After(t.lastAt) {
+		t.lastAt = ev.state.LastSeen
+	}
+	t.alert = ev.alert
+	a.showAlert(t)
+}
+
+// resolve marks the alert's message resolved and says so in its thread.
+func (a *Alerts) resolve(ctx context.Context, ev alertEvent) {
+	t := a.track(ctx, ev)
+	if t == nil || t.resolved {
+		return
+	}
+	at := ev.alert.EndsAt
+	if at.IsZero() {
+		at = ev.state.LastSeen
+	}
+	a.mu.Lock()
+	t.resolved, t.resolvedAt, t.closedAt = true, at, ev.state.LastSeen
+	a.mu.Unlock()
+	t.alert = ev.alert
+	a.showAlert(t)
+
+	channel, thread := t.channel, t.ts
+	if thread == "" {
+		channel, thread = a.runMessage(ctx, ev.alert.Fingerprint, channel)
+	}
+	if channel == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, slackTimeout)
+	defer cancel()
+	if _, err := a.disp.msgr.post(ctx, channel, thread, t.resolvedView()); err != nil {
+		a.log.Warn("alert resolution not posted", "alert", t.alert.Name(), "fingerprint", t.alert.Fingerprint, "err", err)
+	}
+}
+
+// track returns the alert's current trigger, rebuilding it from the store
+// when this process does not hold it (it started before a restart).
+func (a *Alerts) track(ctx context.Context, ev alertEvent) *alertTrack {
+	fp := ev.alert.Fingerprint
+	a.mu.Lock()
+	t := a.tracks[fp]
+	a.mu.Unlock()
+	if t != nil {
+		return t
+	}
+	if ev.state.TriggerKey == "" {
+		return nil
+	}
+	// A repeat counts itself when the caller adds it; a resolution
+	// does not.
+	seen := ev.state.Repeats
+	if ev.alert.Status == store.AlertResolved {
+		seen++
+	}
+	t = &alertTrack{
+		alert: ev.alert, route: ev.route, key: ev.state.TriggerKey, triggeredAt: ev.state.TriggeredAt,
+		seen: seen, lastAt: ev.state.LastSeen, channel: a.channel(),
+	}
+	if ev.state.RunID != "" {
+		ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		defer cancel()
+		if run, err := a.disp.store.GetRun(ctx, ev.state.RunID); err == nil && run.WorkID != "" {
+			a.adoptWork(ctx, t, run.WorkID)
+		}
+	}
+	a.mu.Lock()
+	a.tracks[fp] = t
+	a.mu.Unlock()
+	return t
+}
+
+// adoptWork links a track to work queued earlier and to the alert message
+// that work's run went under.
+func (a *Alerts) adoptWork(ctx context.Context, t *alertTrack, workID string) {
+	w, err := a.disp.store.GetWork(ctx, workID)
+	if err != nil {
+		a.log.Warn("alert's work not found", "work", workID, "err", err)
+		return
+	}
+	a.mu.Lock()
+	t.workID = w.ID
+	a.mu.Unlock()
+	if w.State != store.WorkDone {
+		a.queue.adopt(w.ID)
+	}
+	var pl workPayload
+	if json.Unmarshal(w.Payload, &pl) == nil && pl.ThreadTS != "" {
+		if pl.Channel != "" {
+			t.channel = pl.Channel
+		}
+		t.ts = pl.ThreadTS
+		t.live = newLiveMessage(a.disp.msgr, a.disp.tasks, a.log, t.channel, t.ts, a.disp.gap)
+	}
+}
+
+// runMessage finds the message of the alert's run, for an alert whose own
+// message could not be posted.
+func (a *Alerts) runMessage(ctx context.Context, fp, channel string) (string, string) {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	st, err := a.disp.store.GetAlert(ctx, fp)
+	if err != nil || st.RunID == "" {
+		return channel, ""
+	}
+	run, err := a.disp.store.GetRun(ctx, st.RunID)
+	if err != nil || run.Slack == nil {
+		return channel, ""
+	}
+	return run.Slack.Channel, run.Slack.TS
+}
+
+// postAlert posts the alert's message; a run queued after it goes in its
+// thread. When Slack fails, the run goes on and posts on its own.
+func (a *Alerts) postAlert(ctx context.Context, t *alertTrack) {
+	if t.channel == "" {
+		a.log.Warn("no channel for alert messages (configure the alerts or the bot channel)", "alert", t.alert.Name())
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, slackTimeout)
+	defer cancel()
+	ts, err := a.disp.msgr.post(ctx, t.channel, "", t.view())
+	if err != nil {
+		a.log.Warn("alert message not posted; its run posts on its own", "alert", t.alert.Name(), "err", err)
+		return
+	}
+	t.ts = ts
+	t.live = newLiveMessage(a.disp.msgr, a.disp.tasks, a.log, t.channel, ts, a.disp.gap)
+}
+
+// showAlert brings the alert's message up to date. Updates are coalesced:
+// a storm of repeats becomes one chat.update per update interval.
+func (a *Alerts) showAlert(t *alertTrack) {
+	if t.live != nil {
+		t.live.set(t.view())
+	}
+}
+
+// recover queues the runs of alerts that were accepted (recorded, and so
+// acknowledged) before a restart but whose run was never queued, and picks
+// up the messages of those that were.
+func (a *Alerts) recover(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	states, err := a.disp.store.RecentAlerts(ctx, a.now().Add(-a.cfg.DedupWindow))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, st := range states {
+		if st.Status != store.AlertFiring || st.TriggerKey == "" {
+			continue
+		}
+		a.mu.Lock()
+		_, held := a.tracks[st.Fingerprint]
+		a.mu.Unlock()
+		if held {
+			continue
+		}
+		if err := a.recoverOne(ctx, st); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (a *Alerts) recoverOne(ctx context.Context, st store.AlertState) error {
+	deliveries, err := a.disp.store.AlertDeliveries(ctx, st.Fingerprint)
+	if err != nil || len(deliveries) == 0 {
+		return err
+	}
+	var al Alert
+	last := deliveries[len(deliveries)-1]
+	if err := json.Unmarshal(last.Payload, &al); err != nil {
+		return fmt.Errorf("read delivery %d of alert %s: %w", last.ID, st.Fingerprint, err)
+	}
+	rt := routeAlert(a.routes, al)
+	if rt == nil || rt.Err != nil {
+		return nil
+	}
+	t := &alertTrack{
+		alert: al, route: rt, key: st.TriggerKey, triggeredAt: st.TriggeredAt,
+		seen: st.Repeats + 1, lastAt: st.LastSeen, channel: a.channel(),
+	}
+	// Queueing under the trigger's key again is idempotent: work that
+	// exists is found, work that was lost is queued now (its run posts on
+	// its own, since the alert's message may never have been posted).
+	acc, err := a.disp.Submit(ctx, Request{
+		Key: st.TriggerKey, Runbook: rt.Runbook, Params: rt.Params, RequestedBy: al.Source,
+		Source: store.TriggerAlert, Channel: t.channel, Payload: last.Payload,
+	})
+	if acc.WorkID == "" {
+		a.log.Info("alert accepted before the restart is not runnable", "alert", al.Name(), "fingerprint", st.Fingerprint, "err", err)
+		return nil
+	}
+	if !acc.Duplicate {
+		a.log.Warn("alert accepted before the restart had no run queued; queued it now", "alert", al.Name(), "fingerprint", st.Fingerprint, "work", acc.WorkID)
+		a.metrics.runs.Inc()
+	}
+	a.adoptWork(ctx, t, acc.WorkID)
+	a.mu.Lock()
+	a.tracks[st.Fingerprint] = t
+	a.mu.Unlock()
+	return nil
+}
+
+// housekeep refreshes the queue depth and forgets alerts whose trigger is
+// over: resolved, or past the dedup window with their run done.
+func (a *Alerts) housekeep(ctx context.Context) {
+	now := a.now()
+	if a.queue.depth() > 0 {
+		ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		err := a.queue.refresh(ctx, a.disp.store, now, 0)
+		cancel()
+		if err != nil {
+			a.log.Warn("alert queue not refreshed", "err", err)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for fp, t := range a.tracks {
+		over := t.resolved && now.Sub(t.closedAt) > a.cfg.DedupWindow
+		stale := now.Sub(t.lastAt) > 2*a.cfg.DedupWindow && (t.workID == "" || !a.queue.unfinished(t.workID))
+		if over || stale {
+			delete(a.tracks, fp)
+		}
+	}
+}

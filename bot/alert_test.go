@@ -1,0 +1,378 @@
+package bot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/internal/heartbeat"
+	"github.com/runbot/runbot/store"
+)
+
+// Replaying every captured Alertmanager delivery in the order they came:
+// the first firing notification starts one run in the alert message's
+// thread; the repeat and the same alert from an older Alertmanager fold
+// into it and show on the message; the resolution closes the loop in the
+// thread; the truncated group, which no route maps, is recorded and
+// acknowledged without a run.
+func TestAlertmanagerFixturesReplay(t *testing.T) {
+	t.Parallel()
+	h := newAlertHarness(t)
+
+	ack := h.accepted(fixture(t, "firing.json"))
+	require.Equal(t, alertAck{Status: "accepted", Alerts: 1, New: 1}, ack)
+	h.settle()
+	runs := h.runs()
+	require.Len(t, runs, 1)
+	run := runs[0]
+	require.Equal(t, "service-errors", run.Runbook)
+	require.Equal(t, store.RunFinished, run.Status)
+	require.Equal(t, store.OutcomeCritical, run.Outcome, "the service's state directory has no healthy marker")
+	require.Equal(t, map[string]string{"host": "here", "service": "api", "dir": h.dir, "sleep": "0"}, run.Params)
+	require.NotNil(t, run.Slack)
+	msgs := h.alertMessages("HighErrorRate")
+	require.NotEmpty(t, msgs)
+	first := msgs[0]
+	require.Equal(t, "chat.postMessage", first.Method)
+	require.Contains(t, first.Text(), "HighErrorRate firing")
+	require.Contains(t, first.Text(), "API 5xx ratio above 5%")
+	require.Contains(t, first.Text(), "Seen 1 time, last at")
+	// The run's message is a reply in the alert message's thread.
+	runPost := h.thread(run.Slack.TS)
+	require.Empty(t, runPost, "nothing replies to the run message itself")
+	var alertTS string
+	for _, c := range h.rec.Calls("chat.update") {
+		if strings.Contains(c.Text(), "Fingerprint") {
+			alertTS = c.Form.Get("ts")
+		}
+	}
+	require.NotEmpty(t, alertTS, "the alert message was updated once its run was queued")
+	require.Contains(t, h.newestAlert("HighErrorRate"), "The run is in this thread.")
+	inThread := h.thread(alertTS)
+	require.Len(t, inThread, 1)
+	require.Equal(t, alertsChan, inThread[0].Form.Get("channel"))
+	require.Contains(t, inThread[0].Text(), run.ID, "the post in the thread is the run's message")
+	require.Contains(t, h.runMessage(run.Slack.TS), "The service answers 12% errors.")
+
+	require.Equal(t, alertAck{Status: "accepted", Alerts: 1, Repeats: 1}, h.accepted(fixture(t, "firing-repeat.json")))
+	require.Equal(t, alertAck{Status: "accepted", Alerts: 1, Repeats: 1}, h.accepted(fixture(t, "firing-am-v0.31.1.json")))
+	h.settle()
+	require.Len(t, h.runs(), 1, "repeats start no run")
+	shown := h.newestAlert("HighErrorRate")
+	require.Contains(t, shown, "Seen 3 times, last at "+time.Now().UTC().Format("2006-01-02"))
+	st, err := h.store.GetAlert(t.Context(), "abcc45788bcf7aa8")
+	require.NoError(t, err)
+	require.Equal(t, 2, st.Repeats)
+	require.Equal(t, run.ID, st.RunID)
+
+	require.Equal(t, alertAck{Status: "accepted", Alerts: 1, Resolved: 1}, h.accepted(fixture(t, "resolved.json")))
+	h.settle()
+	require.Contains(t, h.newestAlert("HighErrorRate"), "HighErrorRate resolved")
+	require.Contains(t, h.newestAlert("HighErrorRate"), "Resolved at 2026-11-29 07:47:04 UTC")
+	inThread = h.thread(alertTS)
+	require.Len(t, inThread, 2)
+	require.Contains(t, inThread[1].Text(), "HighErrorRate resolved")
+	require.Contains(t, inThread[1].Text(), "Resolved at 2026-11-29 07:47:04 UTC, after firing for 21s; seen 3 times.")
+
+	// The truncated group comes over basic auth, as its receiver sends it.
+	posted := len(h.rec.Calls())
+	code, out, _ := h.deliver("/alerts/alertmanager", fixture(t, "firing-truncated.json"), basic(alertUser, alertPass))
+	require.Equal(t, http.StatusOK, code, out)
+	require.JSONEq(t, `{"status":"accepted","alerts":1,"new":1,"repeats":0,"resolved":0,"unrouted":1}`, out)
+	h.settle()
+	require.Len(t, h.rec.Calls(), posted, "an unrouted alert posts nothing")
+	require.Len(t, h.runs(), 1)
+	disk, err := h.store.AlertDeliveries(t.Context(), "d971aa73888df105")
+	require.NoError(t, err)
+	require.Len(t, disk, 1, "the unrouted alert is recorded")
+
+	require.Equal(t, 5.0, h.metric("runbot_alert_notifications_received_total"))
+	require.Equal(t, 4.0, h.metric("runbot_alerts_received_total", "status", "firing"))
+	require.Equal(t, 1.0, h.metric("runbot_alerts_received_total", "status", "resolved"))
+	require.Equal(t, 2.0, h.metric("runbot_alerts_deduplicated_total"))
+	require.Equal(t, 1.0, h.metric("runbot_alerts_unrouted_total"))
+	require.Equal(t, 1.0, h.metric("runbot_alert_runs_queued_total"))
+	require.Equal(t, 0.0, h.metric("runbot_alert_notifications_rejected_total"))
+}
+
+func TestAlertWebhookRefusesWrongCredentials(t *testing.T) {
+	t.Parallel()
+	h := newAlertHarness(t)
+	body := fixture(t, "firing.json")
+	for name, a := range map[string]auth{
+		"none":            nil,
+		"wrong bearer":    bearer("test-bearer-tokem"),
+		"bearer prefix":   bearer("test-bearer"),
+		"empty bearer":    bearer(""),
+		"wrong password":  basic(alertUser, "s3cre7"),
+		"wrong user":      basic("admin", alertPass),
+		"token as basic":  basic(alertToken, ""),
+		"other scheme":    func(r *http.Request) { r.Header.Set("Authorization", "Token "+alertToken) },
+		"token in header": func(r *http.Request) { r.Header.Set("X-Token", alertToken) },
+	} {
+		code, out, hdr := h.deliver("/alerts/alertmanager", body, a)
+		require.Equal(t, http.StatusUnauthorized, code, name)
+		require.JSONEq(t, `{"error":"missing or wrong credentials"}`, out, name)
+		require.Contains(t, hdr.Get("WWW-Authenticate"), "Bearer", name)
+	}
+	// Either configured scheme works, the bearer scheme in any case.
+	code, out, _ := h.deliver("/alerts/alertmanager", body, func(r *http.Request) { r.Header.Set("Authorization", "bearer "+alertToken) })
+	require.Equal(t, http.StatusOK, code, out)
+	h.settle()
+	states, err := h.store.RecentAlerts(t.Context(), time.Time{})
+	require.NoError(t, err)
+	require.Len(t, states, 1, "only the authenticated delivery was recorded")
+	require.Equal(t, 9.0, h.metric("runbot_alert_notifications_rejected_total", "reason", "unauthorized"))
+}
+
+// Bodies runbot cannot take get 400 with a message that says what is
+// wrong, and nothing is recorded or run.
+func TestAlertWebhookRefusesBadPayloads(t *testing.T) {
+	t.Parallel()
+	h := newAlertHarness(t)
+	for file, want := range map[string]string{
+		"malformed.json":           "malformed JSON",
+		"not-json.json":            "malformed JSON at byte 2: invalid character",
+		"not-object.json":          "body must be a JSON object, got array",
+		"wrong-version.json":       `unsupported webhook version "3" (runbot takes Alertmanager webhook version "4")`,
+		"no-version.json":          `missing field "version"`,
+		"no-alerts.json":           `missing field "alerts"`,
+		"empty-alerts.json":        `field "alerts" is empty`,
+		"missing-labels.json":      `alerts[0].labels: missing (an alert needs at least "alertname")`,
+		"missing-alertname.json":   `alerts[0].labels.alertname: missing`,
+		"missing-fingerprint.json": `alerts[0]: missing field "fingerprint"`,
+		"missing-status.json":      `alerts[0]: missing field "status"`,
+		"bad-status.json":          `alerts[0].status: want "firing" or "resolved", got "exploded"`,
+		"label-not-string.json":    `alerts[0].labels.port: want a string, got number`,
+		"bad-starts-at.json":       `alerts[0].startsAt: want an RFC 3339 time, got "yesterday"`,
+	} {
+		code, out, _ := h.deliver("/alerts/alertmanager", fixture(t, filepath.Join("bad", file)), bearer(alertToken))
+		require.Equal(t, http.StatusBadRequest, code, file)
+		var rej alertReject
+		require.NoError(t, json.Unmarshal([]byte(out), &rej), file)
+		require.Contains(t, rej.Error, want, file)
+	}
+	entries, err := os.ReadDir("testdata/alertmanager/bad")
+	require.NoError(t, err)
+	require.Len(t, entries, 14, "every bad payload has a case above")
+	h.settle()
+	states, err := h.store.RecentAlerts(t.Context(), time.Time{})
+	require.NoError(t, err)
+	require.Empty(t, states)
+	require.Empty(t, h.runs())
+	require.Empty(t, h.rec.Calls())
+	require.Equal(t, 14.0, h.metric("runbot_alert_notifications_rejected_total", "reason", "invalid"))
+}
+
+func TestAlertWebhookRefusesHugeBodies(t *testing.T) {
+	t.Parallel()
+	h := newAlertHarness(t, func(s *alertSetup) { s.cfg.MaxBody = 4096 })
+	var firing map[string]any
+	require.NoError(t, json.Unmarshal(fixture(t, "firing.json"), &firing))
+	firing["alerts"].([]any)[0].(map[string]any)["annotations"].(map[string]any)["description"] = strings.Repeat("x", 5000)
+	huge, err := json.Marshal(firing)
+	require.NoError(t, err)
+	code, out, _ := h.deliver("/alerts/alertmanager", huge, bearer(alertToken))
+	require.Equal(t, http.StatusRequestEntityTooLarge, code)
+	require.JSONEq(t, `{"error":"body is larger than the limit of 4096 bytes"}`, out)
+	// A body under the limit still goes through.
+	h.accepted(fixture(t, "firing.json"))
+	h.settle()
+	require.Len(t, h.runs(), 1)
+	require.Equal(t, 1.0, h.metric("runbot_alert_notifications_rejected_total", "reason", "too_large"))
+}
+
+// Label values are data. A hostile value is recorded, reported as an
+// invalid param (the runbook's own validation refuses it), shown as
+// plain text, and never run.
+func TestAlertHostileLabelsAreData(t *testing.T) {
+	t.Parallel()
+	h := newAlertHarness(t, func(s *alertSetup) {
+		s.cfg.Routes = []AlertRoute{{
+			Match:   map[string]string{"alertname": "ServiceErrors"},
+			Runbook: "service-errors",
+			Params:  map[string]string{"host": "here", "service": "{{ .labels.service }}"},
+		}}
+	})
+	require.Equal(t, alertAck{Status: "accepted", Alerts: 1, New: 1}, h.accepted(fixture(t, "hostile.json")))
+	h.settle()
+	require.Empty(t, h.runs(), "an alert whose params are invalid is never run")
+	_, err := os.Stat("/tmp/runbot-pwned")
+	require.True(t, os.IsNotExist(err))
+	msgs := h.alertMessages("ServiceErrors")
+	require.Len(t, msgs, 1)
+	raw := msgs[0].Form.Get("blocks") + msgs[0].Form.Get("text")
+	require.NotContains(t, raw, "<!channel>")
+	require.NotContains(t, raw, "<!here>")
+	require.NotContains(t, raw, "<https://evil.example")
+	text := msgs[0].Text()
+	require.Contains(t, text, "Not run: invalid params from the alert: runbook service-errors: param service")
+	require.Contains(t, text, "&lt;!channel&gt;")
+	require.Contains(t, text, "api; touch /tmp/runbot-pwned #")
+	deliveries, err := h.store.AlertDeliveries(t.Context(), "0badc0ffee000001")
+	require.NoError(t, err)
+	require.Len(t, deliveries, 1)
+	require.Contains(t, string(deliveries[0].Payload), `"service":"api; touch /tmp/runbot-pwned #"`)
+	require.Equal(t, 1.0, h.metric("runbot_alerts_invalid_params_total"))
+
+	// Its repeats update the same report; they do not report again.
+	h.accepted(fixture(t, "hostile.json"))
+	h.settle()
+	require.Contains(t, h.newestAlert("ServiceErrors"), "Seen 2 times")
+	require.Len(t, h.posts(), 1)
+}
+
+// One alert starts at most one run while its run is still going, even
+// after the dedup window; once the run is done and the window passed, a
+// delivery starts a new one.
+func TestAlertNeverRunsTwiceAtOnce(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{t: time.Now()}
+	h := newAlertHarness(t, func(s *alertSetup) {
+		s.now = clock.Now
+		s.cfg.Routes[0].Params["sleep"] = "1"
+	})
+	h.accepted(fixture(t, "firing.json"))
+	require.NoError(t, h.alerts.settled(t.Context()))
+	clock.Advance(2 * time.Hour) // past the store's one-hour window
+	ack := h.accepted(fixture(t, "firing-repeat.json"))
+	require.Equal(t, 1, ack.New, "past the window the store starts a new trigger")
+	h.settle()
+	require.Len(t, h.runs(), 1, "but the first run was still going, so none started")
+	require.Contains(t, h.newestAlert("HighErrorRate"), "Seen 2 times")
+	require.Equal(t, 1.0, h.metric("runbot_alerts_deduplicated_total"))
+
+	// The run is over now, and the window long past: a new run.
+	require.NoError(t, h.alerts.queue.refresh(t.Context(), h.store, h.alerts.now(), 0))
+	clock.Advance(2 * time.Hour)
+	require.Equal(t, 1, h.accepted(fixture(t, "firing-repeat.json")).New)
+	h.settle()
+	require.Len(t, h.runs(), 2)
+}
+
+// fakeClock is a clock the test moves.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// Beyond MaxQueue, a notification that would start a new run gets 503
+// before anything is recorded, so Alertmanager delivers it again; repeats
+// and resolutions of alerts already running still go through.
+func TestAlertQueueBound(t *testing.T) {
+	t.Parallel()
+	h := newAlertHarness(t, func(s *alertSetup) {
+		s.cfg.MaxQueue = 1
+		s.cfg.Routes[0].Params["sleep"] = "1"
+	})
+	h.accepted(fixture(t, "firing.json"))
+	require.NoError(t, h.alerts.settled(t.Context()))
+	require.Equal(t, 1, h.alerts.QueueDepth())
+	other := bytes.ReplaceAll(fixture(t, "firing.json"), []byte("abcc45788bcf7aa8"), []byte("0000000000000002"))
+	code, out, hdr := h.deliver("/alerts/alertmanager", other, bearer(alertToken))
+	require.Equal(t, http.StatusServiceUnavailable, code, out)
+	require.Equal(t, "5", hdr.Get("Retry-After"))
+	require.Contains(t, out, "1 alert runs are queued or running (the limit); nothing was recorded")
+	_, err := h.store.GetAlert(t.Context(), "0000000000000002")
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.Equal(t, 1.0, h.metric("runbot_alert_queue_depth"))
+	require.Equal(t, 1.0, h.metric("runbot_alert_queue_capacity"))
+
+	h.accepted(fixture(t, "firing-repeat.json"))
+	h.settle()
+	// The first run is done: the alert that was turned away is taken now.
+	require.NoError(t, h.alerts.queue.refresh(t.Context(), h.store, h.alerts.now(), 0))
+	require.Equal(t, 0, h.alerts.QueueDepth())
+	h.accepted(other)
+	h.settle()
+	require.Len(t, h.runs(), 2)
+	require.Equal(t, 1.0, h.metric("runbot_alert_notifications_rejected_total", "reason", "queue_full"))
+}
+
+// An alert recorded (and so acknowledged) just before the process died,
+// with no run queued yet, is run when the intake starts again; its next
+// delivery is a repeat of that run.
+func TestAlertAcceptedBeforeRestartIsRun(t *testing.T) {
+	t.Parallel()
+	h := newAlertHarness(t, func(s *alertSetup) { s.noRun = true })
+	alerts, err := parseAlertmanager(fixture(t, "firing.json"))
+	require.NoError(t, err)
+	raw, err := json.Marshal(alerts[0])
+	require.NoError(t, err)
+	st, err := h.store.RecordAlert(t.Context(), alerts[0].Fingerprint, raw, time.Now())
+	require.NoError(t, err)
+	require.True(t, st.Fresh)
+
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.alerts.Run(ctx) }()
+	defer func() {
+		stop()
+		require.NoError(t, <-done)
+	}()
+	_, err = h.rec.WaitTimeout(30*time.Second, func(calls []slackrec.Call) bool { return len(calls) > 0 })
+	require.NoError(t, err)
+	h.settle()
+	runs := h.runs()
+	require.Len(t, runs, 1)
+	require.NotNil(t, runs[0].Slack)
+	require.Equal(t, alertsChan, runs[0].Slack.Channel, "the run posts on its own in the alerts channel")
+	require.Equal(t, store.RunFinished, runs[0].Status)
+
+	require.Equal(t, 1, h.accepted(fixture(t, "firing-repeat.json")).Repeats)
+	h.settle()
+	require.Len(t, h.runs(), 1)
+}
+
+// The intake loop registers with the heartbeat monitor and keeps beating
+// while it runs; once it stops, readiness reports it stuck.
+func TestAlertIntakeHeartbeat(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{t: time.Now()}
+	h := newAlertHarness(t, func(s *alertSetup) { s.now = clock.Now; s.noRun = true })
+	require.Empty(t, h.beat.Check(), "a registered loop gets its max gap to start")
+	clock.Advance(alertsMaxGap + time.Second)
+	require.Equal(t, []string{AlertsHeartbeat}, stuckLoops(h.beat.Check()), "it was never started")
+
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.alerts.Run(ctx) }()
+	// The loop beats at start and on every tick.
+	require.Eventually(t, func() bool { return len(h.beat.Check()) == 0 }, 10*time.Second, 10*time.Millisecond)
+	clock.Advance(alertsMaxGap + time.Second)
+	require.Eventually(t, func() bool { return len(h.beat.Check()) == 0 }, 10*time.Second, 10*time.Millisecond)
+	stop()
+	require.NoError(t, <-done)
+	clock.Advance(alertsMaxGap + time.Second)
+	require.Equal(t, []string{AlertsHeartbeat}, stuckLoops(h.beat.Check()))
+}
+
+func stuckLoops(stuck []heartbeat.Stuck) []string {
+	var out []string
+	for _, s := range stuck {
+		out = append(out, s.Loop)
+	}
+	return out
+}

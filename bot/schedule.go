@@ -1,0 +1,306 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/runbot/runbot/internal/heartbeat"
+	"github.com/runbot/runbot/runbooks"
+)
+
+// PostPolicy says when a scheduled audit's result is posted to Slack.
+type PostPolicy string
+
+const (
+	// PostAlways posts every run.
+	PostAlways PostPolicy = "always"
+	// PostOnChange posts a run whose outcome or diagnoses differ from the
+	// schedule's previous run (a first run only when it is not ok).
+	PostOnChange PostPolicy = "on_change"
+	// PostOnFailure posts every run that is not ok.
+	PostOnFailure PostPolicy = "on_failure"
+)
+
+// Schedule runs a runbook on a cron schedule.
+type Schedule struct {
+	// Name identifies the schedule in the store (its runs' RequestedBy),
+	// in metrics and in Slack; derived from the runbook and params when
+	// empty.
+	Name    string
+	Runbook string
+	// Cron is five fields, or six with leading seconds, or a descriptor
+	// such as "@every 10m" or "@daily".
+	Cron string
+	// TimeZone is an IANA zone such as "Europe/Paris"; the scheduler's
+	// when empty.
+	TimeZone string
+	Params   map[string]string
+	// Post is when the result is posted; PostOnChange when empty.
+	Post PostPolicy
+	// Channel is where results go; the bot's channel when empty.
+	Channel string
+}
+
+// SchedulerConfig configures scheduled audits. Runbooks that declare
+// triggers.schedule are scheduled too (with their schedule_params and
+// PostOnChange), unless a configured schedule names the same runbook.
+type SchedulerConfig struct {
+	Schedules []Schedule
+	// TimeZone is the default zone of schedules; the local zone when
+	// empty.
+	TimeZone string
+	// Summary, when set, is a cron spec (e.g. "0 9 * * *") at which a
+	// summary of the last 24 hours of scheduled audits is posted, quiet
+	// ones included, so that silence is known to mean "all is well".
+	Summary        string
+	SummaryChannel string
+}
+
+// SchedulerOptions are the optional parts of a Scheduler.
+type SchedulerOptions struct {
+	// Heartbeat, when set, gets the cron loop registered as
+	// SchedulerHeartbeat.
+	Heartbeat *heartbeat.Monitor
+	// Logger is slog.Default() when nil.
+	Logger *slog.Logger
+	// Now is the clock; the dispatcher's when nil.
+	Now func() time.Time
+}
+
+// SchedulerHeartbeat is the heartbeat name of the cron loop.
+const SchedulerHeartbeat = "scheduler"
+
+const (
+	schedulerBeat   = 15 * time.Second
+	schedulerMaxGap = time.Minute
+)
+
+// scheduled is one schedule, compiled.
+type scheduled struct {
+	Schedule
+	sched cron.Schedule
+	// running is set while a run of the schedule goes; a tick meanwhile
+	// is skipped, so a slow audit never overlaps itself.
+	running atomic.Bool
+	// skipped and panicked count since the last summary.
+	skipped  atomic.Int64
+	panicked atomic.Int64
+}
+
+// Scheduler runs audits on cron schedules through the Dispatcher's
+// engine and store, bounded by its run slots, and posts their results as
+// their PostPolicy says.
+type Scheduler struct {
+	cfg     SchedulerConfig
+	disp    *Dispatcher
+	entries []*scheduled
+	loc     *time.Location
+	summary cron.Schedule
+	log     *slog.Logger
+	now     func() time.Time
+	beat    *heartbeat.Monitor
+	metrics *scheduleMetrics
+
+	// audit runs one scheduled audit; tests replace it.
+	audit func(ctx context.Context, e *scheduled) auditResult
+}
+
+// NewScheduler checks every schedule: the runbook exists, its params are
+// valid, the cron spec and time zone parse.
+func NewScheduler(cfg SchedulerConfig, d *Dispatcher, opts SchedulerOptions) (*Scheduler, error) {
+	if d == nil {
+		return nil, errors.New("scheduler: a dispatcher is required")
+	}
+	s := &Scheduler{cfg: cfg, disp: d, log: opts.Logger, now: opts.Now, beat: opts.Heartbeat, metrics: newScheduleMetrics()}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.log = s.log.With("component", "scheduler")
+	if s.now == nil {
+		s.now = d.now
+	}
+	s.audit = s.runAudit
+	s.loc = time.Local
+	if cfg.TimeZone != "" {
+		loc, err := time.LoadLocation(cfg.TimeZone)
+		if err != nil {
+			return nil, fmt.Errorf("scheduler time zone %q: %w", cfg.TimeZone, err)
+		}
+		s.loc = loc
+	}
+	var errs []error
+	names := map[string]bool{}
+	for i, sc := range s.allSchedules() {
+		e, err := s.compile(sc)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("schedule %d (%s): %w", i+1, sc.Runbook, err))
+			continue
+		}
+		if names[e.Name] {
+			errs = append(errs, fmt.Errorf("schedule %d: name %q is used twice; give one a name", i+1, e.Name))
+			continue
+		}
+		names[e.Name] = true
+		s.entries = append(s.entries, e)
+	}
+	if cfg.Summary != "" {
+		sum, err := runbooks.CronParser.Parse(cfg.Summary)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("summary schedule %q: %w", cfg.Summary, err))
+		}
+		s.summary = sum
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if s.beat != nil {
+		s.beat.Register(SchedulerHeartbeat, schedulerMaxGap)
+	}
+	return s, nil
+}
+
+// allSchedules is the configured schedules plus those the runbooks
+// declare for themselves.
+func (s *Scheduler) allSchedules() []Schedule {
+	out := slices.Clone(s.cfg.Schedules)
+	configured := map[string]bool{}
+	for _, sc := range out {
+		configured[sc.Runbook] = true
+	}
+	for _, rb := range s.disp.catalog.All() {
+		if rb.Triggers.Schedule == "" || configured[rb.Name] {
+			continue
+		}
+		out = append(out, Schedule{Runbook: rb.Name, Cron: rb.Triggers.Schedule, Params: rb.Triggers.ScheduleParams, Post: PostOnChange})
+	}
+	return out
+}
+
+func (s *Scheduler) compile(sc Schedule) (*scheduled, error) {
+	rb, err := s.disp.runbook(sc.Runbook)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := rb.ResolveParams(sc.Params); err != nil {
+		return nil, err
+	}
+	switch sc.Post {
+	case "":
+		sc.Post = PostOnChange
+	case PostAlways, PostOnChange, PostOnFailure:
+	default:
+		return nil, fmt.Errorf("post %q: want always, on_change or on_failure", sc.Post)
+	}
+	spec := strings.TrimSpace(sc.Cron)
+	if sc.TimeZone != "" {
+		if strings.HasPrefix(spec, "CRON_TZ=") || strings.HasPrefix(spec, "TZ=") {
+			return nil, fmt.Errorf("cron %q names a time zone and time_zone is set too; keep one", sc.Cron)
+		}
+		if _, err := time.LoadLocation(sc.TimeZone); err != nil {
+			return nil, fmt.Errorf("time zone %q: %w", sc.TimeZone, err)
+		}
+		spec = "CRON_TZ=" + sc.TimeZone + " " + spec
+	}
+	sched, err := runbooks.CronParser.Parse(spec)
+	if err != nil {
+		return nil, fmt.Errorf("cron %q: %w", sc.Cron, err)
+	}
+	if sc.Name == "" {
+		sc.Name = strings.TrimSpace(rb.Name + " " + paramText(sc.Params))
+	}
+	sc.Params = maps.Clone(sc.Params)
+	return &scheduled{Schedule: sc, sched: sched}, nil
+}
+
+// Schedules lists the schedules, configured and declared, with their
+// names and policies filled in.
+func (s *Scheduler) Schedules() []Schedule {
+	out := make([]Schedule, len(s.entries))
+	for i, e := range s.entries {
+		out[i] = e.Schedule
+	}
+	return out
+}
+
+// Run runs the schedules until ctx ends. Audits still going then are the
+// bot's background work: Bot.Shutdown waits for them or cancels them.
+func (s *Scheduler) Run(ctx context.Context) error {
+	logger := cronLogger{s.log}
+	// Recover catches a panic in the scheduler's own jobs (the summary,
+	// starting a run); runs catch their own.
+	c := cron.New(cron.WithLocation(s.loc), cron.WithLogger(logger), cron.WithChain(cron.Recover(logger)))
+	for _, e := range s.entries {
+		c.Schedule(e.sched, cron.FuncJob(func() { s.fire(ctx, e) }))
+		s.log.Info("audit scheduled", "schedule", e.Name, "cron", e.Cron, "time_zone", e.TimeZone, "post", e.Post)
+	}
+	if s.summary != nil {
+		c.Schedule(s.summary, cron.FuncJob(func() { s.postSummary(ctx) }))
+	}
+	// The beat is a job of the cron loop itself, so a stuck loop shows.
+	s.heartbeat()
+	c.Schedule(cron.Every(schedulerBeat), cron.FuncJob(s.heartbeat))
+	c.Start()
+	<-ctx.Done()
+	<-c.Stop().Done()
+	return nil
+}
+
+func (s *Scheduler) heartbeat() {
+	if s.beat != nil {
+		s.beat.Beat(SchedulerHeartbeat)
+	}
+}
+
+// fire starts one run of a schedule, unless its previous run still goes.
+// A panic in the run is caught and counted; the schedule goes on.
+func (s *Scheduler) fire(ctx context.Context, e *scheduled) {
+	if ctx.Err() != nil {
+		return
+	}
+	if !e.running.CompareAndSwap(false, true) {
+		e.skipped.Add(1)
+		s.metrics.skipped.WithLabelValues(e.Name).Inc()
+		s.log.Warn("scheduled audit skipped: the previous run is still going", "schedule", e.Name)
+		return
+	}
+	err := s.disp.tasks.Go("audit "+e.Name, s.disp.runTimeout, func(ctx context.Context) {
+		defer e.running.Store(false)
+		defer func() {
+			if r := recover(); r != nil {
+				e.panicked.Add(1)
+				s.metrics.panics.WithLabelValues(e.Name).Inc()
+				s.log.Error("scheduled audit panicked", "schedule", e.Name, "panic", r, "stack", string(debug.Stack()))
+			}
+		}()
+		res := s.audit(ctx, e)
+		s.metrics.record(e.Name, res)
+		if res.Err != nil {
+			s.log.Error("scheduled audit failed", "schedule", e.Name, "run", res.RunID, "err", res.Err)
+			return
+		}
+		s.log.Info("scheduled audit done", "schedule", e.Name, "run", res.RunID, "outcome", res.Outcome, "posted", res.Posted, "why", res.Reason)
+	})
+	if err != nil {
+		e.running.Store(false)
+		s.log.Warn("scheduled audit not started", "schedule", e.Name, "err", err)
+	}
+}
+
+// cronLogger sends robfig/cron's logs to slog.
+type cronLogger struct{ log *slog.Logger }
+
+func (l cronLogger) Info(msg string, kv ...any) { l.log.Debug("cron: "+msg, kv...) }
+
+func (l cronLogger) Error(err error, msg string, kv ...any) {
+	l.log.Error("cron: "+msg, append(kv, "err", err)...)
+}

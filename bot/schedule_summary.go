@@ -1,0 +1,106 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/runbot/runbot/store"
+)
+
+// summaryWindow is the span a daily summary covers.
+const summaryWindow = 24 * time.Hour
+
+// summaryView summarises the last day of scheduled audits: per schedule,
+// its runs by outcome, how many were posted, the latest result, and the
+// ticks skipped or lost to a panic since the previous summary. Quiet
+// audits show here, so silence is known to mean "all is well".
+func (s *Scheduler) summaryView(ctx context.Context) (Message, error) {
+	now := s.now()
+	runs, err := s.disp.store.ListRuns(ctx, store.RunFilter{Trigger: store.TriggerSchedule, Since: now.Add(-summaryWindow), Limit: 10000})
+	if err != nil {
+		return Message{}, fmt.Errorf("list scheduled runs: %w", err)
+	}
+	byName := map[string][]store.Run{}
+	for _, r := range runs {
+		byName[r.RequestedBy] = append(byName[r.RequestedBy], r)
+	}
+	m := Message{Title: "Scheduled audits: the last 24 hours", Status: StatusOK}
+	for _, e := range s.entries {
+		rs := byName[e.Name]
+		sec := Section{Heading: e.Name, Status: StatusOK}
+		counts := map[store.Outcome]int{}
+		posted := 0
+		for _, r := range rs {
+			counts[r.Outcome]++
+			if r.Slack != nil {
+				posted++
+			}
+		}
+		var parts []string
+		for _, o := range slices.Sorted(maps.Keys(counts)) {
+			parts = append(parts, fmt.Sprintf("%s %d", outcomeName(o), counts[o]))
+		}
+		line := fmt.Sprintf("%d run(s)", len(rs))
+		if len(parts) > 0 {
+			line += ": " + strings.Join(parts, ", ")
+		}
+		line += fmt.Sprintf("; %d posted", posted)
+		sec.Lines = append(sec.Lines, Line{Text: line})
+		if len(rs) > 0 {
+			last := rs[0] // newest first
+			sec.Status = runOutcomeStatus(last)
+			sec.Lines = append(sec.Lines, Line{Status: sec.Status, Text: fmt.Sprintf("Latest: %s at %s (%s)", outcomeName(last.Outcome), stamp(last.StartedAt), last.ID)})
+		} else {
+			sec.Status = StatusWarning
+			sec.Lines = append(sec.Lines, Line{Status: StatusWarning, Text: "No run in the last 24 hours (" + e.Cron + ")"})
+		}
+		if n := e.skipped.Swap(0); n > 0 {
+			sec.Lines = append(sec.Lines, Line{Status: StatusWarning, Text: fmt.Sprintf("%d tick(s) skipped: the previous run was still going", n)})
+		}
+		if n := e.panicked.Swap(0); n > 0 {
+			sec.Status = StatusError
+			sec.Lines = append(sec.Lines, Line{Status: StatusError, Text: fmt.Sprintf("%d run(s) crashed (see the logs)", n)})
+		}
+		if worse(sec.Status, m.Status) {
+			m.Status = sec.Status
+		}
+		m.Sections = append(m.Sections, sec)
+	}
+	if len(s.entries) == 0 {
+		m.Sections = append(m.Sections, Section{Text: "No audits are scheduled."})
+	}
+	return m, nil
+}
+
+// postSummary posts the daily summary.
+func (s *Scheduler) postSummary(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	m, err := s.summaryView(ctx)
+	if err != nil {
+		s.log.Error("audit summary not made", "err", err)
+		return
+	}
+	channel := s.cfg.SummaryChannel
+	if channel == "" {
+		channel = s.disp.channel
+	}
+	if _, err := s.disp.msgr.post(ctx, channel, "", m); err != nil {
+		s.log.Error("audit summary not posted", "channel", channel, "err", err)
+	}
+}
+
+func outcomeName(o store.Outcome) string {
+	if o == store.OutcomeNone {
+		return "unfinished"
+	}
+	return string(o)
+}
+
+var statusRank = map[Status]int{StatusOK: 0, StatusRunning: 1, StatusInconclusive: 2, StatusWarning: 3, StatusError: 4, StatusCritical: 5}
+
+func worse(a, b Status) bool { return statusRank[a] > statusRank[b] }

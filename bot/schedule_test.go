@@ -1,0 +1,385 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+	_ "time/tzdata" // the time zone tests do not depend on the machine's zoneinfo
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/internal/heartbeat"
+	"github.com/runbot/runbot/inventory"
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
+)
+
+// scheduleHarness is a scheduler over a real bot: the SQLite store, the
+// engine running the test runbooks on this machine, the fake Slack.
+type scheduleHarness struct {
+	t     *testing.T
+	rec   *slackrec.Recorder
+	bot   *Bot
+	sched *Scheduler
+	store *store.SQLite
+	reg   *prometheus.Registry
+	dir   string
+}
+
+func newScheduleHarness(t *testing.T, cfg func(dir string) SchedulerConfig) *scheduleHarness {
+	t.Helper()
+	h := &scheduleHarness{t: t, rec: slackrec.New(), dir: t.TempDir(), reg: prometheus.NewRegistry()}
+	t.Cleanup(h.rec.Close)
+	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "runbot.db"))
+	require.NoError(t, err)
+	h.store = st
+	catalog := testCatalog(t, "testdata/schedule/runbooks")
+	inv, err := inventory.Load("testdata/inventory.yaml")
+	require.NoError(t, err)
+	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
+	botCfg := testConfig(t, h.rec)
+	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog, Groups: botCfg.Groups}
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h.bot, err = New(botCfg, Deps{Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Logger: logger})
+	require.NoError(t, err)
+	h.sched, err = NewScheduler(cfg(h.dir), h.bot.Dispatcher(), SchedulerOptions{Logger: logger})
+	require.NoError(t, err)
+	require.NoError(t, h.reg.Register(h.sched))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, h.bot.Shutdown(ctx))
+		require.NoError(t, st.Close())
+	})
+	return h
+}
+
+func (h *scheduleHarness) entry(name string) *scheduled {
+	h.t.Helper()
+	for _, e := range h.sched.entries {
+		if e.Name == name {
+			return e
+		}
+	}
+	h.t.Fatalf("no schedule %q", name)
+	return nil
+}
+
+// postsOf returns the result messages posted for a schedule.
+func (h *scheduleHarness) postsOf(name string) []slackrec.Call {
+	var out []slackrec.Call
+	for _, c := range h.rec.Calls("chat.postMessage") {
+		if c.Status == http.StatusOK && strings.Contains(c.Text(), fmt.Sprintf("Scheduled audit %q", name)) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func serviceSchedule(name, dir string, post PostPolicy) Schedule {
+	return Schedule{Name: name, Runbook: "service-errors", Cron: "*/10 * * * *", Post: post,
+		Params: map[string]string{"host": "here", "service": "api", "dir": dir}}
+}
+
+// Each policy posts what it promises over a service that fails, fails
+// again, recovers, stays healthy and fails again; every run is recorded
+// either way.
+func TestSchedulePostPolicies(t *testing.T) {
+	t.Parallel()
+	h := newScheduleHarness(t, func(dir string) SchedulerConfig {
+		return SchedulerConfig{Schedules: []Schedule{
+			serviceSchedule("always", dir, PostAlways),
+			serviceSchedule("on-change", dir, PostOnChange),
+			serviceSchedule("on-failure", dir, PostOnFailure),
+		}, Summary: "0 9 * * *", SummaryChannel: "C0SUMMARY"}
+	})
+	healthy := filepath.Join(h.dir, "healthy")
+	steps := []struct {
+		healthy bool
+		posted  map[string]bool
+	}{
+		{false, map[string]bool{"always": true, "on-change": true, "on-failure": true}},
+		{false, map[string]bool{"always": true, "on-change": false, "on-failure": true}},
+		{true, map[string]bool{"always": true, "on-change": true, "on-failure": false}},
+		{true, map[string]bool{"always": true, "on-change": false, "on-failure": false}},
+		{false, map[string]bool{"always": true, "on-change": true, "on-failure": true}},
+	}
+	var reasons []string
+	for i, step := range steps {
+		if step.healthy {
+			require.NoError(t, os.WriteFile(healthy, nil, 0o600))
+		} else {
+			require.NoError(t, os.RemoveAll(healthy))
+		}
+		for _, name := range []string{"always", "on-change", "on-failure"} {
+			res := h.sched.runAudit(t.Context(), h.entry(name))
+			require.NoError(t, res.Err)
+			require.Equal(t, step.posted[name], res.Posted, "step %d, %s: %s", i+1, name, res.Reason)
+			if name == "on-change" {
+				reasons = append(reasons, res.Reason)
+			}
+		}
+	}
+	require.Equal(t, []string{
+		"first run, and the outcome is critical (service_erroring)",
+		"unchanged: critical (service_erroring)",
+		"changed from critical (service_erroring) to ok",
+		"unchanged: ok",
+		"changed from ok to critical (service_erroring)",
+	}, reasons)
+	require.Len(t, h.postsOf("always"), 5)
+	require.Len(t, h.postsOf("on-change"), 3)
+	require.Len(t, h.postsOf("on-failure"), 3)
+	changed := h.postsOf("on-change")[1].Text()
+	require.Contains(t, changed, "Service error rate")
+	require.Contains(t, changed, "*Trigger:* schedule on-change")
+	require.Contains(t, changed, `Scheduled audit "on-change" (*/10 * * * *): changed from critical (service_erroring) to ok.`)
+
+	runs, err := h.store.ListRuns(t.Context(), store.RunFilter{Trigger: store.TriggerSchedule})
+	require.NoError(t, err)
+	require.Len(t, runs, 15, "quiet runs are recorded too")
+	posted := map[string]int{}
+	for _, r := range runs {
+		require.Equal(t, store.RunFinished, r.Status)
+		if r.Slack != nil {
+			posted[r.RequestedBy]++
+		}
+	}
+	require.Equal(t, map[string]int{"always": 5, "on-change": 3, "on-failure": 3}, posted, "a posted run knows its message")
+
+	// The daily summary shows the quiet runs as well.
+	sum, err := h.sched.summaryView(t.Context())
+	require.NoError(t, err)
+	text := messageText(t, sum)
+	require.Contains(t, text, "Scheduled audits: the last 24 hours")
+	require.Contains(t, text, "5 run(s): critical 3, ok 2; 5 posted")
+	require.Contains(t, text, "5 run(s): critical 3, ok 2; 3 posted")
+	require.Contains(t, text, "nightly-audit host=here")
+	require.Contains(t, text, "No run in the last 24 hours (30 2 * * *)")
+	require.Equal(t, StatusCritical, sum.Status, "the latest runs are critical")
+	h.sched.postSummary(t.Context())
+	var summaries []string
+	for _, c := range h.rec.Calls("chat.postMessage") {
+		if c.Form.Get("channel") == "C0SUMMARY" {
+			summaries = append(summaries, c.Text())
+		}
+	}
+	require.Len(t, summaries, 1)
+	require.Contains(t, summaries[0], "5 run(s): critical 3, ok 2; 3 posted")
+}
+
+// messageText is every text of a message as Slack would get it.
+func messageText(t *testing.T, m Message) string {
+	t.Helper()
+	blocks, err := json.Marshal(renderBlocks(m))
+	require.NoError(t, err)
+	return slackrec.Call{Form: url.Values{"text": {fallbackText(m)}, "blocks": {string(blocks)}}}.Text()
+}
+
+// A runbook's own triggers.schedule is picked up with its params; a
+// configured schedule of the same runbook replaces it.
+func TestScheduleFromRunbooks(t *testing.T) {
+	t.Parallel()
+	h := newScheduleHarness(t, func(string) SchedulerConfig { return SchedulerConfig{} })
+	require.Equal(t, []Schedule{{Name: "nightly-audit host=here", Runbook: "nightly-audit", Cron: "30 2 * * *",
+		Params: map[string]string{"host": "here"}, Post: PostOnChange}}, h.sched.Schedules())
+
+	h2 := newScheduleHarness(t, func(string) SchedulerConfig {
+		return SchedulerConfig{Schedules: []Schedule{{Runbook: "nightly-audit", Cron: "@hourly", Params: map[string]string{"host": "here"}, Post: PostAlways}}}
+	})
+	require.Len(t, h2.sched.Schedules(), 1)
+	require.Equal(t, "@hourly", h2.sched.Schedules()[0].Cron)
+}
+
+func TestNewSchedulerRefusesMistakes(t *testing.T) {
+	t.Parallel()
+	catalog := testCatalog(t, "testdata/schedule/runbooks")
+	d := &Dispatcher{catalog: catalog, log: slog.New(slog.DiscardHandler), now: time.Now}
+	ok := Schedule{Runbook: "nightly-audit", Cron: "0 3 * * *", Params: map[string]string{"host": "here"}}
+	for name, tc := range map[string]struct {
+		mod  func(*Schedule)
+		want string
+	}{
+		"unknown runbook": {func(s *Schedule) { s.Runbook = "nightly-audti" }, `unknown runbook "nightly-audti" (did you mean "nightly-audit"?)`},
+		"missing param":   {func(s *Schedule) { s.Params = nil }, "param host: is required"},
+		"unknown param":   {func(s *Schedule) { s.Params["hots"] = "x" }, `param hots: no such param`},
+		"bad cron":        {func(s *Schedule) { s.Cron = "0 25 * * *" }, `cron "0 25 * * *"`},
+		"bad time zone":   {func(s *Schedule) { s.TimeZone = "Mars/Olympus" }, `time zone "Mars/Olympus"`},
+		"two time zones":  {func(s *Schedule) { s.Cron = "CRON_TZ=UTC 0 3 * * *"; s.TimeZone = "UTC" }, "names a time zone and time_zone is set too"},
+		"bad policy":      {func(s *Schedule) { s.Post = "sometimes" }, `post "sometimes": want always, on_change or on_failure`},
+	} {
+		sc := ok
+		sc.Params = map[string]string{"host": "here"}
+		tc.mod(&sc)
+		_, err := NewScheduler(SchedulerConfig{Schedules: []Schedule{sc}}, d, SchedulerOptions{})
+		require.ErrorContains(t, err, tc.want, name)
+	}
+	_, err := NewScheduler(SchedulerConfig{Schedules: []Schedule{ok, ok}}, d, SchedulerOptions{})
+	require.ErrorContains(t, err, `name "nightly-audit host=here" is used twice`)
+	_, err = NewScheduler(SchedulerConfig{Schedules: []Schedule{ok}, Summary: "daily"}, d, SchedulerOptions{})
+	require.ErrorContains(t, err, `summary schedule "daily"`)
+}
+
+// bubbleScheduler builds, inside a synctest bubble, a scheduler whose
+// audits are fake: they run fn and are recorded with the (fake) time.
+type bubbleScheduler struct {
+	s    *Scheduler
+	d    *Dispatcher
+	reg  *prometheus.Registry
+	beat *heartbeat.Monitor
+
+	mu    sync.Mutex
+	fired []string
+}
+
+func newBubbleScheduler(t *testing.T, cfg SchedulerConfig, fn func(n int)) *bubbleScheduler {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	b := &bubbleScheduler{reg: prometheus.NewRegistry(), beat: heartbeat.New(nil)}
+	b.d = &Dispatcher{catalog: testCatalog(t, "testdata/schedule/runbooks"), tasks: newTasks(log), log: log, now: time.Now, runTimeout: time.Hour}
+	var err error
+	b.s, err = NewScheduler(cfg, b.d, SchedulerOptions{Heartbeat: b.beat, Logger: log})
+	require.NoError(t, err)
+	require.NoError(t, b.reg.Register(b.s))
+	b.s.audit = func(ctx context.Context, e *scheduled) auditResult {
+		b.mu.Lock()
+		n := len(b.fired)
+		b.fired = append(b.fired, e.Name+"@"+time.Now().UTC().Format(time.DateTime))
+		b.mu.Unlock()
+		if fn != nil {
+			fn(n)
+		}
+		return auditResult{Outcome: store.OutcomeOK}
+	}
+	return b
+}
+
+// run runs the scheduler for d of fake time.
+func (b *bubbleScheduler) run(t *testing.T, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- b.s.Run(ctx) }()
+	time.Sleep(d)
+	synctest.Wait()
+	require.Empty(t, b.beat.Check(), "the scheduler loop beats")
+	cancel()
+	require.NoError(t, <-done)
+	require.NoError(t, b.d.tasks.Shutdown(t.Context()))
+}
+
+func (b *bubbleScheduler) calls() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.fired...)
+}
+
+// Schedules fire at their times in their own time zones; runbooks'
+// schedules in the scheduler's zone.
+func TestScheduleFiresInTimeZones(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// The bubble's clock starts at 2000-01-01 00:00:00 UTC.
+		b := newBubbleScheduler(t, SchedulerConfig{TimeZone: "UTC", Schedules: []Schedule{
+			{Name: "new-york-morning", Runbook: "service-errors", Cron: "0 9 * * *", TimeZone: "America/New_York",
+				Params: map[string]string{"host": "here", "service": "api"}},
+			{Name: "seconds", Runbook: "service-errors", Cron: "30 0 0 * * *", Params: map[string]string{"host": "here", "service": "api"}},
+		}}, nil)
+		b.run(t, 48*time.Hour)
+		require.Equal(t, []string{
+			"seconds@2000-01-01 00:00:30",
+			"nightly-audit host=here@2000-01-01 02:30:00",
+			"new-york-morning@2000-01-01 14:00:00", // 09:00 EST
+			"seconds@2000-01-02 00:00:30",
+			"nightly-audit host=here@2000-01-02 02:30:00",
+			"new-york-morning@2000-01-02 14:00:00",
+		}, b.calls())
+	})
+}
+
+// A run still going when its schedule ticks again is not overlapped: the
+// tick is skipped and counted.
+func TestScheduleSkipsOverlap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBubbleScheduler(t, SchedulerConfig{TimeZone: "UTC", Schedules: []Schedule{
+			{Name: "slow", Runbook: "service-errors", Cron: "*/10 * * * * *", Params: map[string]string{"host": "here", "service": "api"}},
+		}}, func(int) { time.Sleep(25 * time.Second) })
+		b.run(t, 61*time.Second)
+		// Runs at :10 (until :35) and :40 (until 1:05); :20, :30, :50
+		// and 1:00 are skipped.
+		require.Equal(t, []string{"slow@2000-01-01 00:00:10", "slow@2000-01-01 00:00:40"}, b.calls())
+		require.Equal(t, 4.0, gathered(t, b.reg, "runbot_schedule_skipped_total"))
+		require.Equal(t, int64(4), b.s.entries[0].skipped.Load())
+	})
+}
+
+// A panic in one run does not stop the scheduler: it is counted, and the
+// next tick runs.
+func TestScheduleSurvivesPanic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBubbleScheduler(t, SchedulerConfig{TimeZone: "UTC", Schedules: []Schedule{
+			{Name: "flaky", Runbook: "service-errors", Cron: "*/10 * * * * *", Params: map[string]string{"host": "here", "service": "api"}},
+		}}, func(n int) {
+			if n == 0 {
+				panic("audit bug")
+			}
+		})
+		b.run(t, 35*time.Second)
+		require.Len(t, b.calls(), 3)
+		require.Equal(t, 1.0, gathered(t, b.reg, "runbot_schedule_panics_total"))
+		require.Equal(t, 2.0, gathered(t, b.reg, "runbot_schedule_runs_total"))
+		require.False(t, b.s.entries[0].running.Load())
+	})
+}
+
+// One real cron tick: a schedule with a seconds field runs the runbook
+// for real and posts its result.
+func TestScheduleRealTick(t *testing.T) {
+	t.Parallel()
+	h := newScheduleHarness(t, func(dir string) SchedulerConfig {
+		return SchedulerConfig{Schedules: []Schedule{{Name: "every-second", Runbook: "service-errors", Cron: "* * * * * *", Post: PostAlways,
+			Params: map[string]string{"host": "here", "service": "api", "dir": dir}}}}
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.sched.Run(ctx) }()
+	calls, err := h.rec.WaitTimeout(30*time.Second, func(calls []slackrec.Call) bool { return len(h.postsOf("every-second")) > 0 })
+	cancel()
+	require.NoError(t, <-done)
+	require.NoError(t, err, "%d slack calls", len(calls))
+	require.NoError(t, h.bot.tasks.Idle(t.Context()))
+	runs, err := h.store.ListRuns(t.Context(), store.RunFilter{Trigger: store.TriggerSchedule})
+	require.NoError(t, err)
+	require.NotEmpty(t, runs)
+	require.Equal(t, "every-second", runs[len(runs)-1].RequestedBy)
+	require.Equal(t, store.OutcomeCritical, runs[len(runs)-1].Outcome)
+	require.Contains(t, h.postsOf("every-second")[0].Text(), "The service answers 12% errors.")
+}
+
+// gathered sums a metric's samples.
+func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	total := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+	}
+	return total
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
+)
+
+// metrics are what `runbot serve` exports at /metrics.
+type metrics struct {
+	runs         *prometheus.CounterVec
+	steps        *prometheus.HistogramVec
+	remediations *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer, st store.Store) *metrics {
+	m := &metrics{
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "runbot_runs_total", Help: "Runbook runs finished, by runbook, trigger and outcome.",
+		}, []string{"runbook", "trigger", "outcome"}),
+		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "runbot_step_duration_seconds", Help: "Duration of one step on one target, by runbook, check and status.",
+			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+		}, []string{"runbook", "check", "status"}),
+		remediations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "runbot_remediations_total", Help: "Remediations that ended, by remediation and final plan state.",
+		}, []string{"remediation", "state"}),
+	}
+	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "runbot_approvals_pending", Help: "Remediation plans waiting for approval (not expired).",
+	}, func() float64 {
+		ctx, cancel := context.WithTimeoutCause(context.Background(), 2*time.Second, context.DeadlineExceeded)
+		defer cancel()
+		plans, err := st.PendingPlans(ctx)
+		if err != nil {
+			return -1
+		}
+		return float64(len(plans))
+	})
+	reg.MustRegister(m.runs, m.steps, m.remediations, pending)
+	return m
+}
+
+// StepFinished implements runbooks.Observer.
+func (m *metrics) StepFinished(rb string, tr *runbooks.TargetRun) {
+	m.steps.WithLabelValues(rb, tr.Check, string(tr.Status)).Observe(tr.Duration.Seconds())
+}
+
+// RunFinished implements runbooks.Observer.
+func (m *metrics) RunFinished(rep *runbooks.Report) {
+	trigger := rep.Trigger
+	if trigger == "" {
+		trigger = "unknown"
+	}
+	m.runs.WithLabelValues(rep.Runbook, trigger, string(rep.Outcome)).Inc()
+}
+
+// RemediationFinished implements runbooks.Observer.
+func (m *metrics) RemediationFinished(remediation string, res *runbooks.ApplyResult) {
+	m.remediations.WithLabelValues(remediation, string(res.State)).Inc()
+}

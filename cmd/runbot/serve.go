@@ -1,0 +1,346 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/slack-go/slack"
+	"github.com/spf13/cobra"
+
+	"github.com/runbot/runbot/bot"
+	"github.com/runbot/runbot/config"
+	"github.com/runbot/runbot/internal/heartbeat"
+	"github.com/runbot/runbot/inventory"
+	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
+)
+
+func newServeCmd(g *globalFlags) *cobra.Command {
+	var cfgPath string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the daemon: Slack, the alert webhook, scheduled audits, health and metrics",
+		Long: "Runs runbot as a daemon configured by one YAML file (see deploy/runbot.yaml).\n" +
+			"/healthz and /readyz reflect the progress of the internal loops, not just that\n" +
+			"HTTP answers; under systemd (Type=notify) READY=1 is sent only once really ready,\n" +
+			"WATCHDOG=1 only while the loops make progress, STOPPING=1 on shutdown.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfgPath == "" {
+				return errors.New("serve needs --config FILE")
+			}
+			cfg, err := config.Load(cfgPath)
+			if err != nil {
+				return err
+			}
+			return serve(cmd.Context(), cfg, g, sdNotify)
+		},
+	}
+	cmd.Flags().StringVarP(&cfgPath, "config", "c", os.Getenv("RUNBOT_CONFIG"), "config file (env RUNBOT_CONFIG)")
+	return cmd
+}
+
+func newLogger(c config.Log) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// daemon is everything serve started, for an orderly shutdown.
+type daemonParts struct {
+	log    *slog.Logger
+	st     *store.SQLite
+	pool   *remote.Pool
+	bot    *bot.Bot
+	server *http.Server
+	loops  sync.WaitGroup
+}
+
+func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notifier) error {
+	log := newLogger(cfg.Log)
+	d := &daemonParts{log: log}
+	st, err := openStore(ctx, cfg.Store)
+	if err != nil {
+		return err
+	}
+	d.st = st
+	defer st.Close()
+	// Whatever a previous process left half-done is marked, never resumed:
+	// an interrupted remediation needs a new approval.
+	rec, err := st.MarkInterrupted(ctx)
+	if err != nil {
+		return fmt.Errorf("recover state: %w", err)
+	}
+	for _, id := range rec.Runs {
+		log.Warn("run was interrupted by a restart", "run", id)
+	}
+	for _, id := range rec.Plans {
+		log.Warn("remediation was interrupted by a restart and will not be resumed without a new approval", "plan", id)
+	}
+
+	dirs := append(append([]string(nil), g.runbookDirs...), cfg.Runbooks...)
+	catalog, problems, err := runbooks.LoadCatalog(dirs...)
+	if err != nil {
+		return err
+	}
+	if err := problems.Err(); err != nil {
+		return fmt.Errorf("runbooks have errors:\n%w", err)
+	}
+	inv := &inventory.Inventory{Hosts: map[string]*inventory.Host{}, Deployments: map[string]*inventory.Deployment{}}
+	if cfg.Inventory != "" {
+		if inv, err = inventory.Load(cfg.Inventory); err != nil {
+			return err
+		}
+	}
+	d.pool = remote.NewPool()
+	defer d.pool.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := newMetrics(reg, st)
+	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: d.pool}}, Observer: m}
+	rem := &runbooks.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: cfg.Groups}
+
+	live, ready := heartbeat.New(nil), heartbeat.New(nil)
+	mux := http.NewServeMux()
+	hh := healthHandlers{live: live, ready: ready}
+	mux.HandleFunc("GET /healthz", hh.healthz)
+	mux.HandleFunc("GET /readyz", hh.readyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+
+	runCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLoops()
+	if cfg.Slack != nil {
+		b, err := bot.New(slackConfig(cfg), bot.Deps{Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Logger: log})
+		if err != nil {
+			return err
+		}
+		d.bot = b
+		mux.Handle("/slack/", b.Handler())
+		d.loops.Go(func() {
+			if err := b.Run(runCtx); err != nil && runCtx.Err() == nil {
+				log.Error("slack bot stopped", "err", err)
+			}
+		})
+		d.slackCheck(runCtx, cfg, ready)
+	}
+	if err := wireTriggers(runCtx, cfg, d, mux, reg, ready, catalog); err != nil {
+		return err
+	}
+	d.housekeeping(runCtx, live)
+	d.storeCheck(runCtx, ready)
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	d.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return runCtx }}
+	serveErr := make(chan error, 1)
+	go func() {
+		var err error
+		if cfg.TLS != nil {
+			d.server.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+			err = d.server.ServeTLS(ln, cfg.TLS.Cert, cfg.TLS.Key)
+		} else {
+			err = d.server.Serve(ln)
+		}
+		serveErr <- err
+	}()
+	log.Info("runbot serving", "listen", ln.Addr().String(), "runbooks", len(catalog.Names()), "slack", cfg.Slack != nil, "alerts", cfg.Alerts != nil, "schedules", len(cfg.Schedules))
+
+	// READY=1 only once every readiness loop has really succeeded once.
+	if err := waitReady(ctx, live, ready); err != nil {
+		return err
+	}
+	if err := notify("READY=1\nSTATUS=serving on " + ln.Addr().String()); err != nil {
+		log.Warn("sd_notify READY failed", "err", err)
+	}
+	if interval, err := daemon.SdWatchdogEnabled(false); err == nil && interval > 0 {
+		d.loops.Go(func() { watchdog(runCtx, interval/2, joined(live, ready), notify, log) })
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("http server: %w", err)
+		}
+	}
+	return d.shutdown(cfg.ShutdownGrace, notify, stopLoops)
+}
+
+// shutdown stops accepting, lets work in flight finish up to grace, and
+// persists state. Pending approvals live in the store and survive.
+func (d *daemonParts) shutdown(grace time.Duration, notify notifier, stopLoops context.CancelFunc) error {
+	d.log.Info("shutting down", "grace", grace)
+	_ = notify("STOPPING=1")
+	ctx, cancel := context.WithTimeoutCause(context.Background(), grace, errors.New("shutdown grace period over"))
+	defer cancel()
+	_ = d.server.Shutdown(ctx)
+	if d.bot != nil {
+		if err := d.bot.Shutdown(ctx); err != nil {
+			d.log.Warn("work still in flight at the end of the grace period was cancelled", "err", err)
+		}
+	}
+	stopLoops()
+	d.loops.Wait()
+	return nil
+}
+
+// waitReady waits until no loop is stuck and every readiness loop beat.
+func waitReady(ctx context.Context, monitors ...*heartbeat.Monitor) error {
+	for {
+		ok := true
+		for _, m := range monitors {
+			if !m.AllBeat() || len(m.Check()) > 0 {
+				ok = false
+			}
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// joined is a monitor view over several monitors, for the watchdog.
+func joined(ms ...*heartbeat.Monitor) *heartbeat.Monitor {
+	return heartbeat.Join(ms...)
+}
+
+// housekeeping expires approvals whose window closed; it is the liveness
+// loop: if it stops, the process is wedged.
+func (d *daemonParts) housekeeping(ctx context.Context, live *heartbeat.Monitor) {
+	live.Register("housekeeping", 90*time.Second)
+	d.loops.Go(func() {
+		tick := time.NewTicker(15 * time.Second)
+		defer tick.Stop()
+		for {
+			cctx, cancel := context.WithTimeoutCause(ctx, 10*time.Second, errors.New("expiring plans took too long"))
+			expired, err := d.st.ExpirePlans(cctx)
+			cancel()
+			if err == nil {
+				live.Beat("housekeeping")
+				for _, p := range expired {
+					d.log.Info("approval window closed", "plan", p.ID, "remediation", p.Remediation)
+				}
+			} else if ctx.Err() == nil {
+				d.log.Warn("housekeeping failed", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	})
+}
+
+// storeCheck proves the store is writable by taking and releasing a lock.
+func (d *daemonParts) storeCheck(ctx context.Context, ready *heartbeat.Monitor) {
+	ready.Register("store", 30*time.Second)
+	holder := fmt.Sprintf("health/%d", os.Getpid())
+	d.loops.Go(func() {
+		tick := time.NewTicker(5 * time.Second)
+		defer tick.Stop()
+		for {
+			cctx, cancel := context.WithTimeoutCause(ctx, 5*time.Second, errors.New("store write check took too long"))
+			l, err := d.st.Acquire(cctx, "health/"+holder, holder, 30*time.Second)
+			if err == nil {
+				err = d.st.Release(cctx, l)
+			}
+			cancel()
+			if err == nil {
+				ready.Beat("store")
+			} else if ctx.Err() == nil {
+				d.log.Warn("store is not writable", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	})
+}
+
+// slackCheck proves Slack is reachable with auth.test.
+func (d *daemonParts) slackCheck(ctx context.Context, cfg *config.Config, ready *heartbeat.Monitor) {
+	ready.Register("slack", 3*time.Minute)
+	d.loops.Go(func() {
+		tick := time.NewTicker(60 * time.Second)
+		defer tick.Stop()
+		for {
+			if err := slackReachable(ctx, cfg.Slack); err == nil {
+				ready.Beat("slack")
+			} else if ctx.Err() == nil {
+				d.log.Warn("slack is not reachable", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	})
+}
+
+func slackReachable(ctx context.Context, c *config.Slack) error {
+	token, err := c.BotToken.Value()
+	if err != nil {
+		return err
+	}
+	var opts []slack.Option
+	if c.APIURL != "" {
+		opts = append(opts, slack.OptionAPIURL(c.APIURL))
+	}
+	cctx, cancel := context.WithTimeoutCause(ctx, 10*time.Second, errors.New("slack auth.test took too long"))
+	defer cancel()
+	_, err = slack.New(token, opts...).AuthTestContext(cctx)
+	return err
+}
+
+// slackConfig maps the serve config onto the bot's.
+func slackConfig(cfg *config.Config) bot.Config {
+	s := cfg.Slack
+	bc := bot.Config{
+		Transport: bot.Transport(s.Mode), Command: s.Command, Channel: s.Channel, Groups: cfg.Groups,
+		BotToken: bot.SecretRef{Env: s.BotToken.Env, File: s.BotToken.File}, SigningSecret: bot.SecretRef{Env: s.SigningSecret.Env, File: s.SigningSecret.File},
+		AppToken: bot.SecretRef{Env: s.AppToken.Env, File: s.AppToken.File}, Redact: s.Redact, APIURL: s.APIURL,
+		MaxConcurrentRuns: cfg.Parallel,
+	}
+	for _, r := range s.Authorize {
+		rule := bot.AccessRule{Runbooks: r.Runbooks, Users: r.Users, Channels: r.Channels}
+		for _, g := range r.Groups {
+			if strings.HasPrefix(g, "S") && strings.ToUpper(g) == g {
+				rule.SlackGroups = append(rule.SlackGroups, g)
+			} else {
+				rule.Groups = append(rule.Groups, g)
+			}
+		}
+		bc.Access = append(bc.Access, rule)
+	}
+	return bc
+}

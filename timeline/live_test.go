@@ -1,0 +1,114 @@
+package timeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/inventory"
+	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/runbooks"
+)
+
+var (
+	simOnce sync.Once
+	simBin  string
+	simErr  error
+)
+
+// buildSim builds the simulator once per test binary.
+func buildSim(t *testing.T) string {
+	t.Helper()
+	simOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "runbot-timeline-sim-")
+		if err != nil {
+			simErr = err
+			return
+		}
+		simBin = filepath.Join(dir, "sglang-sim")
+		out, err := exec.Command("go", "build", "-o", simBin, "../cmd/sglang-sim").CombinedOutput()
+		if err != nil {
+			simErr = fmt.Errorf("build the simulator: %w: %s", err, out)
+		}
+	})
+	require.NoError(t, simErr)
+	return simBin
+}
+
+func sim(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(buildSim(t), args...).CombinedOutput()
+	require.NoError(t, err, "sglang-sim %s: %s", strings.Join(args, " "), out)
+	return string(out)
+}
+
+// wedgeParams keep the runbook's waits short, as runbooks/sglang_test.go
+// does: the diagnosis logic is the same as with the production defaults.
+var wedgeParams = map[string]string{"deployment": "sim", "probe_timeout": "6s", "samples": "3", "sample_interval": "1s", "stall_after": "3s", "slow_first_token": "2s"}
+
+// runWedge runs the built-in wedge runbook against the simulated
+// deployment, exactly as runbooks/sglang_test.go does.
+func runWedge(t *testing.T, inv *inventory.Inventory) *runbooks.Report {
+	t.Helper()
+	catalog, problems, err := runbooks.LoadCatalog()
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	rb, err := catalog.Get("sglang-pd-wedge")
+	require.NoError(t, err)
+	pool := remote.NewPool()
+	t.Cleanup(func() { _ = pool.Close() })
+	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
+	p, err := e.Prepare(t.Context(), rb, wedgeParams)
+	require.NoError(t, err)
+	return e.Run(t.Context(), p, runbooks.RunOptions{})
+}
+
+// A live wedge, end to end: traffic through the simulated deployment, the
+// pd-wedge fault, the shipped runbook, then the picture. In the decode
+// lane's pixels there is progress while the traffic ran and none from the
+// wedge until the check looked.
+func TestLiveWedgeTimeline(t *testing.T) {
+	dir := t.TempDir()
+	sim(t, "up", "--dir", dir, "--idle-refresh", "1s", "--decode-log-interval", "4")
+	t.Cleanup(func() { _ = exec.Command(buildSim(t), "down", "--dir", dir).Run() })
+	var endpoints map[string]string
+	raw, err := os.ReadFile(filepath.Join(dir, "endpoints.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &endpoints))
+	inv, err := inventory.Load(filepath.Join(dir, "inventory.yaml"))
+	require.NoError(t, err)
+
+	loadStart := time.Now()
+	out := sim(t, "load", "--rate", "5", "--duration", "5s", "--timeout", "3s", endpoints["router"])
+	require.Contains(t, out, "timed_out=0", "healthy traffic completes")
+	wedgeAt := time.Now()
+	sim(t, "ctl", "--dir", dir, "fault", "pd-wedge")
+	rep := runWedge(t, inv)
+
+	c, err := FromReport(rep, Options{Window: 90 * time.Second})
+	require.NoError(t, err)
+	require.NotEmpty(t, c.Probes)
+	img, l, err := c.draw(Width, Height)
+	require.NoError(t, err)
+	decode := laneOf(t, l, "decode")
+	require.True(t, decode.lane.Stalled, "decode stalled")
+	require.False(t, decode.lane.Last.Before(loadStart.Truncate(time.Second)), "last batch line during the traffic")
+	// SGLang stamps lines to the second: allow one either side.
+	requireCliff(t, img, l, decode, wedgeAt.Add(-2*time.Second), wedgeAt.Add(2*time.Second))
+
+	var echoes int
+	for _, m := range decode.lane.Marks {
+		if m.Echo() {
+			echoes++
+		}
+	}
+	require.Equal(t, 1, echoes, "our timed-out chat probe echoed once")
+}
