@@ -89,6 +89,9 @@ const (
 	// slackTimeout bounds posting an alert's message before its run is
 	// queued; the run goes on without a thread when Slack is slow.
 	slackTimeout = 10 * time.Second
+	// slackBackoff is how long alert messages are skipped after Slack
+	// failed to take one.
+	slackBackoff = 30 * time.Second
 	// retryAfter is what a 503 asks the sender to wait, in seconds.
 	retryAfter = 5
 )
@@ -124,6 +127,10 @@ type Alerts struct {
 	handled  chan struct{}
 	// tracks are the alerts with a current trigger, by fingerprint.
 	tracks map[string]*alertTrack
+
+	// slackDown is until when alert messages are skipped (intake loop
+	// only).
+	slackDown time.Time
 }
 
 // NewAlerts checks the configuration, loads the credentials and compiles

@@ -94,7 +94,7 @@ receivers:
 	for {
 		resp, err := http.Get(am.url + "/-/ready")
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return am
 			}
@@ -111,7 +111,7 @@ func (am *realAlertmanager) post(t *testing.T, alerts ...map[string]any) {
 	require.NoError(t, err)
 	resp, err := http.Post(am.url+"/api/v2/alerts", "application/json", bytes.NewReader(body))
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
 

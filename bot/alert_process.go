@@ -326,10 +326,17 @@ func (a *Alerts) postAlert(ctx context.Context, t *alertTrack) {
 		a.log.Warn("no channel for alert messages (configure the alerts or the bot channel)", "alert", t.alert.Name())
 		return
 	}
+	if now := a.now(); now.Before(a.slackDown) {
+		// Slack failed a moment ago: do not make every alert of a storm
+		// wait for it before its run is queued.
+		a.log.Warn("alert message skipped while Slack fails; its run posts on its own", "alert", t.alert.Name())
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, slackTimeout)
 	defer cancel()
 	ts, err := a.disp.msgr.post(ctx, t.channel, "", t.view())
 	if err != nil {
+		a.slackDown = a.now().Add(slackBackoff)
 		a.log.Warn("alert message not posted; its run posts on its own", "alert", t.alert.Name(), "err", err)
 		return
 	}

@@ -376,3 +376,33 @@ func stuckLoops(stuck []heartbeat.Stuck) []string {
 	}
 	return out
 }
+
+// When Slack refuses the alert's message, its run goes on and posts on
+// its own; alerts right after do not wait for Slack; the resolution goes
+// in the run's thread.
+func TestAlertRunsWhenSlackFails(t *testing.T) {
+	t.Parallel()
+	h := newAlertHarness(t)
+	h.rec.FailNext("chat.postMessage", slackrec.Failure{Error: "channel_not_found"})
+	h.accepted(fixture(t, "firing.json"))
+	h.accepted(bytes.ReplaceAll(fixture(t, "firing.json"), []byte("abcc45788bcf7aa8"), []byte("0000000000000002")))
+	h.settle()
+	runs := h.runs()
+	require.Len(t, runs, 2)
+	for _, r := range runs {
+		require.NotNil(t, r.Slack, "the run posted its own message")
+		require.Equal(t, alertsChan, r.Slack.Channel)
+	}
+	require.Len(t, h.alertMessages("HighErrorRate"), 1, "one alert message was tried and refused; the second alert did not try")
+	require.Contains(t, h.logs.String(), "alert message skipped while Slack fails")
+
+	h.accepted(fixture(t, "resolved.json"))
+	h.settle()
+	st, err := h.store.GetAlert(t.Context(), "abcc45788bcf7aa8")
+	require.NoError(t, err)
+	run, err := h.store.GetRun(t.Context(), st.RunID)
+	require.NoError(t, err)
+	inThread := h.thread(run.Slack.TS)
+	require.Len(t, inThread, 1)
+	require.Contains(t, inThread[0].Text(), "HighErrorRate resolved")
+}

@@ -29,24 +29,29 @@ func encodePNG(w io.Writer, img image.Image) error {
 	if err != nil {
 		return err
 	}
-	prev := make([]byte, 3*width)
-	cur := make([]byte, 3*width)
+	var prev []byte // the row above, RGBA; none above the first
 	row := make([]byte, 1+3*width)
 	row[0] = 2 // filter: up
 	for y := range height {
-		pix := m.Pix[m.PixOffset(b.Min.X, b.Min.Y+y):]
-		for x := range width {
-			// The canvas is painted white first, so every pixel is
-			// opaque and premultiplied colour is plain colour.
-			copy(cur[3*x:3*x+3], pix[4*x:4*x+3])
-		}
-		for i := range cur {
-			row[1+i] = cur[i] - prev[i]
+		// The canvas is painted white first, so every pixel is opaque
+		// and its premultiplied colour is its plain colour.
+		pix := m.Pix[m.PixOffset(b.Min.X, b.Min.Y+y):][:4*width]
+		out := row[1:]
+		if prev == nil {
+			for x := range width {
+				out[3*x], out[3*x+1], out[3*x+2] = pix[4*x], pix[4*x+1], pix[4*x+2]
+			}
+		} else {
+			for x := range width {
+				out[3*x] = pix[4*x] - prev[4*x]
+				out[3*x+1] = pix[4*x+1] - prev[4*x+1]
+				out[3*x+2] = pix[4*x+2] - prev[4*x+2]
+			}
 		}
 		if _, err := zw.Write(row); err != nil {
 			return err
 		}
-		prev, cur = cur, prev
+		prev = pix
 	}
 	if err := zw.Close(); err != nil {
 		return err

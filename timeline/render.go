@@ -54,7 +54,6 @@ type layout struct {
 	width, height int
 	t0, t1        time.Time
 	left, right   vg.Length
-	header        vg.Length // y of the header's bottom
 	probes        vg.Rectangle
 	probeRows     []string
 	lanes         []laneBox
@@ -91,7 +90,7 @@ func (l *layout) pixel(p vg.Point) image.Point {
 
 func (c *Chart) layout(width, height int, header vg.Length) *layout {
 	l := &layout{width: width, height: height, t0: c.Start, t1: c.End,
-		left: marginLeft, right: vg.Length(width - marginRight), header: header}
+		left: marginLeft, right: vg.Length(width - marginRight)}
 	bottom := vg.Length(8)
 	l.counterRows = pickCounters(c.Counters, counterPanel)
 	// The lanes come first: counters get the room the lanes can spare.

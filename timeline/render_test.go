@@ -36,7 +36,7 @@ func TestWritePNG(t *testing.T) {
 	require.NoError(t, WritePNG(path, loadReport(t, "wedge.json"), Options{}))
 	f, err := os.Open(path)
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	img, err := png.Decode(f)
 	require.NoError(t, err)
 	require.Equal(t, image.Rect(0, 0, Width, Height), img.Bounds())

@@ -110,8 +110,3 @@ func clock(t time.Time) string { return t.UTC().Format("15:04:05") + " UTC" }
 func lastProgressLabel(l *Lane) string {
 	return fmt.Sprintf("last %s %s — %s ago", l.Progress, clock(l.Last), duration(l.Gap()))
 }
-
-// perMinuteLabel is the y axis of an engine lane.
-func perMinuteLabel(l *Lane) string {
-	return fmt.Sprintf("%q lines/min", l.Progress)
-}

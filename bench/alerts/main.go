@@ -72,14 +72,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	rec := slackrec.New()
 	defer rec.Close()
 	st, err := store.Open(ctx, filepath.Join(tmp, "runbot.db"))
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	alerts, b, err := wire(o, tmp, rec, st)
 	if err != nil {
 		return err
@@ -87,13 +87,13 @@ func run() error {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() { _ = alerts.Run(runCtx) }()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: alerts.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(l) }()
-	defer srv.Close()
+	defer func() { _ = srv.Close() }()
 
 	res, err := send(ctx, o, "http://"+l.Addr().String()+"/alerts/alertmanager")
 	if err != nil {
@@ -266,7 +266,7 @@ func post(ctx context.Context, c *http.Client, url string, body []byte) (int, er
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode, nil
 }
