@@ -146,10 +146,12 @@ func (a *Alerts) trigger(ctx context.Context, ev alertEvent) {
 		return
 	}
 	a.postAlert(ctx, t)
-	acc, err := a.disp.Submit(ctx, Request{
+	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	acc, err := a.disp.Submit(sctx, Request{
 		Key: t.key, Runbook: ev.route.Runbook, Params: ev.route.Params, RequestedBy: ev.alert.Source,
 		Source: store.TriggerAlert, Channel: t.channel, ThreadTS: t.ts, Payload: ev.raw,
 	})
+	cancel()
 	switch {
 	case acc.WorkID != "":
 		a.mu.Lock()

@@ -124,7 +124,7 @@ func (HTTPProbe) Run(ctx context.Context, env Env) (step.Result, error) {
 	if err != nil {
 		return step.Result{}, err
 	}
-	dial, err := probeDialer(env, args.String("via"))
+	dial, err := probeDialer(ctx, env, args.String("via"))
 	if err != nil {
 		return step.Result{}, err
 	}
@@ -187,13 +187,21 @@ type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // probeDialer picks how connections are opened: from the target's host
 // (through its Runner, an SSH tunnel for remote hosts) or from runbot itself.
-func probeDialer(env Env, via string) (dialFunc, error) {
+// Going through the host, it first makes sure the host itself is reachable:
+// an SSH failure (host down, changed host key) means the check could not
+// observe, and must never read as "the service refused the connection".
+func probeDialer(ctx context.Context, env Env, via string) (dialFunc, error) {
 	if via == "bot" {
 		var d net.Dialer
 		return d.DialContext, nil
 	}
 	if env.Target.Runner == nil {
 		return nil, fmt.Errorf("probe via %s: no connection to the host", env.Target.Name())
+	}
+	if c, ok := env.Target.Runner.(interface{ Connect(context.Context) error }); ok {
+		if err := c.Connect(ctx); err != nil {
+			return nil, fmt.Errorf("reach %s to probe through it: %w", env.Target.Runner.Host(), err)
+		}
 	}
 	return env.Target.Runner.DialContext, nil
 }

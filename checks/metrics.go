@@ -127,7 +127,7 @@ func (MetricsSample) Run(ctx context.Context, env Env) (step.Result, error) {
 	if u == "" {
 		return step.Result{}, fmt.Errorf("sample metrics of %s: the target has no metrics URL in the inventory and the step sets no url", env.Target.Name())
 	}
-	dial, err := probeDialer(env, args.String("via"))
+	dial, err := probeDialer(ctx, env, args.String("via"))
 	if err != nil {
 		return step.Result{}, err
 	}

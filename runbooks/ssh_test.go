@@ -126,3 +126,42 @@ func TestChangedHostKeyIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeThroughUnreachableHostIsNotAFinding: when the SSH connection to
+// the host fails, an HTTP probe through it could not observe anything; it
+// must not report "connection refused" (which would read as "service down").
+func TestProbeThroughUnreachableHostIsNotAFinding(t *testing.T) {
+	srv := sshdtest.Start(t, sshdtest.Options{})
+	impostor := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{srv.ClientPublicKey}})
+	y := fmt.Sprintf(`
+hosts:
+  h: {address: %s, port: %d, user: %s, identity_files: [%s], host_keys: [%q]}
+deployments:
+  d:
+    roles:
+      web: {host: h, url: "http://127.0.0.1:9"}
+`, impostor.Host, impostor.Port, srv.User, srv.ClientKeyFile, srv.HostPublicKey)
+	path := filepath.Join(t.TempDir(), "inventory.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(y), 0o600))
+	inv, err := inventory.Load(path)
+	require.NoError(t, err)
+	rb, problems := runbooks.Parse("probe.yaml", []byte(`
+name: probe
+params: {deployment: {type: deployment, required: true}}
+steps:
+  - {id: health, check: http_probe, target: web, with: {path: /health}}
+findings:
+  - {id: down, severity: critical, when: '!steps.health.connected', summary: down}
+`))
+	require.Empty(t, problems)
+	pool := remote.NewPool()
+	t.Cleanup(func() { _ = pool.Close() })
+	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
+	p, err := e.Prepare(t.Context(), rb, map[string]string{"deployment": "d"})
+	require.NoError(t, err)
+	rep := e.Run(t.Context(), p, runbooks.RunOptions{})
+	require.Equal(t, step.Error, rep.Steps[0].Status)
+	require.Contains(t, rep.Steps[0].Error, "host key")
+	require.Empty(t, rep.Findings, "an SSH failure is not a service that refuses connections")
+	require.Equal(t, runbooks.OutcomeInconclusive, rep.Outcome)
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
+	"github.com/runbot/runbot/timeline"
 )
 
 func newHistoryCmd(g *globalFlags) *cobra.Command {
@@ -63,8 +64,27 @@ func newHistoryCmd(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
+// remediationMarkers marks on the timeline when each action of the run's
+// plans started and finished.
+func remediationMarkers(cmd *cobra.Command, st store.Store, plans []store.Plan) []timeline.Marker {
+	var out []timeline.Marker
+	for _, p := range plans {
+		acts, err := st.Actions(cmd.Context(), p.ID)
+		if err != nil {
+			continue
+		}
+		for _, a := range acts {
+			out = append(out, timeline.Marker{Time: a.StartedAt, Label: a.Action + " " + a.Target})
+		}
+		if !p.FinishedAt.IsZero() {
+			out = append(out, timeline.Marker{Time: p.FinishedAt, Label: "remediation " + string(p.State)})
+		}
+	}
+	return out
+}
+
 func newShowCmd(g *globalFlags) *cobra.Command {
-	var format string
+	var format, timelinePath string
 	cmd := &cobra.Command{
 		Use:   "show RUN_ID",
 		Short: "Show a recorded run: findings, diagnosis, evidence, remediation and audit trail",
@@ -86,6 +106,13 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 			audit, err := st.Audit(cmd.Context(), store.AuditFilter{RunID: run.ID})
 			if err != nil {
 				return err
+			}
+			if timelinePath != "" {
+				rep, err := runbooks.ReportOf(run)
+				if err != nil {
+					return err
+				}
+				writeTimeline(cmd, timelinePath, rep, remediationMarkers(cmd, st, plans))
 			}
 			if format == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -111,5 +138,6 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().StringVar(&timelinePath, "timeline", "", "draw the run's evidence timeline into this PNG file")
 	return cmd
 }

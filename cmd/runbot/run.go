@@ -11,7 +11,18 @@ import (
 	"golang.org/x/term"
 
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/timeline"
 )
+
+// writeTimeline draws the timeline; a failure is reported but never fails
+// the run, whose diagnosis matters more than its picture.
+func writeTimeline(cmd *cobra.Command, path string, rep *runbooks.Report, markers []timeline.Marker) {
+	if err := timeline.WritePNG(path, rep, timeline.Options{Markers: markers}); err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "runbot: timeline not drawn: %v\n", err)
+		return
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "timeline: %s\n", path)
+}
 
 // remediateFlags control what happens after a diagnosis proposes a fix.
 type remediateFlags struct {
@@ -25,7 +36,7 @@ type remediateFlags struct {
 func newRunCmd(g *globalFlags) *cobra.Command {
 	f := &runFlags{}
 	rf := &remediateFlags{}
-	var format string
+	var format, timelinePath string
 	cmd := &cobra.Command{
 		Use:   "run RUNBOOK",
 		Short: "Run a runbook and report findings and diagnoses; optionally remediate, with approval",
@@ -80,6 +91,9 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 			if format == "text" {
 				printReport(cmd.OutOrStdout(), rep, isTTY(os.Stdout))
 			}
+			if timelinePath != "" {
+				writeTimeline(cmd, timelinePath, rep, nil)
+			}
 			out := map[string]any{}
 			code := exitFor(rep)
 			if rf.remediate || rf.dryRun {
@@ -113,6 +127,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().StringVar(&timelinePath, "timeline", "", "also draw the run's evidence timeline into this PNG file")
 	cmd.Flags().BoolVar(&rf.remediate, "remediate", false, "propose the diagnosis' remediation, ask for approval, apply, verify")
 	cmd.Flags().BoolVar(&rf.dryRun, "dry-run", false, "show the remediation plan and diff; change nothing")
 	cmd.Flags().StringVar(&rf.approveAs, "approve-as", "", "approve as this user without a prompt (scripted use; the policy still applies)")

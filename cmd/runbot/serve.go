@@ -27,6 +27,7 @@ import (
 	"github.com/runbot/runbot/remote"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
+	"github.com/runbot/runbot/timeline"
 )
 
 func newServeCmd(g *globalFlags) *cobra.Command {
@@ -129,7 +130,7 @@ func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notif
 	runCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLoops()
 	if cfg.Slack != nil {
-		b, err := bot.New(slackConfig(cfg), bot.Deps{Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Logger: log})
+		b, err := bot.New(slackConfig(cfg), bot.Deps{Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Logger: log, Timeline: timeline.ForSlack})
 		if err != nil {
 			return err
 		}
