@@ -78,7 +78,11 @@ type daemonParts struct {
 func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notifier) error {
 	log := newLogger(cfg.Log)
 	d := &daemonParts{log: log}
-	st, err := openStore(ctx, cfg.Store)
+	var storeOpts []store.Option
+	if cfg.Alerts != nil {
+		storeOpts = append(storeOpts, store.WithDedupWindow(cfg.Alerts.DedupWindow))
+	}
+	st, err := openStore(ctx, cfg.Store, storeOpts...)
 	if err != nil {
 		return err
 	}

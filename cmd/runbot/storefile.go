@@ -25,9 +25,9 @@ func defaultStorePath() string {
 	return filepath.Join(dir, "runbot", "runbot.db")
 }
 
-func openStore(ctx context.Context, path string) (*store.SQLite, error) {
+func openStore(ctx context.Context, path string, opts ...store.Option) (*store.SQLite, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create store directory: %w", err)
 	}
-	return store.Open(ctx, path)
+	return store.Open(ctx, path, opts...)
 }

@@ -2,16 +2,62 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/runbot/runbot/bot"
 	"github.com/runbot/runbot/config"
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/runbooks"
 )
 
-// wireTriggers mounts the alert webhook and starts the scheduler.
+// wireTriggers mounts the alert webhook and starts the scheduler. Both
+// dispatch through the Slack bot, which posts their runs.
 func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *http.ServeMux, reg prometheus.Registerer, ready *heartbeat.Monitor, catalog *runbooks.Catalog) error {
+	if d.bot == nil {
+		if cfg.Alerts != nil || len(cfg.Schedules) > 0 {
+			return errors.New("alerts and schedules post their runs to Slack: configure slack too")
+		}
+		return nil
+	}
+	if cfg.Alerts != nil {
+		a := cfg.Alerts
+		ac := bot.AlertsConfig{
+			BearerToken: bot.SecretRef{Env: a.BearerToken.Env, File: a.BearerToken.File},
+			BasicUser:   a.BasicUser, BasicPass: bot.SecretRef{Env: a.BasicPass.Env, File: a.BasicPass.File},
+			DedupWindow: a.DedupWindow, MaxQueue: a.MaxQueue, MaxBody: a.MaxBody, Channel: a.Channel,
+		}
+		for _, r := range a.Routes {
+			ac.Routes = append(ac.Routes, bot.AlertRoute{Match: r.Match, Runbook: r.Runbook, Params: r.Params})
+		}
+		alerts, err := bot.NewAlerts(ac, d.bot.Dispatcher(), bot.AlertsOptions{Heartbeat: ready, Logger: d.log})
+		if err != nil {
+			return err
+		}
+		mux.Handle("/alerts/", alerts.Handler())
+		reg.MustRegister(alerts)
+		d.loops.Go(func() {
+			if err := alerts.Run(ctx); err != nil && ctx.Err() == nil {
+				d.log.Error("alert intake stopped", "err", err)
+			}
+		})
+	}
+	// The scheduler always runs: runbooks may schedule themselves.
+	sc := bot.SchedulerConfig{}
+	for _, s := range cfg.Schedules {
+		sc.Schedules = append(sc.Schedules, bot.Schedule{Runbook: s.Runbook, Cron: s.Cron, TimeZone: s.TimeZone, Params: s.Params, Post: bot.PostPolicy(s.Post), Channel: s.Channel})
+	}
+	sched, err := bot.NewScheduler(sc, d.bot.Dispatcher(), bot.SchedulerOptions{Heartbeat: ready, Logger: d.log})
+	if err != nil {
+		return err
+	}
+	reg.MustRegister(sched)
+	d.loops.Go(func() {
+		if err := sched.Run(ctx); err != nil && ctx.Err() == nil {
+			d.log.Error("scheduler stopped", "err", err)
+		}
+	})
 	return nil
 }

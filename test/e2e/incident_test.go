@@ -177,13 +177,17 @@ func TestChangedHostKeyIsRefused(t *testing.T) {
 	require.NoError(t, os.WriteFile(bad, []byte(strings.ReplaceAll(string(inv), c.KnownHosts, wrongKnown)), 0o600))
 	res, _ := runRunbotWith(t, bad, filepath.Join(t.TempDir(), "runbot.db"), e2eParams(h.Deployment)...)
 	require.Equal(t, "inconclusive", res.Outcome)
+	errored := 0
 	for _, s := range res.Steps {
-		if s.Status == "ok" {
-			continue
+		require.NotEqual(t, "ok", s.Status, "nothing may run on a host whose key is not the pinned one")
+		if s.Status == "error" {
+			errored++
+			require.Contains(t, s.Error, "host key")
+			require.Contains(t, s.Error, h.Name)
 		}
-		require.Contains(t, s.Error, "host key")
-		require.Contains(t, s.Error, h.Name)
 	}
+	require.Positive(t, errored)
+	require.Empty(t, res.Findings, "an SSH refusal is never a finding about the service")
 }
 
 // TestStartLimitHitIsEscalatedNotLooped: a unit that systemd gave up on is
