@@ -1,0 +1,323 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/test/e2e/testhost"
+)
+
+const (
+	storySigningSecret = "e2e-signing-secret"
+	storyBotToken      = "xoxb-e2e-bot-token"
+	storyAlertToken    = "e2e-alert-token"
+	storyChannel       = "C0OPS"
+	approver           = "U0BOB"
+	stranger           = "U0MALLORY"
+)
+
+// lockedBuffer collects a process's output from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startServe runs `runbot serve` against the cluster, with Slack at rec.
+func startServe(t *testing.T, c *testhost.Cluster, rec *slackrec.Recorder, dir string) (baseURL string, logs *lockedBuffer) {
+	t.Helper()
+	addr := freeAddr(t)
+	cfg := fmt.Sprintf(`
+listen: %s
+store: %s
+inventory: %s
+log: {format: text, level: info}
+groups: {sre-oncall: [%s]}
+slack:
+  mode: http
+  bot_token: {env: E2E_SLACK_BOT_TOKEN}
+  signing_secret: {env: E2E_SLACK_SIGNING_SECRET}
+  channel: %s
+  api_url: %s
+  authorize:
+    - {runbooks: ["*"], users: [%s, %s]}
+alerts:
+  bearer_token: {env: E2E_ALERT_TOKEN}
+  routes:
+    - match: {alertname: SGLangRequestsHanging}
+      runbook: sglang-pd-wedge
+      params:
+        deployment: '{{ .labels.deployment }}'
+        probe_timeout: 8s
+        samples: "3"
+        sample_interval: 1s
+        stall_after: 5s
+`, addr, filepath.Join(dir, "runbot.db"), c.Inventory, approver, storyChannel, rec.APIURL(), approver, stranger)
+	path := filepath.Join(dir, "runbot.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
+	cmd := exec.Command(runbotBinary(t), "serve", "--config", path)
+	cmd.Env = append(os.Environ(), "E2E_SLACK_BOT_TOKEN="+storyBotToken, "E2E_SLACK_SIGNING_SECRET="+storySigningSecret, "E2E_ALERT_TOKEN="+storyAlertToken)
+	logs = &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	require.NoError(t, cmd.Start())
+	c.AttachLog("runbot serve", filepath.Join(dir, "serve.log"))
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+		_ = os.WriteFile(filepath.Join(dir, "serve.log"), []byte(logs.String()), 0o600)
+		if t.Failed() {
+			t.Logf("runbot serve log:\n%s", logs.String())
+		}
+	})
+	baseURL = "http://" + addr
+	testhost.Eventually(t, 30*time.Second, "runbot serve is ready", func() (bool, string) {
+		resp, err := http.Get(baseURL + "/readyz")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode == 200, resp.Status
+	})
+	return baseURL, logs
+}
+
+// startAlertmanager runs a real Alertmanager whose receiver is runbot.
+func startAlertmanager(t *testing.T, dir, runbotURL string) string {
+	t.Helper()
+	bin, err := exec.LookPath("alertmanager")
+	if err != nil {
+		gopath, _ := exec.Command("go", "env", "GOPATH").Output()
+		bin = filepath.Join(strings.TrimSpace(string(gopath)), "bin", "alertmanager")
+	}
+	_, err = os.Stat(bin)
+	require.NoError(t, err, "the alertmanager binary is missing: go install github.com/prometheus/alertmanager/cmd/alertmanager@v0.31.1")
+	cfg := fmt.Sprintf(`
+route:
+  receiver: runbot
+  group_by: [alertname, deployment]
+  group_wait: 200ms
+  group_interval: 2s
+  repeat_interval: 4s
+receivers:
+  - name: runbot
+    webhook_configs:
+      - url: %s/alerts/alertmanager
+        send_resolved: true
+        http_config:
+          authorization: {type: Bearer, credentials: %s}
+`, runbotURL, storyAlertToken)
+	path := filepath.Join(dir, "alertmanager.yml")
+	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
+	addr := freeAddr(t)
+	logs := &lockedBuffer{}
+	cmd := exec.Command(bin, "--config.file="+path, "--storage.path="+filepath.Join(dir, "am-data"),
+		"--web.listen-address="+addr, "--cluster.listen-address=")
+	cmd.Stdout, cmd.Stderr = logs, logs
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("alertmanager log:\n%s", logs.String())
+		}
+	})
+	am := "http://" + addr
+	testhost.Eventually(t, 30*time.Second, "alertmanager is ready", func() (bool, string) {
+		resp, err := http.Get(am + "/-/ready")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode == 200, resp.Status
+	})
+	return am
+}
+
+func postAlert(t *testing.T, am, deployment string, resolved bool) {
+	t.Helper()
+	alert := map[string]any{
+		"labels":      map[string]string{"alertname": "SGLangRequestsHanging", "deployment": deployment, "severity": "critical"},
+		"annotations": map[string]string{"summary": "chat completions time out while /health is 200"},
+		"startsAt":    time.Now().Add(-time.Minute).UTC().Format(time.RFC3339),
+	}
+	if resolved {
+		alert["endsAt"] = time.Now().Add(-time.Second).UTC().Format(time.RFC3339)
+	}
+	body, err := json.Marshal([]any{alert})
+	require.NoError(t, err)
+	resp, err := http.Post(am+"/api/v2/alerts", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+}
+
+// clickButton posts a block_actions payload signed exactly as Slack signs.
+func clickButton(t *testing.T, runbotURL, user, actionID, value, channel, ts, responseURL string) {
+	t.Helper()
+	payload := map[string]any{
+		"type": "block_actions", "user": map[string]any{"id": user, "username": strings.ToLower(user)},
+		"team": map[string]any{"id": "T0TEAM"}, "channel": map[string]any{"id": channel},
+		"container":  map[string]any{"type": "message", "message_ts": ts, "channel_id": channel},
+		"message":    map[string]any{"type": "message", "ts": ts},
+		"trigger_id": strconv.FormatInt(time.Now().UnixNano(), 10), "response_url": responseURL,
+		"actions": []map[string]any{{"type": "button", "action_id": actionID, "block_id": "runbot_actions", "value": value,
+			"action_ts": fmt.Sprintf("%d.%06d", time.Now().Unix(), time.Now().Nanosecond()/1000)}},
+	}
+	raw, err := json.Marshal(payload)
+	require.NoError(t, err)
+	body := []byte(url.Values{"payload": {string(raw)}}.Encode())
+	req, err := http.NewRequest(http.MethodPost, runbotURL+"/slack/interactions", bytes.NewReader(body))
+	require.NoError(t, err)
+	stamp := strconv.FormatInt(time.Now().Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(storySigningSecret))
+	fmt.Fprintf(mac, "v0:%s:%s", stamp, body)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Slack-Request-Timestamp", stamp)
+	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+}
+
+// approveButton finds the newest Approve button posted: its value (plan id
+// and hash), channel and message ts.
+func approveButton(calls []slackrec.Call) (value, channel, ts string, ok bool) {
+	for i := len(calls) - 1; i >= 0; i-- {
+		c := calls[i]
+		for _, b := range c.Blocks() {
+			els, _ := b["elements"].([]any)
+			for _, e := range els {
+				m, _ := e.(map[string]any)
+				// The run's message is updated in place (chat.update),
+				// which names its ts.
+				if m["action_id"] == "runbot_approve" && c.Form.Get("ts") != "" {
+					return fmt.Sprint(m["value"]), c.Form.Get("channel"), c.Form.Get("ts"), true
+				}
+			}
+		}
+	}
+	return "", "", "", false
+}
+
+func anyText(calls []slackrec.Call, method, text string) bool {
+	for _, c := range calls {
+		if (method == "" || c.Method == method) && strings.Contains(c.Text(), text) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestIncidentStory is the whole incident against real parts: systemd and
+// journald hosts over SSH, a real Alertmanager, runbot serve, Slack at the
+// other end (slacktest), approval by signed interaction, the fix, the
+// verification, the replayed burst, and the resolved alert.
+func TestIncidentStory(t *testing.T) {
+	c := testhost.Up(t, 1)
+	h := c.Hosts[0]
+	dir := t.TempDir()
+	rec := slackrec.New()
+	t.Cleanup(rec.Close)
+
+	c.Step(t, nil, "runbot serve and a real Alertmanager are running")
+	runbotURL, _ := startServe(t, c, rec, dir)
+	am := startAlertmanager(t, dir, runbotURL)
+
+	c.Step(t, h, "load runs; the abort burst wedges decode")
+	startLoad(t, h)
+	testhost.Eventually(t, 30*time.Second, "decode runs batches", func() (bool, string) {
+		return strings.Contains(h.Journal(t, testhost.UnitDecode, 200), "Decode batch"), ""
+	})
+	require.Contains(t, h.Fault(t, "decode", `{"fault":"pd-wedge"}`), `"wedged":true`)
+	time.Sleep(6 * time.Second)
+
+	c.Step(t, nil, "the alert reaches runbot through Alertmanager; runbot diagnoses pd_transfer_wedge over SSH")
+	postAlert(t, am, h.Deployment, false)
+	calls, err := rec.WaitTimeout(3*time.Minute, func(calls []slackrec.Call) bool {
+		_, _, _, ok := approveButton(calls)
+		return ok && anyText(calls, "", "PD transfer wedge")
+	})
+	require.NoError(t, err, "no diagnosis with approval buttons in Slack")
+	value, channel, ts, _ := approveButton(calls)
+	require.True(t, anyText(calls, "", "disable_overlap_and_restart"))
+	require.True(t, anyText(calls, "", "add --disable-overlap-schedule"))
+
+	c.Step(t, nil, "a stranger's click is refused and changes nothing")
+	clickButton(t, runbotURL, stranger, "runbot_approve", value, channel, ts, rec.ResponseURL("stranger"))
+	time.Sleep(2 * time.Second)
+	require.NotContains(t, h.Run(t, "cat "+testhost.DecodeScript), "--disable-overlap-schedule")
+
+	c.Step(t, nil, "the approver's signed click applies the fix, and runbot verifies it")
+	clickButton(t, runbotURL, approver, "runbot_approve", value, channel, ts, rec.ResponseURL("approver"))
+	_, err = rec.WaitTimeout(3*time.Minute, func(calls []slackrec.Call) bool {
+		return anyText(calls, "chat.update", "verified: the symptom is gone")
+	})
+	require.NoError(t, err, "no verified remediation in Slack")
+	for _, script := range []string{testhost.PrefillScript, testhost.DecodeScript} {
+		require.Contains(t, h.Run(t, "cat "+script), "--disable-overlap-schedule")
+	}
+	pid := h.UnitState(t, testhost.UnitDecode)["MainPID"]
+	require.Contains(t, h.Run(t, "tr '\\0' ' ' < /proc/"+pid+"/cmdline"), "--disable-overlap-schedule")
+
+	c.Step(t, h, "the replayed burst does not wedge decode")
+	require.Contains(t, h.Fault(t, "decode", `{"fault":"pd-wedge"}`), `"wedged":false`)
+
+	c.Step(t, nil, "Alertmanager sends resolved; runbot closes the thread")
+	postAlert(t, am, h.Deployment, true)
+	_, err = rec.WaitTimeout(2*time.Minute, func(calls []slackrec.Call) bool {
+		for _, c := range calls {
+			if c.Method == "chat.postMessage" && c.Form.Get("thread_ts") != "" && strings.Contains(c.Text(), "resolved") {
+				return true
+			}
+		}
+		return false
+	})
+	require.NoError(t, err, "no resolution in the thread")
+}
