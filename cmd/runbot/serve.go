@@ -77,6 +77,7 @@ type daemonParts struct {
 
 func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notifier) error {
 	log := newLogger(cfg.Log)
+	slog.SetDefault(log)
 	d := &daemonParts{log: log}
 	var storeOpts []store.Option
 	if cfg.Alerts != nil {
@@ -88,18 +89,6 @@ func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notif
 	}
 	d.st = st
 	defer st.Close()
-	// Whatever a previous process left half-done is marked, never resumed:
-	// an interrupted remediation needs a new approval.
-	rec, err := st.MarkInterrupted(ctx)
-	if err != nil {
-		return fmt.Errorf("recover state: %w", err)
-	}
-	for _, id := range rec.Runs {
-		log.Warn("run was interrupted by a restart", "run", id)
-	}
-	for _, id := range rec.Plans {
-		log.Warn("remediation was interrupted by a restart and will not be resumed without a new approval", "plan", id)
-	}
 
 	dirs := append(append([]string(nil), g.runbookDirs...), cfg.Runbooks...)
 	catalog, problems, err := runbooks.LoadCatalog(dirs...)

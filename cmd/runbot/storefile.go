@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,5 +30,24 @@ func openStore(ctx context.Context, path string, opts ...store.Option) (*store.S
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create store directory: %w", err)
 	}
-	return store.Open(ctx, path, opts...)
+	st, err := store.Open(ctx, path, opts...)
+	if err != nil {
+		return nil, err
+	}
+	// Any runbot process that opens the store first marks what a dead
+	// process left half-done: runs as interrupted, remediations as
+	// interrupted (never to be resumed without a new approval). Rows of
+	// processes still alive are left alone.
+	rec, err := st.MarkInterrupted(ctx)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("recover the store: %w", err)
+	}
+	for _, id := range rec.Runs {
+		slog.Warn("run was interrupted: the process running it died", "run", id)
+	}
+	for _, id := range rec.Plans {
+		slog.Warn("remediation was interrupted: the process applying it died; it will not be resumed without a new approval", "plan", id)
+	}
+	return st, nil
 }

@@ -291,7 +291,15 @@ func TestIncidentStory(t *testing.T) {
 
 	c.Step(t, nil, "a stranger's click is refused and changes nothing")
 	clickButton(t, runbotURL, stranger, "runbot_approve", value, channel, ts, rec.ResponseURL("stranger"))
-	time.Sleep(2 * time.Second)
+	_, err = rec.WaitTimeout(30*time.Second, func(calls []slackrec.Call) bool {
+		for _, c := range calls {
+			if (c.Method == "response_url" || c.Method == "chat.postEphemeral") && strings.Contains(c.Text()+string(c.Body), "not an approver") {
+				return true
+			}
+		}
+		return false
+	})
+	require.NoError(t, err, "the stranger gets an ephemeral refusal")
 	require.NotContains(t, h.Run(t, "cat "+testhost.DecodeScript), "--disable-overlap-schedule")
 
 	c.Step(t, nil, "the approver's signed click applies the fix, and runbot verifies it")
