@@ -363,7 +363,7 @@ func (p probe) do(parent context.Context) HTTPProbeOutput {
 		p.classifyFailure(&o, &tm, err, context.Cause(ctx))
 		return o
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read to the end or abandoned; the close has nothing to add
 	o.Status = resp.StatusCode
 
 	rd := bodyReader{max: p.maxBody, stream: p.stream}

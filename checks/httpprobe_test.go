@@ -59,7 +59,7 @@ func TestHTTPProbeFast200(t *testing.T) {
 	var gotID atomic.Value
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gotID.Store(r.Header.Get(RequestIDHeader))
-		fmt.Fprint(w, "ok")
+		_, _ = fmt.Fprint(w, "ok")
 	}))
 	defer srv.Close()
 
@@ -106,7 +106,7 @@ func TestHTTPProbeHangIsAFindingNotAnError(t *testing.T) {
 func TestHTTPProbeSlowFirstByteWithinDeadline(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(200 * time.Millisecond)
-		fmt.Fprint(w, `{"choices":[]}`)
+		_, _ = fmt.Fprint(w, `{"choices":[]}`)
 	}))
 	defer srv.Close()
 
@@ -119,7 +119,7 @@ func TestHTTPProbeSlowFirstByteWithinDeadline(t *testing.T) {
 func TestHTTPProbeStallsInBody(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "100")
-		fmt.Fprint(w, "partial")
+		_, _ = fmt.Fprint(w, "partial")
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 	}))
@@ -139,14 +139,14 @@ func sseServer(events int, thenHang bool) *httptest.Server {
 		w.WriteHeader(http.StatusOK)
 		w.(http.Flusher).Flush()
 		for i := range events {
-			fmt.Fprintf(w, "data: {\"choices\":[{\"delta\":{\"content\":\"tok%d\"}}]}\n\n", i)
+			_, _ = fmt.Fprintf(w, "data: {\"choices\":[{\"delta\":{\"content\":\"tok%d\"}}]}\n\n", i)
 			w.(http.Flusher).Flush()
 		}
 		if thenHang {
 			<-r.Context().Done()
 			return
 		}
-		fmt.Fprint(w, "data: [DONE]\n\n")
+		_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
 	}))
 }
 
@@ -205,7 +205,7 @@ func TestHTTPProbeConnectionRefused(t *testing.T) {
 func TestHTTPProbe503(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprint(w, `{"error":{"type":"Service Unavailable","code":"server_selection_failed","message":"No available servers"}}`)
+		_, _ = fmt.Fprint(w, `{"error":{"type":"Service Unavailable","code":"server_selection_failed","message":"No available servers"}}`)
 	}))
 	defer srv.Close()
 
@@ -328,7 +328,7 @@ func TestHTTPProbePlan(t *testing.T) {
 func TestHTTPProbeZeroDeadlinesMeanNone(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(50 * time.Millisecond)
-		fmt.Fprint(w, "ok")
+		_, _ = fmt.Fprint(w, "ok")
 	}))
 	defer srv.Close()
 	o, _ := runProbe(t, probeEnv(srv.URL, argspec.Values{"connect_timeout": time.Duration(0), "first_byte_timeout": time.Duration(0), "total_timeout": time.Duration(0)}))

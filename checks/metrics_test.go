@@ -39,7 +39,7 @@ func promServer(t *testing.T, fixture string, edit func(n int, body string) stri
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		fmt.Fprint(w, body)
+		_, _ = fmt.Fprint(w, body)
 	}))
 	t.Cleanup(srv.Close)
 	return srv

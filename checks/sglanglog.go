@@ -82,10 +82,7 @@ func parseSGLangPrefix(msg string) (sglangLine, bool) {
 	if !ok {
 		return sglangLine{}, false
 	}
-	text := msg[end+1:]
-	if strings.HasPrefix(text, " ") {
-		text = text[1:]
-	}
+	text := strings.TrimPrefix(msg[end+1:], " ")
 	return sglangLine{Stamp: t, Ranks: ranks, Text: text}, true
 }
 

@@ -218,7 +218,7 @@ func recordHostKey(path, address string, key ssh.PublicKey) error {
 	}
 	line := knownhosts.Line([]string{knownhosts.Normalize(address)}, key) + "\n"
 	if _, err := f.WriteString(line); err != nil {
-		f.Close()
+		_ = f.Close() // the write error is the one to report
 		return fmt.Errorf("append to %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {

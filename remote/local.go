@@ -30,14 +30,22 @@ func (l *Local) Host() string {
 // deadline stops the whole tree it started, not just the shell.
 func (l *Local) Run(ctx context.Context, cmd Command) (Output, error) {
 	start := time.Now()
-	c := exec.Command("/bin/sh", "-c", cmd.Line)
+	timedOut := func() error {
+		return &TimeoutError{Host: l.Host(), Command: cmd.Line, After: time.Since(start), Cause: context.Cause(ctx)}
+	}
+	c := exec.CommandContext(ctx, "/bin/sh", "-c", cmd.Line)
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// At the deadline the whole process group goes, not just the shell.
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
 	if cmd.Stdin != nil {
 		c.Stdin = bytes.NewReader(cmd.Stdin)
 	}
 	stdout, stderr := newCapWriter(cmd.MaxOutput), newCapWriter(cmd.MaxOutput)
 	c.Stdout, c.Stderr = stdout, stderr
 	if err := c.Start(); err != nil {
+		if ctx.Err() != nil {
+			return Output{}, timedOut()
+		}
 		return Output{}, fmt.Errorf("start command on %s: %w", l.Host(), err)
 	}
 	done := make(chan error, 1)
@@ -46,10 +54,15 @@ func (l *Local) Run(ctx context.Context, cmd Command) (Output, error) {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		// Kill the process group, then wait so no zombie is left behind.
+		// Cancel above stops the group only while the shell lives; a child
+		// that outlived it may still hold the output pipes, which Wait
+		// waits for. Kill the group, then wait so no zombie is left behind.
 		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-		<-done
-		return Output{}, &TimeoutError{Host: l.Host(), Command: cmd.Line, After: time.Since(start), Cause: context.Cause(ctx)}
+		err = <-done
+	}
+	// The deadline ended the command, whichever of the two saw it first.
+	if ctx.Err() != nil {
+		return Output{}, timedOut()
 	}
 	out := Output{
 		Stdout: stdout.bytes(), Stderr: stderr.bytes(),

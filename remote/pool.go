@@ -43,7 +43,8 @@ func (p *Pool) Runner(cfg SSHConfig) (*SSH, error) {
 		if reflect.DeepEqual(e.asked, cfg) {
 			return e.ssh, nil
 		}
-		e.ssh.Close()
+		// Replaced by a runner for the new config; SSH.Close reports nothing.
+		_ = e.ssh.Close()
 		delete(p.hosts, key)
 	}
 	s, err := NewSSH(cfg)

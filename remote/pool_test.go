@@ -19,7 +19,7 @@ import (
 func TestPoolConcurrentCallersShareOneDial(t *testing.T) {
 	srv := sshdtest.Start(t, sshdtest.Options{})
 	pool := remote.NewPool()
-	t.Cleanup(func() { pool.Close() })
+	t.Cleanup(func() { _ = pool.Close() }) // test cleanup
 	cfg := hostConfig(t, srv)
 
 	runners := make([]*remote.SSH, 20)
@@ -41,7 +41,7 @@ func TestPoolFanOutReportsEveryHost(t *testing.T) {
 	a := sshdtest.Start(t, sshdtest.Options{})
 	b := sshdtest.Start(t, sshdtest.Options{})
 	pool := remote.NewPool()
-	t.Cleanup(func() { pool.Close() })
+	t.Cleanup(func() { _ = pool.Close() }) // test cleanup
 	named := func(name string, srv *sshdtest.Server) remote.SSHConfig {
 		c := hostConfig(t, srv)
 		c.Name = name
@@ -84,7 +84,7 @@ func TestPoolFanOutReportsEveryHost(t *testing.T) {
 func TestPoolReplacesRunnerWhenConfigChanges(t *testing.T) {
 	srv := sshdtest.Start(t, sshdtest.Options{})
 	pool := remote.NewPool()
-	t.Cleanup(func() { pool.Close() })
+	t.Cleanup(func() { _ = pool.Close() }) // test cleanup
 	cfg := hostConfig(t, srv)
 	old, err := pool.Get(testCtx(t), cfg)
 	require.NoError(t, err)
@@ -120,6 +120,6 @@ func TestPoolClose(t *testing.T) {
 func closedPort(t *testing.T) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer l.Close()
+	defer func() { _ = l.Close() }() // only the port was wanted
 	return l.Addr().(*net.TCPAddr).Port
 }

@@ -23,12 +23,12 @@ func startFreezableProxy(t *testing.T, target string) *freezableProxy {
 	require.NoError(t, err)
 	p := &freezableProxy{port: l.Addr().(*net.TCPAddr).Port, frozen: map[net.Conn]chan struct{}{}}
 	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
+	t.Cleanup(func() { // test cleanup: errors do not matter
+		_ = l.Close()
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		for _, c := range conns {
-			c.Close()
+			_ = c.Close()
 		}
 	})
 	go func() {
@@ -39,7 +39,7 @@ func startFreezableProxy(t *testing.T, target string) *freezableProxy {
 			}
 			out, err := net.Dial("tcp", target)
 			if err != nil {
-				in.Close()
+				_ = in.Close() // the target is down: drop the client
 				continue
 			}
 			freeze := make(chan struct{})
@@ -61,7 +61,7 @@ func (p *freezableProxy) pump(dst, src net.Conn, freeze chan struct{}) {
 		select {
 		case <-freeze:
 			// Frozen: swallow everything and never answer.
-			io.Copy(io.Discard, src)
+			_, _ = io.Copy(io.Discard, src) // ends when the connection does
 			return
 		default:
 		}
@@ -71,7 +71,7 @@ func (p *freezableProxy) pump(dst, src net.Conn, freeze chan struct{}) {
 			}
 		}
 		if err != nil {
-			dst.Close()
+			_ = dst.Close() // pass the end on
 			return
 		}
 	}

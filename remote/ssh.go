@@ -96,7 +96,8 @@ func (s *SSH) Run(ctx context.Context, cmd Command) (Output, error) {
 		}
 		return Output{Duration: time.Since(start)}, err
 	}
-	defer sess.Close()
+	// Wait closes the session, so a later close only reports that (io.EOF).
+	defer func() { _ = sess.Close() }()
 
 	max := cmd.MaxOutput
 	if max <= 0 {
@@ -116,7 +117,7 @@ func (s *SSH) Run(ctx context.Context, cmd Command) (Output, error) {
 	}
 	// Start waits for the server's reply without a context; closing the
 	// session is what interrupts it on a connection that went silent.
-	closeOnExpiry := context.AfterFunc(ctx, func() { sess.Close() })
+	closeOnExpiry := context.AfterFunc(ctx, func() { _ = sess.Close() })
 	err = sess.Start(wrapLine(cmd.Line))
 	if !closeOnExpiry() {
 		return timedOut(Output{})
@@ -126,8 +127,10 @@ func (s *SSH) Run(ctx context.Context, cmd Command) (Output, error) {
 	}
 	if stdin != nil {
 		go func() {
-			stdin.Write(cmd.Stdin)
-			stdin.Close()
+			// Errors ignored on purpose, see above: the command may exit
+			// without reading its input.
+			_, _ = stdin.Write(cmd.Stdin)
+			_ = stdin.Close()
 		}()
 	}
 	waited := make(chan error, 1)
@@ -220,7 +223,7 @@ func openSession(ctx context.Context, c *ssh.Client) (*ssh.Session, error) {
 	case <-ctx.Done():
 		go func() {
 			if r := <-ch; r.s != nil {
-				r.s.Close()
+				_ = r.s.Close() // opened too late; nobody wants it
 			}
 		}()
 		return nil, ctx.Err()
@@ -252,12 +255,14 @@ func (s *SSH) finish(out Output, err error) (Output, error) {
 func (s *SSH) stop(conn *liveConn, found <-chan procGroup, waited <-chan error, sess *ssh.Session) error {
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
-	defer sess.Close()
+	defer func() { _ = sess.Close() }() // the command timed out; the close adds nothing
 	var g procGroup
 	select {
 	case g = <-found:
-	case <-waited:
-		// It finished just as the deadline hit: nothing is left to kill.
+	case err := <-waited:
+		// It finished just as the deadline hit: nothing is left to kill,
+		// and how it ended no longer matters, as it timed out.
+		_ = err
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("stop command on %s: the remote process id never arrived, so it may still be running", s.cfg.Name)
@@ -266,7 +271,8 @@ func (s *SSH) stop(conn *liveConn, found <-chan procGroup, waited <-chan error, 
 		return fmt.Errorf("stop command on %s (process group %d): %w; it may still be running", s.cfg.Name, g.pid, err)
 	}
 	select {
-	case <-waited:
+	case err := <-waited:
+		_ = err // it was killed: its end is expected, not news
 	case <-ctx.Done():
 	}
 	return nil
@@ -283,7 +289,7 @@ func (s *SSH) kill(ctx context.Context, conn *liveConn, g procGroup) error {
 	if err != nil {
 		return err
 	}
-	defer ks.Close()
+	defer func() { _ = ks.Close() }() // Run's result is what counts
 	done := make(chan error, 1)
 	go func() { done <- ks.Run(g.killLine()) }()
 	select {

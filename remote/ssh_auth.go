@@ -3,6 +3,7 @@ package remote
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -24,14 +25,14 @@ type auth struct {
 
 func (a *auth) Close() {
 	if a.agent != nil {
-		a.agent.Close()
+		_ = a.agent.Close() // the handshake is over; nothing depends on the close
 	}
 }
 
 // newAuth gathers the signers of c: identity files (with their certificates)
 // first, then the agent's keys. Problems with single keys are only reported
 // when no key at all is usable, as OpenSSH does.
-func newAuth(c SSHConfig) (*auth, error) {
+func newAuth(ctx context.Context, c SSHConfig) (*auth, error) {
 	var signers []ssh.Signer
 	var problems []string
 	for _, path := range c.IdentityFiles {
@@ -47,7 +48,7 @@ func newAuth(c SSHConfig) (*auth, error) {
 		sock := os.Getenv("SSH_AUTH_SOCK")
 		if sock == "" {
 			problems = append(problems, "use_agent is set but SSH_AUTH_SOCK is empty")
-		} else if conn, err := net.DialTimeout("unix", sock, c.ConnectTimeout); err != nil {
+		} else if conn, err := (&net.Dialer{Timeout: c.ConnectTimeout}).DialContext(ctx, "unix", sock); err != nil {
 			problems = append(problems, fmt.Sprintf("connect to ssh agent: %v", err))
 		} else {
 			a.agent = conn

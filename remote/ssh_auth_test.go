@@ -86,7 +86,7 @@ func TestAgentKeys(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "agent.sock")
 	l, err := net.Listen("unix", sock)
 	require.NoError(t, err)
-	t.Cleanup(func() { l.Close() })
+	t.Cleanup(func() { _ = l.Close() }) // test cleanup
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -94,8 +94,8 @@ func TestAgentKeys(t *testing.T) {
 				return
 			}
 			go func() {
-				defer c.Close()
-				agent.ServeAgent(keyring, c)
+				defer func() { _ = c.Close() }()
+				_ = agent.ServeAgent(keyring, c) // returns when the client hangs up
 			}()
 		}
 	}()

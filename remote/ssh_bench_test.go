@@ -23,7 +23,7 @@ func BenchmarkSSHRun(b *testing.B) {
 		IdentityFiles: []string{srv.ClientKeyFile}, PinnedHostKeys: []string{srv.HostPublicKey},
 	})
 	require.NoError(b, err)
-	defer s.Close()
+	defer func() { _ = s.Close() }() // SSH.Close reports nothing
 	ctx := b.Context()
 	require.NoError(b, s.Connect(ctx))
 	b.ResetTimer()
@@ -47,11 +47,11 @@ func BenchmarkRunVsRawSession(b *testing.B) {
 		IdentityFiles: []string{srv.ClientKeyFile}, PinnedHostKeys: []string{srv.HostPublicKey},
 	})
 	require.NoError(b, err)
-	defer s.Close()
+	defer func() { _ = s.Close() }() // SSH.Close reports nothing
 	ctx := b.Context()
 	require.NoError(b, s.Connect(ctx))
 	client := rawClient(b, srv)
-	defer client.Close()
+	defer func() { _ = client.Close() }() // benchmark cleanup
 	var run, raw time.Duration
 	n := 0
 	for b.Loop() {
@@ -63,7 +63,7 @@ func BenchmarkRunVsRawSession(b *testing.B) {
 		if err := sess.Run("true"); err != nil {
 			b.Fatal(err)
 		}
-		sess.Close()
+		_ = sess.Close() // already closed by Run (io.EOF)
 		raw += time.Since(start)
 
 		start = time.Now()
@@ -107,7 +107,7 @@ func BenchmarkSSHConnect(b *testing.B) {
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/float64(len(open)), "heap-B/conn")
 	for _, s := range open {
-		s.Close()
+		_ = s.Close() // SSH.Close reports nothing
 	}
 }
 

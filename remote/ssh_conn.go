@@ -85,9 +85,10 @@ func (s *SSH) dial(call *dialCall) {
 	if err == nil {
 		live = &liveConn{sshConn: conn, dead: make(chan struct{})}
 		go func() {
-			conn.client.Wait()
+			// How it ended does not matter: it is dead either way.
+			_ = conn.client.Wait()
 			// Close the jump hops too, or a reconnect would leak them.
-			conn.Close()
+			_ = conn.Close()
 			close(live.dead)
 		}()
 		if s.cfg.KeepAlive > 0 {
@@ -98,7 +99,7 @@ func (s *SSH) dial(call *dialCall) {
 	s.dialing = nil
 	if live != nil {
 		if s.closed {
-			live.Close()
+			_ = live.Close() // never used; ErrClosed is what to report
 			live, err = nil, ErrClosed
 		} else {
 			s.conn = live
@@ -132,11 +133,11 @@ func keepAlive(c *liveConn, interval time.Duration) {
 		select {
 		case err := <-reply:
 			if err != nil {
-				c.Close()
+				_ = c.Close() // already broken; closing marks it dead
 				return
 			}
 		case <-t.C:
-			c.Close()
+			_ = c.Close() // unanswered; closing marks it dead
 			return
 		case <-c.dead:
 			return
@@ -147,7 +148,7 @@ func keepAlive(c *liveConn, interval time.Duration) {
 // forget drops c as the current connection after a failure that shows it is
 // unusable, so the next caller redials.
 func (s *SSH) forget(c *liveConn) {
-	c.Close()
+	_ = c.Close() // it is unusable already
 	s.mu.Lock()
 	if s.conn == c {
 		s.conn = nil
@@ -171,7 +172,7 @@ func (s *SSH) Close() error {
 	if c != nil {
 		// An error here only says the connection had already broken, which
 		// is no reason to bother the caller.
-		c.Close()
+		_ = c.Close()
 	}
 	return nil
 }

@@ -42,7 +42,7 @@ type sshConn struct {
 func (c *sshConn) Close() error {
 	err := c.client.Close()
 	for i := len(c.hops) - 1; i >= 0; i-- {
-		c.hops[i].Close()
+		_ = c.hops[i].Close() // a hop's error adds nothing to the target's
 	}
 	return err
 }
@@ -55,7 +55,7 @@ func dialSSH(ctx context.Context, c SSHConfig) (*sshConn, error) {
 		cl, err := dialHop(ctx, via, hop)
 		if err != nil {
 			for i := len(conn.hops) - 1; i >= 0; i-- {
-				conn.hops[i].Close()
+				_ = conn.hops[i].Close() // the dial error is the one to report
 			}
 			return nil, &ConnectError{Host: c.Name, Address: c.addr(), Via: hop.Name + " (" + hop.addr() + ")", Err: err}
 		}
@@ -65,7 +65,7 @@ func dialSSH(ctx context.Context, c SSHConfig) (*sshConn, error) {
 	cl, err := dialHop(ctx, via, c)
 	if err != nil {
 		for i := len(conn.hops) - 1; i >= 0; i-- {
-			conn.hops[i].Close()
+			_ = conn.hops[i].Close() // the dial error is the one to report
 		}
 		return nil, &ConnectError{Host: c.Name, Address: c.addr(), Err: err}
 	}
@@ -80,7 +80,7 @@ func dialHop(ctx context.Context, via *ssh.Client, c SSHConfig) (*ssh.Client, er
 	if err != nil {
 		return nil, err
 	}
-	a, err := newAuth(c)
+	a, err := newAuth(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -107,16 +107,16 @@ func dialHop(ctx context.Context, via *ssh.Client, c SSHConfig) (*ssh.Client, er
 	}
 	// x/crypto's handshake takes no context, so closing the connection is
 	// how the deadline interrupts it.
-	stop := context.AfterFunc(ctx, func() { tcp.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = tcp.Close() })
 	sc, chans, reqs, err := ssh.NewClientConn(tcp, addr, cfg)
 	if !stop() {
 		if err == nil {
-			sc.Close()
+			_ = sc.Close() // the deadline is the error to report
 		}
 		return nil, dialFailure(ctx, ctx.Err())
 	}
 	if err != nil {
-		tcp.Close()
+		_ = tcp.Close() // the handshake error is the one to report
 		var hke *HostKeyError
 		if errors.As(err, &hke) {
 			return nil, hke

@@ -272,7 +272,7 @@ func pgrep(t *testing.T, pattern string) []int {
 func killAll(t *testing.T, pids []int) {
 	for _, p := range pids {
 		if proc, err := os.FindProcess(p); err == nil {
-			proc.Kill()
+			_ = proc.Kill() // it may be gone already
 		}
 	}
 }

@@ -47,13 +47,15 @@ func (c *tunnelConn) RemoteAddr() net.Addr { return c.remote }
 
 func withDeadlines(ch net.Conn) net.Conn {
 	user, inner := net.Pipe()
+	// Each pump ends when its source closes or fails; closing the other side
+	// is how that reaches the user, so the errors themselves are not needed.
 	go func() {
-		io.Copy(ch, inner)
-		ch.Close()
+		_, _ = io.Copy(ch, inner)
+		_ = ch.Close()
 	}()
 	go func() {
-		io.Copy(inner, ch)
-		inner.Close()
+		_, _ = io.Copy(inner, ch)
+		_ = inner.Close()
 	}()
 	return &tunnelConn{Conn: user, local: ch.LocalAddr(), remote: ch.RemoteAddr()}
 }

@@ -20,7 +20,7 @@ import (
 func TestTunnelReachesHostLoopback(t *testing.T) {
 	srv := sshdtest.Start(t, sshdtest.Options{})
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "healthy "+r.URL.Path)
+		_, _ = io.WriteString(w, "healthy "+r.URL.Path)
 	}))
 	t.Cleanup(web.Close)
 	s := newSSH(t, hostConfig(t, srv))
@@ -31,7 +31,7 @@ func TestTunnelReachesHostLoopback(t *testing.T) {
 		resp, err := client.Get(web.URL + path)
 		require.NoError(t, err)
 		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close() // read to the end above
 		require.NoError(t, err)
 		require.Equal(t, "healthy "+path, string(body))
 	}
@@ -44,21 +44,21 @@ func TestTunnelDeadlines(t *testing.T) {
 	// A server that accepts and then says nothing, like a wedged engine.
 	silent, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	t.Cleanup(func() { silent.Close() })
+	t.Cleanup(func() { _ = silent.Close() }) // test cleanup
 	go func() {
 		for {
 			c, err := silent.Accept()
 			if err != nil {
 				return
 			}
-			t.Cleanup(func() { c.Close() })
+			t.Cleanup(func() { _ = c.Close() }) // test cleanup
 		}
 	}()
 	s := newSSH(t, hostConfig(t, srv))
 
 	c, err := s.DialContext(testCtx(t), "tcp", silent.Addr().String())
 	require.NoError(t, err)
-	defer c.Close()
+	defer func() { _ = c.Close() }() // test cleanup
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
 	_, err = c.Read(make([]byte, 1))
 	var nerr net.Error
@@ -72,7 +72,7 @@ func TestTunnelToClosedPort(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()
-	l.Close()
+	require.NoError(t, l.Close())
 	s := newSSH(t, hostConfig(t, srv))
 
 	_, err = s.DialContext(testCtx(t), "tcp", addr)

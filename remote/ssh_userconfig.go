@@ -33,7 +33,7 @@ func (c SSHConfig) FillFromUserConfig(path string) (SSHConfig, error) {
 	if err != nil {
 		return c, fmt.Errorf("read ssh config: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	uc, err := ssh_config.Decode(f)
 	if err != nil {
 		return c, fmt.Errorf("parse ssh config %s: %w", path, err)
@@ -126,9 +126,7 @@ func fillFrom(uc *ssh_config.Config, path string, c SSHConfig, jumps bool) (SSHC
 // parseJump reads one ProxyJump hop: [user@]host[:port].
 func parseJump(s string) (SSHConfig, error) {
 	var j SSHConfig
-	if strings.HasPrefix(s, "ssh://") {
-		s = strings.TrimPrefix(s, "ssh://")
-	}
+	s = strings.TrimPrefix(s, "ssh://")
 	if at := strings.LastIndex(s, "@"); at >= 0 {
 		j.User, s = s[:at], s[at+1:]
 	}

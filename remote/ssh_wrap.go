@@ -93,7 +93,7 @@ func (w *headerWriter) Write(p []byte) (int, error) {
 			w.flush()
 			return len(p), nil
 		}
-		w.next.Write(w.buf[:nl+1])
+		_, _ = w.next.Write(w.buf[:nl+1]) // a capWriter never fails
 		w.buf = w.buf[nl+1:]
 	}
 }
@@ -101,7 +101,7 @@ func (w *headerWriter) Write(p []byte) (int, error) {
 // flush gives up on the header and forwards what is buffered. Callers hold mu.
 func (w *headerWriter) flush() {
 	w.done = true
-	w.next.Write(w.buf)
+	_, _ = w.next.Write(w.buf) // a capWriter never fails
 	w.buf = nil
 }
 

@@ -66,7 +66,8 @@ func TestWrapLineInLocalShells(t *testing.T) {
 			require.ErrorAs(t, err, &exit)
 			require.Equal(t, 4, exit.ExitCode())
 			w := newHeaderWriter(newCapWriter(0))
-			w.Write(out)
+			_, err = w.Write(out)
+			require.NoError(t, err)
 			got, _ := w.output()
 			require.Equal(t, "/bin/sh|it's|", string(got))
 			g := <-w.found

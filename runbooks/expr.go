@@ -1,6 +1,7 @@
 package runbooks
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -147,7 +148,8 @@ var structDumpRE = regexp.MustCompile(`struct \{[^}]*\}`)
 // exprError turns an expr error into a message and a column offset into
 // the expression.
 func exprError(err error) (string, int) {
-	if fe, ok := err.(*file.Error); ok {
+	var fe *file.Error
+	if errors.As(err, &fe) {
 		msg := fe.Message
 		msg = structDumpRE.ReplaceAllString(msg, "this")
 		return msg, fe.Column

@@ -589,10 +589,3 @@ func anyReversible(b *PlanBody) bool {
 	}
 	return false
 }
-
-type planIDKey struct{}
-
-func planIDOf(ctx context.Context) string {
-	id, _ := ctx.Value(planIDKey{}).(string)
-	return id
-}

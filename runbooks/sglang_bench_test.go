@@ -35,7 +35,7 @@ func BenchmarkWedgeRunbookWallVsLongestStep(b *testing.B) {
 	rb, err := catalog.Get("sglang-pd-wedge")
 	require.NoError(b, err)
 	pool := remote.NewPool()
-	defer pool.Close()
+	defer func() { _ = pool.Close() }() // benchmark cleanup
 	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
 	p, err := e.Prepare(b.Context(), rb, map[string]string{"deployment": "sim"})
 	require.NoError(b, err)

@@ -63,10 +63,10 @@ func ParseTemplate(name, src string, shellCtx bool) (*Template, error) {
 		return nil, fmt.Errorf("template: %s", cleanTemplateErr(err))
 	}
 	out := &Template{Source: src, Shell: shellCtx, t: t}
-	if t.Tree != nil && t.Tree.Root != nil {
-		out.UsesRaw = usesRaw(t.Tree.Root)
+	if t.Tree != nil && t.Root != nil {
+		out.UsesRaw = usesRaw(t.Root)
 		if shellCtx {
-			escapeList(t.Tree.Root)
+			escapeList(t.Root)
 		}
 	}
 	return out, nil

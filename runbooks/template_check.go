@@ -101,7 +101,7 @@ func checkFields(t *Template, root *shape) error {
 			}
 		}
 	}
-	walkList(t.t.Tree.Root)
+	walkList(t.t.Root)
 	return err
 }
 

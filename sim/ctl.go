@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,7 +17,7 @@ import (
 )
 
 // runCtl implements `sglang-sim ctl --dir DIR VERB [ROLE|FAULT]`.
-func runCtl(args []string, stdout io.Writer) error {
+func runCtl(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("ctl", flag.ContinueOnError)
 	dir := fs.String("dir", "", "deployment directory (as given to up)")
 	timeout := fs.Duration("timeout", 15*time.Second, "how long start/restart wait for /health")
@@ -31,7 +32,7 @@ func runCtl(args []string, stdout io.Writer) error {
 		return err
 	}
 	if *dir == "" || fs.NArg() < 1 {
-		return errors.New("usage: sglang-sim ctl --dir DIR start|stop|restart|show|status|fault ...")
+		return errors.New("usage: sglang-sim ctl --dir DIR start|stop|restart|show|status|fault [ROLE|FAULT]")
 	}
 	d, err := LoadDeployment(*dir)
 	if err != nil {
@@ -44,7 +45,7 @@ func runCtl(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return d.apply(verb, roles, *timeout, stdout)
+		return d.apply(ctx, verb, roles, *timeout, stdout)
 	case "show":
 		if len(rest) != 1 {
 			return errors.New("usage: sglang-sim ctl --dir DIR show ROLE")
@@ -59,16 +60,16 @@ func runCtl(args []string, stdout io.Writer) error {
 		_, err = io.WriteString(stdout, st.Show(rest[0]))
 		return err
 	case "status":
-		return d.status(stdout)
+		return d.status(ctx, stdout)
 	case "fault":
 		if len(rest) != 1 {
 			return errors.New("usage: sglang-sim ctl --dir DIR fault pd-wedge|decode-crash|router-down|slow|stale-sample|prefill-stall|clear")
 		}
 		f.Name = rest[0]
 		if f.Name == FaultPDWedge && !*synthetic {
-			return d.abortBurst(f.Count, stdout)
+			return d.abortBurst(ctx, f.Count, stdout)
 		}
-		return d.injectFault(f, stdout)
+		return d.injectFault(ctx, f, stdout)
 	}
 	return fmt.Errorf("unknown ctl verb %q (want start, stop, restart, show, status or fault)", verb)
 }
@@ -89,7 +90,7 @@ func targetRoles(args []string) ([]string, error) {
 
 // apply stops and/or starts roles. Stops go in reverse start order (router first);
 // starts go in start order, each waiting until the role answers /health.
-func (d *Deployment) apply(verb string, roles []string, timeout time.Duration, stdout io.Writer) error {
+func (d *Deployment) apply(ctx context.Context, verb string, roles []string, timeout time.Duration, stdout io.Writer) error {
 	if verb == "stop" || verb == "restart" {
 		for i := len(roles) - 1; i >= 0; i-- {
 			if err := d.stopRole(roles[i]); err != nil {
@@ -99,7 +100,7 @@ func (d *Deployment) apply(verb string, roles []string, timeout time.Duration, s
 	}
 	if verb == "start" || verb == "restart" {
 		for _, role := range roles {
-			if err := d.startRole(role, timeout); err != nil {
+			if err := d.startRole(ctx, role, timeout); err != nil {
 				return err
 			}
 		}
@@ -107,13 +108,15 @@ func (d *Deployment) apply(verb string, roles []string, timeout time.Duration, s
 	for _, role := range roles {
 		st, _ := readUnitState(d.StateFile(role))
 		st = st.effective()
-		fmt.Fprintf(stdout, "%s: %s/%s pid=%d\n", role, st.ActiveState, st.SubState, st.MainPID)
+		if _, err := fmt.Fprintf(stdout, "%s: %s/%s pid=%d\n", role, st.ActiveState, st.SubState, st.MainPID); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
 // spawnSupervisor starts a detached supervisor for role and returns its invocation id.
-func (d *Deployment) spawnSupervisor(role string) (string, error) {
+func (d *Deployment) spawnSupervisor(ctx context.Context, role string) (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return "", fmt.Errorf("find own binary: %w", err)
@@ -123,8 +126,9 @@ func (d *Deployment) spawnSupervisor(role string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("open diagnostics log: %w", err)
 	}
-	defer diag.Close()
-	cmd := exec.Command(exe, "_supervise", "--dir", d.Dir, "--invocation", inv, role)
+	defer func() { _ = diag.Close() }() // the supervisor has its own copy
+	// The supervisor outlives this process by design: no cancellation may stop it.
+	cmd := exec.CommandContext(context.WithoutCancel(ctx), exe, "_supervise", "--dir", d.Dir, "--invocation", inv, role)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = d.Dir, diag, diag
 	// Its own session: the role must survive the ctl or up process that started it,
 	// and must not receive the terminal's signals.
@@ -138,7 +142,7 @@ func (d *Deployment) spawnSupervisor(role string) (string, error) {
 }
 
 // startRole starts a role unless it already runs, and waits for its /health.
-func (d *Deployment) startRole(role string, timeout time.Duration) error {
+func (d *Deployment) startRole(ctx context.Context, role string, timeout time.Duration) error {
 	st, err := readUnitState(d.StateFile(role))
 	if err != nil {
 		return err
@@ -153,15 +157,15 @@ func (d *Deployment) startRole(role string, timeout time.Duration) error {
 			return fmt.Errorf("take over %s from its supervisor: %w", role, err)
 		}
 	}
-	inv, err := d.spawnSupervisor(role)
+	inv, err := d.spawnSupervisor(ctx, role)
 	if err != nil {
 		return err
 	}
-	return d.waitReady(role, inv, timeout)
+	return d.waitReady(ctx, role, inv, timeout)
 }
 
 // waitReady polls the unit state and then /health until the role serves.
-func (d *Deployment) waitReady(role, inv string, timeout time.Duration) error {
+func (d *Deployment) waitReady(ctx context.Context, role, inv string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	client := &http.Client{Timeout: time.Second}
 	for time.Now().Before(deadline) {
@@ -171,7 +175,7 @@ func (d *Deployment) waitReady(role, inv string, timeout time.Duration) error {
 			case "failed", "inactive":
 				return fmt.Errorf("%s failed to start (%s, status %d)\n%s", role, st.Result, st.ExecMainState, d.logTail(role))
 			case "active":
-				if resp, err := client.Get(d.URL(role) + "/health"); err == nil {
+				if resp, err := get(ctx, client, d.URL(role)+"/health"); err == nil {
 					_ = resp.Body.Close()
 					if resp.StatusCode == http.StatusOK {
 						return nil
@@ -223,7 +227,7 @@ func tailLines(path string, n int) []string {
 	if err != nil {
 		return []string{"(" + err.Error() + ")"}
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	var lines []string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -237,9 +241,11 @@ func tailLines(path string, n int) []string {
 }
 
 // status prints a human table of the deployment.
-func (d *Deployment) status(stdout io.Writer) error {
+func (d *Deployment) status(ctx context.Context, stdout io.Writer) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROLE\tSTATE\tPID\tRESTARTS\tSINCE\tURL\tHEALTH")
+	if _, err := fmt.Fprintln(tw, "ROLE\tSTATE\tPID\tRESTARTS\tSINCE\tURL\tHEALTH"); err != nil {
+		return err
+	}
 	client := &http.Client{Timeout: 2 * time.Second}
 	for _, role := range Roles {
 		st, err := readUnitState(d.StateFile(role))
@@ -248,14 +254,35 @@ func (d *Deployment) status(stdout io.Writer) error {
 		}
 		st = st.effective()
 		health := "-"
-		if resp, err := client.Get(d.URL(role) + "/health"); err == nil {
+		if resp, err := get(ctx, client, d.URL(role)+"/health"); err == nil {
 			_ = resp.Body.Close()
 			health = fmt.Sprint(resp.StatusCode)
 		} else if st.ActiveState == "active" {
 			health = "unreachable"
 		}
-		fmt.Fprintf(tw, "%s\t%s/%s\t%d\t%d\t%s\t%s\t%s\n", role, st.ActiveState, st.SubState, st.MainPID, st.NRestarts,
-			systemdTime(st.ActiveEnter), d.URL(role), health)
+		if _, err := fmt.Fprintf(tw, "%s\t%s/%s\t%d\t%d\t%s\t%s\t%s\n", role, st.ActiveState, st.SubState, st.MainPID, st.NRestarts,
+			systemdTime(st.ActiveEnter), d.URL(role), health); err != nil {
+			return err
+		}
 	}
 	return tw.Flush()
+}
+
+// get is client.Get under ctx.
+func get(ctx context.Context, client *http.Client, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	return client.Do(req)
+}
+
+// post is client.Post under ctx.
+func post(ctx context.Context, client *http.Client, url, contentType string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", contentType)
+	return client.Do(req)
 }

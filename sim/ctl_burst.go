@@ -18,18 +18,18 @@ import (
 // the same instant, and lifts the stall. The router turns the cancellations into
 // aborts on both engines, so both logs carry the burst with matching rooms and the
 // rids pd-wedge-burst-N. Whether decode wedges is left to its causal model.
-func (d *Deployment) abortBurst(n int, stdout io.Writer) error {
+func (d *Deployment) abortBurst(ctx context.Context, n int, stdout io.Writer) error {
 	if n <= 0 {
 		n = max(d.WedgeBurst, 1)
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
-	if err := postFault(client, d.URL("prefill"), Fault{Name: FaultPrefillStall}); err != nil {
+	if err := postFault(ctx, client, d.URL("prefill"), Fault{Name: FaultPrefillStall}); err != nil {
 		return err
 	}
 	// Clearing is deferred so that prefill recovers even if the burst fails halfway.
-	defer func() { _ = postFault(client, d.URL("prefill"), Fault{Name: FaultClear}) }()
+	defer func() { _ = postFault(ctx, client, d.URL("prefill"), Fault{Name: FaultClear}) }()
 
-	ctx, cancel := context.WithCancel(context.Background())
+	burstCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	for i := range n {
@@ -37,7 +37,7 @@ func (d *Deployment) abortBurst(n int, stdout io.Writer) error {
 		go func() {
 			defer wg.Done()
 			body := `{"model":"default","messages":[{"role":"user","content":"burst"}],"max_tokens":16}`
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, d.URL("router")+"/v1/chat/completions", strings.NewReader(body))
+			req, _ := http.NewRequestWithContext(burstCtx, http.MethodPost, d.URL("router")+"/v1/chat/completions", strings.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("X-Request-Id", fmt.Sprintf("pd-wedge-burst-%d", i+1))
 			if resp, err := http.DefaultClient.Do(req); err == nil {
@@ -46,14 +46,14 @@ func (d *Deployment) abortBurst(n int, stdout io.Writer) error {
 			}
 		}()
 	}
-	err := waitState(client, d.URL("decode"), 5*time.Second, func(st decodeTruth) bool { return st.Transfer >= n })
+	err := waitState(ctx, client, d.URL("decode"), 5*time.Second, func(st decodeTruth) bool { return st.Transfer >= n })
 	cancel()
 	wg.Wait()
 	if err != nil {
 		return fmt.Errorf("pd-wedge: %d requests never reached decode's transfer queue (is the router up?): %w", n, err)
 	}
 	var final decodeTruth
-	if err := waitState(client, d.URL("decode"), 5*time.Second, func(st decodeTruth) bool { final = st; return st.Transfer == 0 }); err != nil {
+	if err := waitState(ctx, client, d.URL("decode"), 5*time.Second, func(st decodeTruth) bool { final = st; return st.Transfer == 0 }); err != nil {
 		return fmt.Errorf("pd-wedge: decode did not process the aborts: %w", err)
 	}
 	b, _ := json.Marshal(final)
@@ -69,11 +69,11 @@ type decodeTruth struct {
 	Running  int  `json:"running"`
 }
 
-func waitState(client *http.Client, url string, timeout time.Duration, done func(decodeTruth) bool) error {
+func waitState(ctx context.Context, client *http.Client, url string, timeout time.Duration, done func(decodeTruth) bool) error {
 	deadline := time.Now().Add(timeout)
 	var lastErr error
 	for time.Now().Before(deadline) {
-		resp, err := client.Get(url + "/_sim/state")
+		resp, err := get(ctx, client, url+"/_sim/state")
 		if err == nil {
 			var st decodeTruth
 			err = json.NewDecoder(resp.Body).Decode(&st)
@@ -85,19 +85,22 @@ func waitState(client *http.Client, url string, timeout time.Duration, done func
 		lastErr = err
 		time.Sleep(5 * time.Millisecond)
 	}
-	return fmt.Errorf("timed out after %s (last error: %v)", timeout, lastErr)
+	if lastErr == nil {
+		return fmt.Errorf("timed out after %s (last error: <nil>)", timeout)
+	}
+	return fmt.Errorf("timed out after %s (last error: %w)", timeout, lastErr)
 }
 
-func postFault(client *http.Client, url string, f Fault) error {
+func postFault(ctx context.Context, client *http.Client, url string, f Fault) error {
 	body, err := json.Marshal(f)
 	if err != nil {
 		return fmt.Errorf("encode fault: %w", err)
 	}
-	resp, err := client.Post(url+"/_sim/fault", "application/json", bytes.NewReader(body))
+	resp, err := post(ctx, client, url+"/_sim/fault", "application/json", bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("inject %s: %w", f.Name, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // the status is the answer
 	if resp.StatusCode != http.StatusOK {
 		out, _ := io.ReadAll(resp.Body)
 		return fmt.Errorf("inject %s: HTTP %d: %s", f.Name, resp.StatusCode, bytes.TrimSpace(out))

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +14,7 @@ import (
 // injectFault posts a fault to the role it belongs to (clear goes to every role
 // that runs). For crash faults it waits until the unit has left the active state,
 // so that a following `show` reports the failure.
-func (d *Deployment) injectFault(f Fault, stdout io.Writer) error {
+func (d *Deployment) injectFault(ctx context.Context, f Fault, stdout io.Writer) error {
 	body, err := json.Marshal(f)
 	if err != nil {
 		return fmt.Errorf("encode fault: %w", err)
@@ -28,7 +29,7 @@ func (d *Deployment) injectFault(f Fault, stdout io.Writer) error {
 	}
 	var errs []error
 	for _, role := range roles {
-		resp, err := http.Post(d.URL(role)+"/_sim/fault", "application/json", bytes.NewReader(body))
+		resp, err := post(ctx, http.DefaultClient, d.URL(role)+"/_sim/fault", "application/json", bytes.NewReader(body))
 		if err != nil {
 			if f.Name != FaultClear {
 				errs = append(errs, fmt.Errorf("inject %s into %s: %w", f.Name, role, err))
@@ -37,7 +38,9 @@ func (d *Deployment) injectFault(f Fault, stdout io.Writer) error {
 		}
 		out, _ := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
-		fmt.Fprintf(stdout, "%s: %s", role, out)
+		if _, err := fmt.Fprintf(stdout, "%s: %s", role, out); err != nil {
+			errs = append(errs, err)
+		}
 		if resp.StatusCode != http.StatusOK {
 			errs = append(errs, fmt.Errorf("inject %s into %s: HTTP %d: %s", f.Name, role, resp.StatusCode, bytes.TrimSpace(out)))
 			continue

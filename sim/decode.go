@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -103,7 +104,7 @@ func (d *decodeSched) serveChat(w http.ResponseWriter, r *http.Request, c *chatR
 		return
 	}
 	addr := net.JoinHostPort(c.BootstrapHost, strconv.Itoa(*c.BootstrapPort))
-	if err := d.handshake(req, addr); err != nil {
+	if err := d.handshake(r.Context(), req, addr); err != nil {
 		d.e.diag.Warn("bootstrap handshake failed", "room", room, "err", err)
 		d.e.log.Logf(d.e.cfg.Topology.Prefix(req.rank, d.e.cfg.Topology.GlobalTP(req.rank)),
 			"Error fetching prefill parallel info from bootstrap: %v", err)
@@ -124,8 +125,8 @@ func (d *decodeSched) admit(req *decodeReq) bool {
 
 // handshake tells prefill that KV for the room is reserved. This is control plane: it
 // keeps working while the scheduler is wedged, which is why prefill still prefills.
-func (d *decodeSched) handshake(req *decodeReq, addr string) error {
-	s, err := d.kv.session(addr)
+func (d *decodeSched) handshake(ctx context.Context, req *decodeReq, addr string) error {
+	s, err := d.kv.session(ctx, addr)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,7 +10,7 @@ import (
 )
 
 // runDown implements `sglang-sim down --dir DIR`: it stops every role it started.
-func runDown(args []string, stdout io.Writer) error {
+func runDown(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("down", flag.ContinueOnError)
 	dir := fs.String("dir", "", "deployment directory")
 	if err := parseInterspersed(fs, args); err != nil {
@@ -36,7 +37,7 @@ func runDown(args []string, stdout io.Writer) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if err := d.apply("stop", Roles, 0, stdout); err != nil {
+	if err := d.apply(ctx, "stop", Roles, 0, stdout); err != nil {
 		return err
 	}
 	for _, role := range Roles {

@@ -65,15 +65,15 @@ func (e *Engine) serve(ctx context.Context) error {
 	c := e.cfg
 	e.log.Logf("", "%s", c.ServerArgsDump())
 	addr := net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
-	ln, err := net.Listen("tcp", addr)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		e.log.Logf("", "ERROR:    [Errno 98] error while attempting to bind on address (%s, %d): address already in use", pyStr(c.Host), c.Port)
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }() // the server may have closed it already
 	switch c.Mode {
 	case "prefill":
-		bln, err := net.Listen("tcp", net.JoinHostPort(c.Host, strconv.Itoa(c.BootstrapPort)))
+		bln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", net.JoinHostPort(c.Host, strconv.Itoa(c.BootstrapPort)))
 		if err != nil {
 			return fmt.Errorf("listen on bootstrap port %d: %w", c.BootstrapPort, err)
 		}
@@ -97,7 +97,7 @@ func (e *Engine) serve(ctx context.Context) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
-	e.warmUp(net.JoinHostPort(loopbackFor(c.Host), strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)))
+	e.warmUp(ctx, net.JoinHostPort(loopbackFor(c.Host), strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)))
 	e.ready.Store(true)
 	e.log.Logf("", "The server is fired up and ready to roll!")
 	for _, name := range c.Sim.Faults {
@@ -158,9 +158,9 @@ func (e *Engine) logBackendInit() {
 
 // warmUp does what SGLang's launcher does once uvicorn listens: it asks its own
 // server for /model_info and, on prefill, runs the PD warm-up request.
-func (e *Engine) warmUp(addr string) {
+func (e *Engine) warmUp(ctx context.Context, addr string) {
 	client := &http.Client{Timeout: 2 * time.Second}
-	if resp, err := client.Get("http://" + addr + "/model_info"); err == nil {
+	if resp, err := get(ctx, client, "http://"+addr+"/model_info"); err == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
 	} else {

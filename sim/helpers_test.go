@@ -135,7 +135,7 @@ func logLines(t testing.TB, path string, from int) []string {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	var lines []string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
@@ -189,7 +189,7 @@ func chat(baseURL, rid string, timeout time.Duration, stream bool) chatResult {
 		r.err, r.timedOut, r.total = err, errors.Is(err, context.DeadlineExceeded), time.Since(start)
 		return r
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // test cleanup
 	r.status = resp.StatusCode
 	var buf bytes.Buffer
 	chunk := make([]byte, 4096)
@@ -224,7 +224,7 @@ func scrape(t testing.TB, url string) map[string]*dto.MetricFamily {
 	t.Helper()
 	resp, err := http.Get(url + "/metrics")
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // test cleanup
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	return parseMetrics(t, resp.Body)
 }
@@ -290,6 +290,6 @@ func getJSON(t testing.TB, url string, v any) {
 	t.Helper()
 	resp, err := http.Get(url)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // test cleanup
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(v))
 }

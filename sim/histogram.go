@@ -1,8 +1,8 @@
 package sim
 
 import (
+	"bytes"
 	"fmt"
-	"io"
 	"sort"
 )
 
@@ -36,7 +36,7 @@ func (h *histogram) observe(v float64) {
 
 // write renders the histogram in the order the Python client emits it: _sum, the
 // buckets (cumulative, "le" sorted before the other labels), then _count.
-func (h *histogram) write(w io.Writer, name, help, labels string) {
+func (h *histogram) write(w *bytes.Buffer, name, help, labels string) {
 	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name)
 	fmt.Fprintf(w, "%s_sum{%s} %s\n", name, labels, promFloat(h.sum))
 	cum := 0.0

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -36,13 +37,15 @@ func newKVReceiver(ev kvReceiverEvents) *kvReceiver {
 }
 
 // session returns the live session to addr, dialling it if needed.
-func (k *kvReceiver) session(addr string) (*kvSession, error) {
+func (k *kvReceiver) session(ctx context.Context, addr string) (*kvSession, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if s, ok := k.sessions[addr]; ok {
 		return s, nil
 	}
-	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	// The session outlives the request that happens to open it, so that
+	// request going away does not cut its dial short.
+	conn, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(context.WithoutCancel(ctx), "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("connect to prefill bootstrap %s: %w", addr, err)
 	}

@@ -21,7 +21,7 @@ func freePort(t *testing.T) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer ln.Close()
+	defer func() { _ = ln.Close() }() // only the port was wanted
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
@@ -48,7 +48,7 @@ func TestFixtureServeScriptRuns(t *testing.T) {
 	stderrPath := filepath.Join(t.TempDir(), "stderr")
 	stderrFile, err := os.Create(stderrPath)
 	require.NoError(t, err)
-	defer stderrFile.Close()
+	defer func() { _ = stderrFile.Close() }() // the child has its own copy
 	cmd.Stderr = stderrFile
 	stderr := func() string { b, _ := os.ReadFile(stderrPath); return string(b) }
 	require.NoError(t, cmd.Start())

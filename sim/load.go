@@ -154,7 +154,7 @@ func (c LoadConfig) one(n int) loadOutcome {
 	if err != nil {
 		return loadOutcome{timedOut: errors.Is(err, context.DeadlineExceeded)}
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // reads report what went wrong
 	var o loadOutcome
 	buf := make([]byte, 4096)
 	for {

@@ -32,7 +32,7 @@ Traffic:
 // Main runs the sglang-sim command line and returns the process exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		_, _ = fmt.Fprint(stderr, usage) // nowhere left to report a failed write to stderr
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -50,26 +50,31 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = RunRouter(ctx, args[1:], stdout, stderr)
 	case "load":
 		err = runLoadCommand(ctx, args[1:], stdout)
+	// up, down and ctl run to the end once started, whatever signal arrives,
+	// so that a deployment is never left half-changed (e.g. prefill stalled by
+	// an interrupted pd-wedge); their clients' timeouts bound them.
 	case "up":
-		err = runUp(args[1:], stdout)
+		err = runUp(context.WithoutCancel(ctx), args[1:], stdout)
 	case "down":
-		err = runDown(args[1:], stdout)
+		err = runDown(context.WithoutCancel(ctx), args[1:], stdout)
 	case "ctl":
-		err = runCtl(args[1:], stdout)
+		err = runCtl(context.WithoutCancel(ctx), args[1:], stdout)
 	case "_supervise":
 		// The supervisor handles signals itself; the context's handler must not
 		// swallow them.
 		stop()
 		err = runSupervise(args[1:])
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+		if _, err := fmt.Fprint(stdout, usage); err != nil {
+			return 1
+		}
 		return 0
 	default:
-		fmt.Fprintf(stderr, "sglang-sim: unknown command %q\n\n%s", args[0], usage)
+		_, _ = fmt.Fprintf(stderr, "sglang-sim: unknown command %q\n\n%s", args[0], usage) // nowhere left to report to
 		return 2
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "sglang-sim %s: %v\n", args[0], err)
+		_, _ = fmt.Fprintf(stderr, "sglang-sim %s: %v\n", args[0], err) // nowhere left to report to
 		return 1
 	}
 	return 0

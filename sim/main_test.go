@@ -22,7 +22,7 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "create temp dir:", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // best-effort cleanup of a temp dir
 	simBinary = filepath.Join(dir, "sglang-sim")
 	args := []string{"build", "-o", simBinary}
 	// SGLANG_SIM_RACE=1 builds the simulator itself with the race detector; the

@@ -65,7 +65,7 @@ func RunRouter(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 func (rt *Router) serve(ctx context.Context) error {
 	addr := net.JoinHostPort(rt.cfg.Host, strconv.Itoa(rt.cfg.Port))
-	ln, err := net.Listen("tcp", addr)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		rt.out.logf("ERROR", "sglang_router_rs::server", "Failed to bind %s: %v", addr, err)
 		return fmt.Errorf("listen on %s: %w", addr, err)
@@ -132,7 +132,7 @@ func (rt *Router) handleModels(w http.ResponseWriter, r *http.Request) {
 		rt.unavailable(w, err)
 		return
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // copied through; the close has nothing to add
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, resp.Body)
@@ -206,7 +206,7 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // copied through; the close has nothing to add
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		w.Header().Set("Content-Type", ct)
 	}

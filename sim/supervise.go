@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -74,7 +75,9 @@ func superviseOnce(d *Deployment, role string, st *UnitState, sigs <-chan os.Sig
 		_ = out.Close()
 		return false, fmt.Errorf("open diagnostics log: %w", err)
 	}
-	cmd := exec.Command("/bin/bash", d.Script(role))
+	// The role's life is the supervisor's business: it stops it with
+	// signals, as systemd does, and no context may cut it short.
+	cmd := exec.CommandContext(context.Background(), "/bin/bash", d.Script(role))
 	cmd.Dir, cmd.Stdout, cmd.Stderr = d.Dir, out, errOut
 	err = cmd.Start()
 	_ = out.Close()

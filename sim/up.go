@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,7 +21,7 @@ func (s *stringList) String() string     { return strings.Join(*s, " ") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 // runUp implements `sglang-sim up --dir DIR [--scenario NAME] [--name sim]`.
-func runUp(args []string, stdout io.Writer) error {
+func runUp(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	dir := fs.String("dir", "", "deployment directory (created if missing)")
 	scenario := fs.String("scenario", ScenarioHealthy, "healthy, fixed, wedged, slow, stale-sample, prefill-stall, decode-crash or router-down")
@@ -70,7 +71,7 @@ func runUp(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("find own binary: %w", err)
 	}
-	ports, err := freePorts(*host, 4)
+	ports, err := freePorts(ctx, *host, 4)
 	if err != nil {
 		return err
 	}
@@ -100,34 +101,36 @@ func runUp(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	if err := d.startAll(*timeout); err != nil {
-		_ = d.apply("stop", Roles, *timeout, io.Discard)
+	if err := d.startAll(ctx, *timeout); err != nil {
+		_ = d.apply(ctx, "stop", Roles, *timeout, io.Discard)
 		return err
 	}
 	if f := scenarioFaults[*scenario]; f != "" {
-		if err := d.injectFault(Fault{Name: f}, io.Discard); err != nil {
+		if err := d.injectFault(ctx, Fault{Name: f}, io.Discard); err != nil {
 			return fmt.Errorf("scenario %s: %w", *scenario, err)
 		}
 	}
-	fmt.Fprintf(stdout, "deployment %q (scenario %s) up in %s\n", d.Name, d.Scenario, d.Dir)
+	var b strings.Builder
+	fmt.Fprintf(&b, "deployment %q (scenario %s) up in %s\n", d.Name, d.Scenario, d.Dir)
 	for _, role := range Roles {
 		st, _ := readUnitState(d.StateFile(role))
-		fmt.Fprintf(stdout, "  %-8s %-24s pid=%d\n", role, d.URL(role), st.effective().MainPID)
+		fmt.Fprintf(&b, "  %-8s %-24s pid=%d\n", role, d.URL(role), st.effective().MainPID)
 	}
-	fmt.Fprintf(stdout, "  inventory %s\n", filepath.Join(d.Dir, "inventory.yaml"))
-	return nil
+	fmt.Fprintf(&b, "  inventory %s\n", filepath.Join(d.Dir, "inventory.yaml"))
+	_, err = io.WriteString(stdout, b.String())
+	return err
 }
 
 // startAll starts the three roles concurrently; each is independent at start (decode
 // dials prefill on its first request), so `up` takes as long as the slowest role.
-func (d *Deployment) startAll(timeout time.Duration) error {
+func (d *Deployment) startAll(ctx context.Context, timeout time.Duration) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(Roles))
 	for i, role := range Roles {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = d.startRole(role, timeout)
+			errs[i] = d.startRole(ctx, role, timeout)
 		}()
 	}
 	wg.Wait()

@@ -121,7 +121,7 @@ func (s *SQLite) Actions(ctx context.Context, planID string) ([]ActionRecord, er
 	if err != nil {
 		return nil, fmt.Errorf("list actions of plan %s: %w", planID, err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err reports how reading went
 	var out []ActionRecord
 	for rows.Next() {
 		a, err := scanAction(rows)

@@ -161,7 +161,7 @@ func (s *SQLite) RecentAlerts(ctx context.Context, since time.Time) ([]AlertStat
 	if err != nil {
 		return nil, fmt.Errorf("list recent alerts: %w", err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err reports how reading went
 	var out []AlertState
 	for rows.Next() {
 		st, err := scanAlert(rows)
@@ -183,7 +183,7 @@ func (s *SQLite) AlertDeliveries(ctx context.Context, fingerprint string) ([]Ale
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries of alert %s: %w", fingerprint, err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err reports how reading went
 	var out []AlertDelivery
 	for rows.Next() {
 		var (

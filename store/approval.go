@@ -125,7 +125,7 @@ func (s *SQLite) Approvals(ctx context.Context, planID string) ([]Approval, erro
 	if err != nil {
 		return nil, fmt.Errorf("list approvals of plan %s: %w", planID, err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err reports how reading went
 	var out []Approval
 	for rows.Next() {
 		var (

@@ -121,7 +121,7 @@ func (s *SQLite) Audit(ctx context.Context, f AuditFilter) ([]AuditEvent, error)
 	if err != nil {
 		return nil, fmt.Errorf("read audit: %w", err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err reports how reading went
 	var events []AuditEvent
 	for rows.Next() {
 		var (

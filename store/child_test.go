@@ -75,7 +75,7 @@ func startChild(t *testing.T, mode, path, arg string) *child {
 		close(c.lines)
 	}()
 	t.Cleanup(func() {
-		c.stdin.Close()
+		_ = c.stdin.Close() // test cleanup; wait may have closed it already
 		if c.cmd.ProcessState == nil {
 			_ = c.cmd.Process.Kill()
 			_ = c.cmd.Wait()
@@ -108,7 +108,7 @@ func (c *child) send(line string) {
 // returning the lines it printed meanwhile.
 func (c *child) wait() []string {
 	c.t.Helper()
-	c.stdin.Close()
+	require.NoError(c.t, c.stdin.Close())
 	var rest []string
 	for {
 		l, ok := <-c.lines

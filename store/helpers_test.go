@@ -57,7 +57,7 @@ func openAt(t testing.TB, path string, opts ...store.Option) *store.SQLite {
 	t.Helper()
 	s, err := store.Open(testCtx(t), path, opts...)
 	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { _ = s.Close() }) // test cleanup
 	return s
 }
 

@@ -33,7 +33,7 @@ func checkID(id string) error {
 		return fmt.Errorf("invalid id %q", id)
 	}
 	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:", r)) {
+		if (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') && !strings.ContainsRune("-_.:", r) {
 			return fmt.Errorf("invalid id %q: only letters, digits and -_.: are allowed", id)
 		}
 	}

@@ -36,7 +36,7 @@ func TestUniqueViolationIsRecognised(t *testing.T) {
 	defer cancel()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "runbot.db"))
 	require.NoError(t, err)
-	defer s.Close()
+	defer func() { _ = s.Close() }() // test cleanup
 	r := Run{ID: "r-1", Runbook: "x", Trigger: TriggerCLI}
 	_, err = s.CreateRun(ctx, r)
 	require.NoError(t, err)

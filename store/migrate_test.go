@@ -62,7 +62,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 	wg.Wait()
 	for i, s := range stores {
 		require.NoError(t, errs[i])
-		defer s.Close()
+		defer func() { _ = s.Close() }() // test cleanup
 	}
 	var rows int
 	require.NoError(t, stores[0].DB().QueryRowContext(testCtx(t), `SELECT count(*) FROM schema_migrations`).Scan(&rows))

@@ -103,7 +103,7 @@ func scanPlan(row interface{ Scan(...any) error }) (Plan, error) {
 }
 
 func scanPlans(rows *sql.Rows) ([]Plan, error) {
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err reports how reading went
 	var plans []Plan
 	for rows.Next() {
 		p, err := scanPlan(rows)

@@ -76,12 +76,14 @@ func (s *SQLite) MarkInterrupted(ctx context.Context) (Recovery, error) {
 		for rows.Next() {
 			var p planRow
 			if err := rows.Scan(&p.id, &p.owner, &p.state); err != nil {
-				rows.Close()
+				_ = rows.Close() // the scan error is the one to report
 				return err
 			}
 			plans = append(plans, p)
 		}
-		rows.Close()
+		if err := rows.Close(); err != nil {
+			return err
+		}
 		if err := rows.Err(); err != nil {
 			return err
 		}
@@ -123,7 +125,7 @@ func ownedRows(ctx context.Context, tx *sql.Tx, q string) ([]owned, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err reports how reading went
 	var out []owned
 	for rows.Next() {
 		var o owned

@@ -253,7 +253,7 @@ func (s *SQLite) resolvePrefix(ctx context.Context, table, prefix string) (strin
 	if err != nil {
 		return "", err
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err reports how reading went
 	var ids []string
 	for rows.Next() {
 		var id string
@@ -303,7 +303,7 @@ func (s *SQLite) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err reports how reading went
 	var runs []Run
 	for rows.Next() {
 		r, err := scanRun(rows)

@@ -71,7 +71,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 	}
 	s := &SQLite{db: db, now: o.now, dedupWindow: o.dedupWindow, owner: processOwner(), writeSlot: make(chan struct{}, 1)}
 	if err := s.migrate(ctx); err != nil {
-		db.Close()
+		_ = db.Close() // the migration error is the one to report
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	return s, nil

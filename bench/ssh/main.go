@@ -34,7 +34,7 @@ func run() error {
 	flag.Parse()
 	commands := flag.Args()
 	if *config == "" || *hostList == "" || len(commands) == 0 {
-		return errors.New("usage: ssh-bench -F config -hosts h1,h2 command...")
+		return errors.New("usage: ssh-bench -F config -hosts h1,h2 command [command ...]")
 	}
 	var hosts []remote.SSHConfig
 	for _, name := range strings.Split(*hostList, ",") {
@@ -53,7 +53,8 @@ func run() error {
 	goroutines := runtime.NumGoroutine()
 
 	pool := remote.NewPool()
-	defer pool.Close()
+	// Closing the connections after the measurement: nothing left to report.
+	defer func() { _ = pool.Close() }()
 	start := time.Now()
 	results := pool.FanOut(ctx, hosts, *parallel, func(ctx context.Context, r remote.Runner) error {
 		for _, c := range commands {

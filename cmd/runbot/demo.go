@@ -49,15 +49,18 @@ func newDemoCmd(g *globalFlags) *cobra.Command {
 			"With SLACK_BOT_TOKEN and SLACK_CHANNEL set, the messages are also posted to that channel.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d := &demo{out: cmd.OutOrStdout(), in: cmd.InOrStdin(), yes: yes, keep: keep, g: g}
+			d := &demo{out: newOutput(cmd.OutOrStdout()), in: cmd.InOrStdin(), yes: yes, keep: keep, g: g}
 			if err := d.findSim(simPath); err != nil {
 				return err
 			}
 			err := d.run(cmd.Context())
 			d.cleanup()
 			if err != nil {
-				fmt.Fprintf(d.out, "\n✖ demo failed: %v\n", err)
+				d.out.printf("\n✖ demo failed: %v\n", err)
 				return exitError{exitBadInput}
+			}
+			if d.out.err != nil {
+				return fmt.Errorf("write demo output: %w", d.out.err)
 			}
 			return nil
 		},
@@ -69,7 +72,7 @@ func newDemoCmd(g *globalFlags) *cobra.Command {
 }
 
 type demo struct {
-	out   io.Writer
+	out   *output
 	in    io.Reader
 	yes   bool
 	keep  bool
@@ -115,9 +118,9 @@ func fileExists(p string) bool {
 func (d *demo) step(format string, args ...any) func(result string) {
 	d.stage++
 	t0 := time.Now()
-	fmt.Fprintf(d.out, "\n[%d/%d] %s\n", d.stage, demoStages, fmt.Sprintf(format, args...))
+	d.out.printf("\n[%d/%d] %s\n", d.stage, demoStages, fmt.Sprintf(format, args...))
 	return func(result string) {
-		fmt.Fprintf(d.out, "      ✔ %s (%s)\n", result, time.Since(t0).Round(100*time.Millisecond))
+		d.out.printf("      ✔ %s (%s)\n", result, time.Since(t0).Round(100*time.Millisecond))
 	}
 }
 
@@ -129,7 +132,7 @@ func (d *demo) simCmd(ctx context.Context, args ...string) (string, error) {
 	return string(out), nil
 }
 
-func (d *demo) run(ctx context.Context) error {
+func (d *demo) run(ctx context.Context) (err error) {
 	d.start = time.Now()
 	dir, err := os.MkdirTemp("", "runbot-demo-")
 	if err != nil {
@@ -149,8 +152,11 @@ func (d *demo) run(ctx context.Context) error {
 	done("up in " + dir + ", router at " + router)
 
 	done = d.step("Sending client traffic (a load generator with a 5 s client timeout)")
-	d.load = exec.Command(d.sim, "load", "--rate", "3", "--duration", "10m", "--timeout", "5s", "--stream", "--id-prefix", "client", router)
+	d.load = exec.CommandContext(ctx, d.sim, "load", "--rate", "3", "--duration", "10m", "--timeout", "5s", "--stream", "--id-prefix", "client", router)
 	d.load.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Stopped as cleanup stops it: the whole process group, with SIGTERM.
+	load := d.load
+	load.Cancel = func() error { return syscall.Kill(-load.Process.Pid, syscall.SIGTERM) }
 	if err := d.load.Start(); err != nil {
 		return fmt.Errorf("start the load generator: %w", err)
 	}
@@ -176,7 +182,7 @@ func (d *demo) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer closeInto(&err, st)
 	catalog, _, err := runbooks.LoadCatalog(d.g.runbookDirs...)
 	if err != nil {
 		return err
@@ -186,7 +192,8 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	pool := remote.NewPool()
-	defer pool.Close()
+	// Closing SSH connections when the demo ends: nothing to report.
+	defer func() { _ = pool.Close() }()
 	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
 	rem := &runbooks.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: runbooks.Groups{"sre-oncall": {demoApprover}}}
 
@@ -204,7 +211,7 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	if len(rep.Diagnoses) == 0 || rep.Diagnoses[0].ID != "pd_transfer_wedge" {
-		printReport(d.out, rep, false)
+		_ = printReport(d.out, rep, false) // a write error stays in d.out, reported when the demo ends
 		return fmt.Errorf("expected the diagnosis pd_transfer_wedge, got %v", diagnosisNames(rep))
 	}
 	prop, err := rem.Propose(ctx, p, rep, demoRequester)
@@ -216,8 +223,8 @@ func (d *demo) run(ctx context.Context) error {
 	}
 	done(fmt.Sprintf("diagnosed %s in %s", rep.Diagnoses[0].ID, rep.FinishedAt.Sub(rep.StartedAt).Round(100*time.Millisecond)))
 	msg := bot.Preview(run, rb, rep, prop, nil, nil)
-	fmt.Fprintf(d.out, "\nThis is what runbot posts to Slack:\n\n%s", msg.Text())
-	fmt.Fprintf(d.out, "\n[ Dry-run diff ]\n%s\n", indent(prop.Body.Diff(), "  "))
+	d.out.printf("\nThis is what runbot posts to Slack:\n\n%s", msg.Text())
+	d.out.printf("\n[ Dry-run diff ]\n%s\n", indent(prop.Body.Diff(), "  "))
 	d.slack(ctx, msg)
 
 	done = d.step("Approval: %s must approve (two-person rule: %s, who asked, cannot)", strings.Join(prop.Plan.Policy.Approvers, ", "), demoRequester)
@@ -235,7 +242,7 @@ func (d *demo) run(ctx context.Context) error {
 
 	done = d.step("Applying: edit both serve scripts, restart prefill then decode, verify with a real request")
 	result, err := rem.Apply(ctx, prop.Plan.ID, demoApprover, func(ev runbooks.ApplyEvent) {
-		fmt.Fprintf(d.out, "      · %s: %s\n", ev.Stage, ev.Detail)
+		d.out.printf("      · %s: %s\n", ev.Stage, ev.Detail)
 	})
 	if err != nil {
 		return err
@@ -245,7 +252,7 @@ func (d *demo) run(ctx context.Context) error {
 	}
 	approvals, _ := st.Approvals(ctx, prop.Plan.ID)
 	final := bot.Preview(run, rb, rep, prop, approvals, result)
-	fmt.Fprintf(d.out, "\nThe Slack message's remediation part then reads:\n\n%s", remediationPart(final).Text())
+	d.out.printf("\nThe Slack message's remediation part then reads:\n\n%s", remediationPart(final).Text())
 	d.slack(ctx, final)
 	done("recovered: " + result.Message)
 
@@ -262,11 +269,11 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	if len(after.Diagnoses) == 0 || after.Diagnoses[0].ID != "healthy" {
-		printReport(d.out, after, false)
+		_ = printReport(d.out, after, false) // a write error stays in d.out, reported when the demo ends
 		return fmt.Errorf("expected healthy after the replayed burst, got %v", diagnosisNames(after))
 	}
 	done("same burst, no wedge: diagnosis healthy")
-	fmt.Fprintf(d.out, "\nDemo finished in %s. Runs and the audit trail are in %s (runbot history --store …).\n",
+	d.out.printf("\nDemo finished in %s. Runs and the audit trail are in %s (runbot history --store …).\n",
 		time.Since(d.start).Round(time.Second), filepath.Join(dir, "runbot.db"))
 	return nil
 }
@@ -295,7 +302,7 @@ func diagnosisNames(rep *runbooks.Report) []string {
 }
 
 func (d *demo) confirm() bool {
-	fmt.Fprintf(d.out, "      Approve as %s? [y/N] ", demoApprover)
+	d.out.printf("      Approve as %s? [y/N] ", demoApprover)
 	line, _ := bufio.NewReader(d.in).ReadString('\n')
 	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(line)), "y")
 }
@@ -307,10 +314,10 @@ func (d *demo) slack(ctx context.Context, m bot.Message) {
 		return
 	}
 	if _, err := bot.PostPreview(ctx, token, channel, m); err != nil {
-		fmt.Fprintf(d.out, "      (Slack: %v)\n", err)
+		d.out.printf("      (Slack: %v)\n", err)
 		return
 	}
-	fmt.Fprintf(d.out, "      (posted to Slack channel %s)\n", channel)
+	d.out.printf("      (posted to Slack channel %s)\n", channel)
 }
 
 // cleanup stops everything the demo started, whatever happened.
@@ -323,13 +330,13 @@ func (d *demo) cleanup() {
 		return
 	}
 	if d.keep {
-		fmt.Fprintf(d.out, "Kept the deployment in %s (stop it with: %s down --dir %s)\n", d.dir, d.sim, d.dir)
+		d.out.printf("Kept the deployment in %s (stop it with: %s down --dir %s)\n", d.dir, d.sim, d.dir)
 		return
 	}
 	ctx, cancel := context.WithTimeoutCause(context.Background(), 30*time.Second, errors.New("stopping the simulator took too long"))
 	defer cancel()
 	if _, err := d.simCmd(ctx, "down", "--dir", d.dir); err != nil {
-		fmt.Fprintf(d.out, "cleanup: %v\n", err)
+		d.out.printf("cleanup: %v\n", err)
 	}
 	_ = os.RemoveAll(d.dir)
 }

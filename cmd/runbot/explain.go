@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -20,37 +19,37 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 			}
 			defer pr.close()
 			eng, p := pr.engine, pr.p
-			out := cmd.OutOrStdout()
+			out := newOutput(cmd.OutOrStdout())
 			rb := p.Runbook
-			fmt.Fprintf(out, "%s — %s\n", rb.Name, rb.Title)
+			out.printf("%s — %s\n", rb.Name, rb.Title)
 			for _, k := range sortedKeys(p.Text) {
-				fmt.Fprintf(out, "  param %s = %s\n", k, p.Text[k])
+				out.printf("  param %s = %s\n", k, p.Text[k])
 			}
-			fmt.Fprintln(out)
+			out.println()
 			for _, ps := range eng.Explain(p) {
 				needs := ""
 				if len(ps.Needs) > 0 {
 					needs = " after " + strings.Join(ps.Needs, ", ")
 				}
-				fmt.Fprintf(out, "step %s (%s) on %s, timeout %s%s\n", ps.Step, ps.Check, ps.Target, ps.Timeout, needs)
+				out.printf("step %s (%s) on %s, timeout %s%s\n", ps.Step, ps.Check, ps.Target, ps.Timeout, needs)
 				for _, l := range ps.Lines {
-					fmt.Fprintf(out, "    %s\n", l)
+					out.printf("    %s\n", l)
 				}
 			}
 			if len(rb.Remediations) > 0 {
-				fmt.Fprintln(out)
+				out.println()
 				for _, r := range rb.Remediations {
-					fmt.Fprintf(out, "remediation %s (needs approval by %s", r.Name, strings.Join(r.Approval.Approvers, ", "))
+					out.printf("remediation %s (needs approval by %s", r.Name, strings.Join(r.Approval.Approvers, ", "))
 					if r.Approval.TwoPerson {
-						fmt.Fprint(out, ", two-person rule")
+						out.print(", two-person rule")
 					}
-					fmt.Fprintln(out, ")")
+					out.println(")")
 					for _, a := range r.Actions {
-						fmt.Fprintf(out, "    %s on %s\n", a.Action, strings.Join(a.Targets, ", "))
+						out.printf("    %s on %s\n", a.Action, strings.Join(a.Targets, ", "))
 					}
 				}
 			}
-			return nil
+			return out.err
 		},
 	}
 	f.register(cmd)

@@ -26,8 +26,9 @@ func (h healthHandlers) readyz(w http.ResponseWriter, _ *http.Request) {
 
 func report(w http.ResponseWriter, stuck []heartbeat.Stuck) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	// A failed write means the client has gone; there is no one left to tell.
 	if len(stuck) == 0 {
-		fmt.Fprintln(w, "ok")
+		_, _ = fmt.Fprintln(w, "ok")
 		return
 	}
 	lines := make([]string, len(stuck))
@@ -35,5 +36,5 @@ func report(w http.ResponseWriter, stuck []heartbeat.Stuck) {
 		lines[i] = s.String()
 	}
 	w.WriteHeader(http.StatusServiceUnavailable)
-	fmt.Fprintln(w, strings.Join(lines, "\n"))
+	_, _ = fmt.Fprintln(w, strings.Join(lines, "\n"))
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"text/tabwriter"
 	"time"
 
@@ -24,12 +23,12 @@ func newHistoryCmd(g *globalFlags) *cobra.Command {
 		Use:   "history",
 		Short: "List recorded runs, newest first",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			st, err := openStore(cmd.Context(), g.store)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
+			defer closeInto(&err, st)
 			f := store.RunFilter{Runbook: runbook, Limit: limit}
 			if since > 0 {
 				f.Since = time.Now().Add(-since)
@@ -44,17 +43,21 @@ func newHistoryCmd(g *globalFlags) *cobra.Command {
 				}
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(runs)
 			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "RUN\tRUNBOOK\tTRIGGER\tBY\tSTARTED\tSTATUS\tOUTCOME\tDIAGNOSIS")
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+			w := newOutput(tw)
+			w.println("RUN\tRUNBOOK\tTRIGGER\tBY\tSTARTED\tSTATUS\tOUTCOME\tDIAGNOSIS")
 			for _, r := range runs {
 				diag := "-"
 				if rep, err := runbooks.ReportOf(r); err == nil && len(rep.Diagnoses) > 0 {
 					diag = rep.Diagnoses[0].ID
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Runbook, r.Trigger, dash(r.RequestedBy),
+				w.printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Runbook, r.Trigger, dash(r.RequestedBy),
 					r.StartedAt.UTC().Format("2006-01-02 15:04:05Z"), r.Status, dash(string(r.Outcome)), diag)
 			}
-			return w.Flush()
+			if w.err != nil {
+				return w.err
+			}
+			return tw.Flush()
 		},
 	}
 	cmd.Flags().StringVar(&runbook, "runbook", "", "only runs of this runbook")
@@ -89,12 +92,12 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 		Use:   "show RUN_ID",
 		Short: "Show a recorded run: findings, diagnosis, evidence, remediation and audit trail",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			st, err := openStore(cmd.Context(), g.store)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
+			defer closeInto(&err, st)
 			run, err := st.GetRun(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -119,22 +122,24 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(map[string]any{"run": run, "plans": plans, "audit": audit})
 			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "run %s  %s  %s by %s  status %s\n", run.ID, run.Runbook, run.Trigger, dash(run.RequestedBy), run.Status)
+			out := newOutput(cmd.OutOrStdout())
+			out.printf("run %s  %s  %s by %s  status %s\n", run.ID, run.Runbook, run.Trigger, dash(run.RequestedBy), run.Status)
 			if rep, err := runbooks.ReportOf(run); err == nil {
-				fmt.Fprintln(out)
-				printReport(out, rep, false)
-			}
-			for _, p := range plans {
-				fmt.Fprintf(out, "\nplan %s  %s for %s on %s: %s (hash %.12s)\n", p.ID, p.Remediation, p.Diagnosis, p.Deployment, p.State, p.Hash)
-			}
-			if len(audit) > 0 {
-				fmt.Fprintln(out, "\nAudit trail")
-				for _, e := range audit {
-					fmt.Fprintf(out, "  %s  %-22s %-12s %s\n", e.At.UTC().Format("15:04:05.000Z"), e.Kind, dash(e.Actor), string(e.Detail))
+				out.println()
+				if err := printReport(out, rep, false); err != nil {
+					return err
 				}
 			}
-			return nil
+			for _, p := range plans {
+				out.printf("\nplan %s  %s for %s on %s: %s (hash %.12s)\n", p.ID, p.Remediation, p.Diagnosis, p.Deployment, p.State, p.Hash)
+			}
+			if len(audit) > 0 {
+				out.println("\nAudit trail")
+				for _, e := range audit {
+					out.printf("  %s  %-22s %-12s %s\n", e.At.UTC().Format("15:04:05.000Z"), e.Kind, dash(e.Actor), string(e.Detail))
+				}
+			}
+			return out.err
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")

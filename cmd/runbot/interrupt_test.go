@@ -45,12 +45,13 @@ func TestKillDuringRemediation(t *testing.T) {
 	_ = cmd.Wait()
 
 	// A new runbot process starts: it recovers the store.
-	showOut, err := exec.Command(runbot, "history", "--store", db, "--format", "json").CombinedOutput()
+	// stdout only: the recovery is logged on stderr.
+	showOut, err := exec.Command(runbot, "history", "--store", db, "--format", "json").Output()
 	require.NoError(t, err, string(showOut))
 	var runs []store.Run
 	require.NoError(t, json.Unmarshal(showOut, &runs))
 	require.Len(t, runs, 1)
-	show, err := exec.Command(runbot, "show", runs[0].ID, "--store", db, "--format", "json").CombinedOutput()
+	show, err := exec.Command(runbot, "show", runs[0].ID, "--store", db, "--format", "json").Output()
 	require.NoError(t, err, string(show))
 	var shown struct {
 		Plans []store.Plan       `json:"plans"`

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/internal/yamlnode"
@@ -40,15 +38,15 @@ func newLintCmd(g *globalFlags) *cobra.Command {
 				}
 			}
 			problems.Sort()
-			out := cmd.OutOrStdout()
+			out := newOutput(cmd.OutOrStdout())
 			for _, p := range problems {
-				fmt.Fprintln(out, p.String())
+				out.println(p.String())
 			}
 			if n := len(problems.Errors()); n > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%d error(s) in %d file(s)\n", n, files)
+				note(cmd.ErrOrStderr(), "%d error(s) in %d file(s)\n", n, files)
 				return exitError{exitBadInput}
 			}
-			return nil
+			return out.err
 		},
 	}
 }

@@ -19,14 +19,18 @@ func newListCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "RUNBOOK\tCOMMAND\tSCHEDULE\tALERTS\tTITLE")
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+			w := newOutput(tw)
+			w.println("RUNBOOK\tCOMMAND\tSCHEDULE\tALERTS\tTITLE")
 			for _, rb := range c.All() {
 				alerts := 0
 				alerts += len(rb.Triggers.Alerts)
-				fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", rb.Name, dash(rb.Triggers.Command), dash(rb.Triggers.Schedule), alerts, rb.Title)
+				w.printf("%s\t%s\t%s\t%d\t%s\n", rb.Name, dash(rb.Triggers.Command), dash(rb.Triggers.Schedule), alerts, rb.Title)
 			}
-			return w.Flush()
+			if w.err != nil {
+				return w.err
+			}
+			return tw.Flush()
 		},
 	}
 }
@@ -47,7 +51,7 @@ func loadCatalog(cmd *cobra.Command, g *globalFlags) (*runbooks.Catalog, error) 
 	}
 	if len(problems.Errors()) > 0 {
 		for _, p := range problems {
-			fmt.Fprintln(cmd.ErrOrStderr(), p.String())
+			note(cmd.ErrOrStderr(), "%s\n", p.String())
 		}
 		return nil, fmt.Errorf("runbooks have errors (see above); fix them or run runbot lint")
 	}

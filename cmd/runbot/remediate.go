@@ -37,9 +37,14 @@ func (o *remediationOutcome) exit(diagnosisCode int) int {
 	return diagnosisCode
 }
 
-func remediate(cmd *cobra.Command, rem *runbooks.Remediator, p *runbooks.Prepared, rep *runbooks.Report, rf *remediateFlags, format string) (*remediationOutcome, error) {
+func remediate(cmd *cobra.Command, rem *runbooks.Remediator, p *runbooks.Prepared, rep *runbooks.Report, rf *remediateFlags, format string) (_ *remediationOutcome, err error) {
 	ctx := cmd.Context()
-	out := cmd.OutOrStdout()
+	out := newOutput(cmd.OutOrStdout())
+	defer func() {
+		if err == nil && out.err != nil {
+			err = fmt.Errorf("write report: %w", out.err)
+		}
+	}()
 	text := format == "text"
 	if rf.dryRun {
 		body, err := rem.Plan(ctx, p, rep)
@@ -50,14 +55,14 @@ func remediate(cmd *cobra.Command, rem *runbooks.Remediator, p *runbooks.Prepare
 		o.DryRun = true
 		if text {
 			printPlan(out, body, "")
-			fmt.Fprintln(out, "Dry run: nothing was changed.")
+			out.println("Dry run: nothing was changed.")
 		}
 		return o, nil
 	}
 	prop, err := rem.Propose(ctx, p, rep, rf.requestedBy)
 	if err != nil || prop == nil {
 		if err == nil && text {
-			fmt.Fprintln(out, "No remediation proposed.")
+			out.println("No remediation proposed.")
 		}
 		return nil, err
 	}
@@ -65,11 +70,11 @@ func remediate(cmd *cobra.Command, rem *runbooks.Remediator, p *runbooks.Prepare
 	o.PlanID, o.PlanHash, o.State = prop.Plan.ID, prop.Plan.Hash, prop.Plan.State
 	if text {
 		printPlan(out, &prop.Body, prop.Plan.ID)
-		fmt.Fprintf(out, "Approval: %s", strings.Join(prop.Plan.Policy.Approvers, ", "))
+		out.printf("Approval: %s", strings.Join(prop.Plan.Policy.Approvers, ", "))
 		if prop.Plan.Policy.TwoPerson {
-			fmt.Fprintf(out, " (two-person rule: %s, who asked, cannot approve)", prop.Plan.RequestedBy)
+			out.printf(" (two-person rule: %s, who asked, cannot approve)", prop.Plan.RequestedBy)
 		}
-		fmt.Fprintf(out, "; expires %s\n", prop.Plan.Policy.ExpiresAt.Local().Format("15:04:05"))
+		out.printf("; expires %s\n", prop.Plan.Policy.ExpiresAt.Local().Format("15:04:05"))
 	}
 	approver := rf.approveAs
 	approve := true
@@ -79,7 +84,7 @@ func remediate(cmd *cobra.Command, rem *runbooks.Remediator, p *runbooks.Prepare
 	if approver == "" {
 		o.Message = "not approved; the plan stays proposed until it expires (see runbot show " + rep.RunID + ")"
 		if text {
-			fmt.Fprintln(out, o.Message)
+			out.println(o.Message)
 		}
 		return o, nil
 	}
@@ -91,16 +96,16 @@ func remediate(cmd *cobra.Command, rem *runbooks.Remediator, p *runbooks.Prepare
 	if res.Plan.State != store.PlanApproved {
 		o.Message = fmt.Sprintf("%d of %d approvals; state %s", res.Approvals, res.Needed, res.Plan.State)
 		if text {
-			fmt.Fprintln(out, o.Message)
+			out.println(o.Message)
 		}
 		return o, nil
 	}
 	if text {
-		fmt.Fprintf(out, "Approved by %s. Applying plan %s…\n", approver, prop.Plan.ID)
+		out.printf("Approved by %s. Applying plan %s…\n", approver, prop.Plan.ID)
 	}
 	ar, err := rem.Apply(ctx, prop.Plan.ID, approver, func(ev runbooks.ApplyEvent) {
 		if text {
-			fmt.Fprintf(out, "  [%s] %s\n", ev.Stage, ev.Detail)
+			out.printf("  [%s] %s\n", ev.Stage, ev.Detail)
 		}
 	})
 	if ar != nil {
@@ -118,9 +123,9 @@ func remediate(cmd *cobra.Command, rem *runbooks.Remediator, p *runbooks.Prepare
 		if o.Recovered {
 			mark = "RECOVERED"
 		}
-		fmt.Fprintf(out, "\nRemediation %s: %s — %s\n", o.State, mark, o.Message)
+		out.printf("\nRemediation %s: %s — %s\n", o.State, mark, o.Message)
 		if prop.Body.Escalate != "" {
-			fmt.Fprintf(out, "Note: %s\n", prop.Body.Escalate)
+			out.printf("Note: %s\n", prop.Body.Escalate)
 		}
 	}
 	return o, nil
@@ -134,12 +139,12 @@ func outcomeOf(b *runbooks.PlanBody) *remediationOutcome {
 	return o
 }
 
-func printPlan(w io.Writer, b *runbooks.PlanBody, planID string) {
-	fmt.Fprintf(w, "\nProposed remediation %s for %s on %s", b.Remediation, b.Diagnosis, b.Deployment)
+func printPlan(out *output, b *runbooks.PlanBody, planID string) {
+	out.printf("\nProposed remediation %s for %s on %s", b.Remediation, b.Diagnosis, b.Deployment)
 	if planID != "" {
-		fmt.Fprintf(w, " (plan %s, hash %.12s)", planID, b.Hash())
+		out.printf(" (plan %s, hash %.12s)", planID, b.Hash())
 	}
-	fmt.Fprintln(w)
+	out.println()
 	for i, a := range b.Actions {
 		rev := ""
 		if a.Plan.Reversible {
@@ -148,16 +153,16 @@ func printPlan(w io.Writer, b *runbooks.PlanBody, planID string) {
 		if a.Plan.NoOp {
 			rev += " [already done]"
 		}
-		fmt.Fprintf(w, "  %d. %s%s\n", i+1, a.Plan.Summary, rev)
+		out.printf("  %d. %s%s\n", i+1, a.Plan.Summary, rev)
 		for _, c := range a.Plan.Commands {
-			fmt.Fprintf(w, "       $ %s\n", firstLine(c))
+			out.printf("       $ %s\n", firstLine(c))
 		}
 	}
 	if d := b.Diff(); d != "" {
-		fmt.Fprintf(w, "\n%s\n", d)
+		out.printf("\n%s\n", d)
 	}
 	if len(b.Verify) > 0 {
-		fmt.Fprintf(w, "Then verify with: %s (rollback: %s)\n", strings.Join(b.Verify, ", "), b.Rollback)
+		out.printf("Then verify with: %s (rollback: %s)\n", strings.Join(b.Verify, ", "), b.Rollback)
 	}
 }
 
@@ -173,10 +178,10 @@ func firstLine(s string) string {
 // "" when the person declines or there is no terminal to ask.
 func askApproval(in io.Reader, prompt io.Writer) (string, bool) {
 	if f, ok := in.(*os.File); ok && !isTTY(f) {
-		fmt.Fprintln(prompt, "No terminal to ask for approval; use --approve-as USER to approve non-interactively.")
+		note(prompt, "No terminal to ask for approval; use --approve-as USER to approve non-interactively.\n")
 		return "", false
 	}
-	fmt.Fprint(prompt, "Approve? Type your user name to approve, or press Enter to decline: ")
+	note(prompt, "Approve? Type your user name to approve, or press Enter to decline: ")
 	line, _ := bufio.NewReader(in).ReadString('\n')
 	name := strings.TrimSpace(line)
 	return name, name != ""

@@ -27,47 +27,51 @@ func printProgress(w io.Writer, ev runbooks.Event) {
 	if ev.Kind == "step_finished" {
 		verb = string(ev.Run.Status)
 	}
-	fmt.Fprintf(w, "\r\033[K%s %s on %s", verb, ev.Run.Step, ev.Run.Target)
+	// Progress is a courtesy on a terminal: a failed write must not stop the run.
+	note(w, "\r\033[K%s %s on %s", verb, ev.Run.Step, ev.Run.Target)
 }
 
 // printReport renders a report for a person at a terminal: what was wrong
-// first, then the evidence, then what each step did.
-func printReport(w io.Writer, rep *runbooks.Report, color bool) {
+// first, then the evidence, then what each step did. It returns the first
+// write error.
+func printReport(w io.Writer, rep *runbooks.Report, color bool) error {
+	o := newOutput(w)
 	c := colors(color)
-	fmt.Fprintf(w, "%s%s%s  %s  run %s  %s\n", c.bold, rep.Runbook, c.reset, paramLine(rep.Params), rep.RunID, rep.FinishedAt.Sub(rep.StartedAt).Round(10*time.Millisecond))
+	o.printf("%s%s%s  %s  run %s  %s\n", c.bold, rep.Runbook, c.reset, paramLine(rep.Params), rep.RunID, rep.FinishedAt.Sub(rep.StartedAt).Round(10*time.Millisecond))
 	if rep.Title != "" {
-		fmt.Fprintf(w, "%s%s%s\n", c.dim, rep.Title, c.reset)
+		o.printf("%s%s%s\n", c.dim, rep.Title, c.reset)
 	}
-	fmt.Fprintln(w)
+	o.println()
 	if len(rep.Diagnoses) > 0 {
-		fmt.Fprintf(w, "%sDiagnosis%s\n", c.bold, c.reset)
+		o.printf("%sDiagnosis%s\n", c.bold, c.reset)
 		for _, d := range rep.Diagnoses {
-			fmt.Fprintf(w, "  %s %s%s%s: %s\n", sevTag(c, d.Severity), c.bold, d.ID, c.reset, d.Summary)
+			o.printf("  %s %s%s%s: %s\n", sevTag(c, d.Severity), c.bold, d.ID, c.reset, d.Summary)
 			if d.Remediation != "" {
-				fmt.Fprintf(w, "      proposed remediation: %s\n", d.Remediation)
+				o.printf("      proposed remediation: %s\n", d.Remediation)
 			}
 		}
-		fmt.Fprintln(w)
+		o.println()
 	}
 	if len(rep.Findings) > 0 {
-		fmt.Fprintf(w, "%sFindings%s\n", c.bold, c.reset)
+		o.printf("%sFindings%s\n", c.bold, c.reset)
 		for _, f := range rep.Findings {
-			fmt.Fprintf(w, "  %s %s: %s\n", sevTag(c, f.Severity), f.ID, f.Summary)
+			o.printf("  %s %s: %s\n", sevTag(c, f.Severity), f.ID, f.Summary)
 			for _, e := range f.Evidence {
-				fmt.Fprintf(w, "      %s%s%s\n", c.dim, e, c.reset)
+				o.printf("      %s%s%s\n", c.dim, e, c.reset)
 			}
 		}
-		fmt.Fprintln(w)
+		o.println()
 	}
 	if len(rep.Inconclusive) > 0 {
-		fmt.Fprintf(w, "%sCould not evaluate%s\n", c.bold, c.reset)
+		o.printf("%sCould not evaluate%s\n", c.bold, c.reset)
 		for _, f := range rep.Inconclusive {
-			fmt.Fprintf(w, "  %s?%s %s: %s\n", c.yellow, c.reset, f.ID, f.Reason)
+			o.printf("  %s?%s %s: %s\n", c.yellow, c.reset, f.ID, f.Reason)
 		}
-		fmt.Fprintln(w)
+		o.println()
 	}
-	fmt.Fprintf(w, "%sSteps%s\n", c.bold, c.reset)
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	o.printf("%sSteps%s\n", c.bold, c.reset)
+	tw := tabwriter.NewWriter(o, 2, 4, 2, ' ', 0)
+	to := newOutput(tw)
 	for _, s := range rep.Steps {
 		first := ""
 		if len(s.Evidence) > 0 {
@@ -76,18 +80,24 @@ func printReport(w io.Writer, rep *runbooks.Report, color bool) {
 		if s.Error != "" {
 			first = s.Error
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", statusMark(c, s.Status), s.Step, s.Target, fmtDur(s.Duration), oneLineOf(first, 110))
+		to.printf("  %s\t%s\t%s\t%s\t%s\n", statusMark(c, s.Status), s.Step, s.Target, fmtDur(s.Duration), oneLineOf(first, 110))
 	}
-	tw.Flush()
-	fmt.Fprintln(w)
+	if to.err != nil {
+		return to.err
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	o.println()
 	switch rep.Outcome {
 	case runbooks.OutcomeCritical:
-		fmt.Fprintf(w, "%sOutcome: critical%s\n", c.red, c.reset)
+		o.printf("%sOutcome: critical%s\n", c.red, c.reset)
 	case runbooks.OutcomeInconclusive:
-		fmt.Fprintf(w, "%sOutcome: inconclusive — some steps could not run%s\n", c.yellow, c.reset)
+		o.printf("%sOutcome: inconclusive — some steps could not run%s\n", c.yellow, c.reset)
 	default:
-		fmt.Fprintf(w, "%sOutcome: ok%s\n", c.green, c.reset)
+		o.printf("%sOutcome: ok%s\n", c.green, c.reset)
 	}
+	return o.err
 }
 
 func sevTag(c palette, s runbooks.Severity) string {
@@ -143,4 +153,64 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// output writes a command's text output and keeps the first write error, so
+// that lost output (a closed pipe, a full disk) is reported once, when the
+// command ends, instead of being checked on every line. After an error it
+// writes nothing more.
+type output struct {
+	w   io.Writer
+	err error
+}
+
+// newOutput wraps w; an *output is returned as it is, so that nested
+// printers share one error.
+func newOutput(w io.Writer) *output {
+	if o, ok := w.(*output); ok {
+		return o
+	}
+	return &output{w: w}
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	n, err := o.w.Write(p)
+	o.err = err
+	return n, err
+}
+
+func (o *output) printf(format string, a ...any) {
+	if o.err == nil {
+		_, o.err = fmt.Fprintf(o.w, format, a...)
+	}
+}
+
+func (o *output) println(a ...any) {
+	if o.err == nil {
+		_, o.err = fmt.Fprintln(o.w, a...)
+	}
+}
+
+func (o *output) print(a ...any) {
+	if o.err == nil {
+		_, o.err = fmt.Fprint(o.w, a...)
+	}
+}
+
+// note writes a message for the person at the terminal to w (stderr). A
+// failed write is dropped: stderr is where failures are reported, so there
+// is nowhere left to report this one.
+func note(w io.Writer, format string, a ...any) {
+	_, _ = fmt.Fprintf(w, format, a...)
+}
+
+// closeInto closes c and, when the function it is deferred in has not
+// already failed, returns the close error through *err.
+func closeInto(err *error, c io.Closer) {
+	if cerr := c.Close(); cerr != nil && *err == nil {
+		*err = cerr
+	}
 }

@@ -18,10 +18,10 @@ import (
 // the run, whose diagnosis matters more than its picture.
 func writeTimeline(cmd *cobra.Command, path string, rep *runbooks.Report, markers []timeline.Marker) {
 	if err := timeline.WritePNG(path, rep, timeline.Options{Markers: markers}); err != nil {
-		fmt.Fprintf(cmd.ErrOrStderr(), "runbot: timeline not drawn: %v\n", err)
+		note(cmd.ErrOrStderr(), "runbot: timeline not drawn: %v\n", err)
 		return
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "timeline: %s\n", path)
+	note(cmd.ErrOrStderr(), "timeline: %s\n", path)
 }
 
 // remediateFlags control what happens after a diagnosis proposes a fix.
@@ -49,7 +49,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 			"Exit status: 0 ran and found nothing critical (or remediated and verified);\n" +
 			"1 could not run (bad input); 2 critical finding or diagnosis; 3 inconclusive.",
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if format != "text" && format != "json" {
 				return fmt.Errorf("--format %q: want text or json", format)
 			}
@@ -66,7 +66,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer st.Close()
+			defer closeInto(&err, st)
 			if rf.requestedBy == "" {
 				rf.requestedBy = currentUser()
 			}
@@ -83,13 +83,15 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 			}
 			rep, err := pr.engine.RunAndRecord(cmd.Context(), st, pr.p, opts, rf.requestedBy)
 			if tty && format == "text" {
-				fmt.Fprint(cmd.ErrOrStderr(), "\r\033[K")
+				note(cmd.ErrOrStderr(), "\r\033[K")
 			}
 			if err != nil {
 				return err
 			}
 			if format == "text" {
-				printReport(cmd.OutOrStdout(), rep, isTTY(os.Stdout))
+				if err := printReport(cmd.OutOrStdout(), rep, isTTY(os.Stdout)); err != nil {
+					return fmt.Errorf("write report: %w", err)
+				}
 			}
 			if timelinePath != "" {
 				writeTimeline(cmd, timelinePath, rep, nil)

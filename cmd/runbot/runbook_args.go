@@ -53,7 +53,7 @@ func findRunbook(cmd *cobra.Command, g *globalFlags, name string) (*runbooks.Run
 				return nil, nil, err
 			}
 			for _, p := range problems {
-				fmt.Fprintln(cmd.ErrOrStderr(), p.String())
+				note(cmd.ErrOrStderr(), "%s\n", p.String())
 			}
 			if rb == nil {
 				return nil, nil, fmt.Errorf("runbook %s has errors (see above)", name)

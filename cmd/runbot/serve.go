@@ -88,7 +88,11 @@ func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notif
 		return err
 	}
 	d.st = st
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			log.Warn("close store", "err", err)
+		}
+	}()
 
 	dirs := append(append([]string(nil), g.runbookDirs...), cfg.Runbooks...)
 	catalog, problems, err := runbooks.LoadCatalog(dirs...)
@@ -105,7 +109,9 @@ func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notif
 		}
 	}
 	d.pool = remote.NewPool()
-	defer d.pool.Close()
+	// Closing SSH connections at shutdown: a peer that already went away is
+	// not worth reporting.
+	defer func() { _ = d.pool.Close() }()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -142,7 +148,7 @@ func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notif
 	d.housekeeping(runCtx, live)
 	d.storeCheck(runCtx, ready)
 
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}

@@ -106,7 +106,7 @@ func TestServeSpeaksSdNotify(t *testing.T) {
 	sock := filepath.Join(dir, "notify.sock")
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
 	require.NoError(t, err)
-	defer conn.Close()
+	defer func() { _ = conn.Close() }() // test cleanup
 
 	port := freePort(t)
 	cfg := filepath.Join(dir, "runbot.yaml")
@@ -143,7 +143,7 @@ func TestServeSpeaksSdNotify(t *testing.T) {
 	require.True(t, strings.HasPrefix(ready, "READY=1"), ready)
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
 	require.NoError(t, err)
-	resp.Body.Close()
+	_ = resp.Body.Close() // only the status matters
 	require.Equal(t, 200, resp.StatusCode, "READY=1 is sent only when /readyz is green")
 	require.Equal(t, "WATCHDOG=1", next("WATCHDOG"))
 
@@ -158,6 +158,6 @@ func freePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer l.Close()
+	defer func() { _ = l.Close() }() // only the port was wanted
 	return l.Addr().(*net.TCPAddr).Port
 }

@@ -40,7 +40,7 @@ func openStore(ctx context.Context, path string, opts ...store.Option) (*store.S
 	// processes still alive are left alone.
 	rec, err := st.MarkInterrupted(ctx)
 	if err != nil {
-		st.Close()
+		_ = st.Close() // the recovery error is the one to report
 		return nil, fmt.Errorf("recover the store: %w", err)
 	}
 	for _, id := range rec.Runs {

@@ -8,6 +8,7 @@ package sshdtest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -165,8 +166,11 @@ func (s *Server) start() error {
 	if err != nil {
 		return err
 	}
-	defer log.Close()
-	cmd := exec.Command(SSHD, "-D", "-e", "-f", s.config)
+	defer func() { _ = log.Close() }() // sshd has its own copy of the descriptor
+	// Not the test's context: sshd must outlive it, as the cleanup that
+	// stops it (Stop, process group and connections) runs after that
+	// context ends.
+	cmd := exec.CommandContext(context.Background(), SSHD, "-D", "-e", "-f", s.config)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -174,7 +178,7 @@ func (s *Server) start() error {
 	}
 	exited := make(chan struct{})
 	go func() {
-		cmd.Wait()
+		_ = cmd.Wait() // sshd is killed on purpose; how it ended does not matter
 		close(exited)
 	}()
 	s.cmd, s.exited = cmd, exited
@@ -226,9 +230,10 @@ func (s *Server) DropConnections() {
 	}
 	for _, pid := range childrenOf(s.cmd.Process.Pid) {
 		// Each connection's sshd leads its own process group (sshd calls
-		// setsid), which holds its privilege-separated child too.
-		syscall.Kill(-pid, syscall.SIGKILL)
-		syscall.Kill(pid, syscall.SIGKILL)
+		// setsid), which holds its privilege-separated child too. Either may
+		// have gone already.
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 
@@ -243,7 +248,7 @@ func (s *Server) Stop() {
 }
 
 func (s *Server) kill() {
-	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL) // it may have exited already; exited tells
 	<-s.exited
 	s.cmd = nil
 }
@@ -262,7 +267,7 @@ func keygen(t testing.TB, path, passphrase string) {
 	t.Helper()
 	// Two KDF rounds instead of 16: the key is still really encrypted, but
 	// decrypting it does not dominate a test run under the race detector.
-	out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-a", "2", "-N", passphrase, "-C", "sshdtest", "-f", path).CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), "ssh-keygen", "-q", "-t", "ed25519", "-a", "2", "-N", passphrase, "-C", "sshdtest", "-f", path).CombinedOutput()
 	if err != nil {
 		t.Fatalf("sshdtest: ssh-keygen %s: %v: %s", path, err, out)
 	}
@@ -274,7 +279,7 @@ func publicKey(t testing.TB, private string) string {
 	if _, err := os.Stat(private + ".pub"); err == nil {
 		return readPub(t, private+".pub")
 	}
-	out, err := exec.Command("ssh-keygen", "-y", "-f", private).Output()
+	out, err := exec.CommandContext(t.Context(), "ssh-keygen", "-y", "-f", private).Output()
 	if err != nil {
 		t.Fatalf("sshdtest: ssh-keygen -y %s: %v", private, err)
 	}
@@ -300,11 +305,11 @@ func firstTwoFields(s string) string {
 
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("sshdtest: find a free port: %v", err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // only the port was wanted
 	return l.Addr().(*net.TCPAddr).Port
 }
 

@@ -39,7 +39,7 @@ func TestServerLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	// The remote command outlives its connection; stop it by its pid.
 	if pid, err := strconv.Atoi(strings.TrimSpace(line)); err == nil {
-		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // it may be gone already
 	}
 	srv.DropConnections()
 	require.Error(t, long.Wait(), "the session must end when its connection is dropped")

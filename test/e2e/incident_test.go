@@ -37,7 +37,7 @@ func runbotBinary(t *testing.T) string {
 		runbotBin = filepath.Join(dir, "runbot")
 		out, err := exec.Command("go", "build", "-o", runbotBin, "../../cmd/runbot").CombinedOutput()
 		if err != nil {
-			runbotErr = fmt.Errorf("build runbot: %v\n%s", err, out)
+			runbotErr = fmt.Errorf("build runbot: %w\n%s", err, out)
 		}
 	})
 	require.NoError(t, runbotErr)
