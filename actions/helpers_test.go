@@ -3,6 +3,7 @@ package actions
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -40,11 +41,21 @@ func localEnv(args argspec.Values) Env {
 // returns its path.
 func copyFixture(t *testing.T, fixture, dir, name string, mode os.FileMode) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", fixture))
+	b, err := os.ReadFile(fixturePath(fixture))
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	p := filepath.Join(dir, name)
 	require.NoError(t, os.WriteFile(p, b, mode))
 	require.NoError(t, os.Chmod(p, mode)) // the umask may have trimmed it
 	return p
+}
+
+// fixturePath finds a fixture: the SGLang ones ("sglang/…") are the
+// repository's shared copies, which checks and sim read too; the others
+// are this package's own.
+func fixturePath(name string) string {
+	if strings.HasPrefix(name, "sglang/") {
+		return filepath.Join("..", "testdata", name)
+	}
+	return filepath.Join("testdata", name)
 }

@@ -50,7 +50,7 @@ func TestScriptEditGolden(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			input := filepath.Join("testdata", tc.input)
+			input := fixturePath(tc.input)
 			old, err := os.ReadFile(input)
 			require.NoError(t, err)
 			edit, err := parseEdit(tc.args)
