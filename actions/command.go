@@ -56,7 +56,7 @@ type CommandAction struct{}
 
 // Plan implements Action.
 func (CommandAction) Plan(_ context.Context, env Env) (Plan, error) {
-	args := withDefaults(commandActionType.Spec, env.Args)
+	args := commandActionType.Spec.WithDefaults(env.Args)
 	cmd, undo := args.String("cmd"), args.String("rollback_cmd")
 	if strings.TrimSpace(cmd) == "" {
 		return Plan{}, fmt.Errorf("plan command on %s: cmd is empty", env.Target.Name())

@@ -51,7 +51,7 @@ type ConfigEdit struct{}
 // Plan implements Action. It reads the file and computes the new content
 // and its diff; nothing on the target changes.
 func (ConfigEdit) Plan(ctx context.Context, env Env) (Plan, error) {
-	args := withDefaults(configEditType.Spec, env.Args)
+	args := configEditType.Spec.WithDefaults(env.Args)
 	file := args.String("file")
 	if file == "" {
 		file = env.Target.LaunchScript
@@ -178,7 +178,7 @@ func (ConfigEdit) Rollback(ctx context.Context, env Env, applied Applied) error 
 		return fmt.Errorf("roll back config_edit on %s: the applied record names no file or backup", env.Target.Name())
 	}
 	r := env.Target.Runner
-	force := withDefaults(configEditType.Spec, env.Args).Bool("force_rollback")
+	force := configEditType.Spec.WithDefaults(env.Args).Bool("force_rollback")
 	out, err := r.Run(ctx, remote.Command{Line: restoreFileCommand(file, backup, applied.Data["old_sha256"], applied.Data["new_sha256"], force)})
 	if err != nil {
 		return fmt.Errorf("restore %s on %s from %s: %w", file, r.Host(), backup, err)

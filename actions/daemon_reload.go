@@ -40,7 +40,7 @@ type DaemonReload struct{}
 // needs the reload is usually edited by an earlier action of the same plan,
 // after this plan was made.
 func (DaemonReload) Plan(ctx context.Context, env Env) (Plan, error) {
-	args := withDefaults(daemonReloadType.Spec, env.Args)
+	args := daemonReloadType.Spec.WithDefaults(env.Args)
 	units := args.List("units")
 	if len(units) == 0 && env.Target.Unit != "" {
 		units = []string{env.Target.Unit}

@@ -78,7 +78,7 @@ type SystemdRestart struct{}
 // Plan implements Action. It reads each unit's state, so a unit that does
 // not exist is refused before anyone approves restarting it.
 func (SystemdRestart) Plan(ctx context.Context, env Env) (Plan, error) {
-	args := withDefaults(systemdRestartType.Spec, env.Args)
+	args := systemdRestartType.Spec.WithDefaults(env.Args)
 	units := args.List("units")
 	if len(units) == 0 && env.Target.Unit != "" {
 		units = []string{env.Target.Unit}

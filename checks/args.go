@@ -2,26 +2,8 @@ package checks
 
 import (
 	"context"
-	"maps"
 	"time"
-
-	"github.com/runbot/runbot/internal/argspec"
 )
-
-// withDefaults returns args with every absent argument set to its declared
-// default. The engine normally fills defaults when it decodes a runbook, but a
-// check must not misbehave when it is called with a partial set (a test, the
-// CLI's ad-hoc mode), so each Run goes through here.
-func withDefaults(spec argspec.Spec, args argspec.Values) argspec.Values {
-	out := make(argspec.Values, len(spec.Args))
-	maps.Copy(out, args)
-	for _, a := range spec.Args {
-		if _, ok := out[a.Name]; !ok && a.Default != nil {
-			out[a.Name] = a.Default
-		}
-	}
-	return out
-}
 
 // clock returns env.Now, or the wall clock when the caller left it unset.
 func clock(env Env) func() time.Time {

@@ -53,7 +53,7 @@ var flagType = Type{
 type Flag struct{}
 
 func flagArgs(env Env) (args argspec.Values, script, unit string, err error) {
-	args = withDefaults(flagType.Spec, env.Args)
+	args = flagType.Spec.WithDefaults(env.Args)
 	script, unit = args.String("script"), args.String("unit")
 	if script == "" {
 		script = env.Target.LaunchScript

@@ -90,7 +90,7 @@ func grepConfigSources(env Env, args argspec.Values) ([]configSource, error) {
 
 // Plan implements Check.
 func (GrepConfig) Plan(env Env) []string {
-	args := withDefaults(grepConfigType.Spec, env.Args)
+	args := grepConfigType.Spec.WithDefaults(env.Args)
 	srcs, err := grepConfigSources(env, args)
 	if err != nil {
 		return []string{"grep_config: " + err.Error()}
@@ -104,7 +104,7 @@ func (GrepConfig) Plan(env Env) []string {
 
 // Run implements Check.
 func (GrepConfig) Run(ctx context.Context, env Env) (step.Result, error) {
-	args := withDefaults(grepConfigType.Spec, env.Args)
+	args := grepConfigType.Spec.WithDefaults(env.Args)
 	srcs, err := grepConfigSources(env, args)
 	if err != nil {
 		return step.Result{}, err

@@ -100,7 +100,7 @@ type HTTPProbe struct{}
 
 // Plan implements Check.
 func (HTTPProbe) Plan(env Env) []string {
-	args := withDefaults(httpProbeType.Spec, env.Args)
+	args := httpProbeType.Spec.WithDefaults(env.Args)
 	u, _, err := probeURL(env, args)
 	if err != nil {
 		return []string{"http_probe: " + err.Error()}
@@ -119,7 +119,7 @@ func (HTTPProbe) Plan(env Env) []string {
 
 // Run implements Check.
 func (HTTPProbe) Run(ctx context.Context, env Env) (step.Result, error) {
-	args := withDefaults(httpProbeType.Spec, env.Args)
+	args := httpProbeType.Spec.WithDefaults(env.Args)
 	u, display, err := probeURL(env, args)
 	if err != nil {
 		return step.Result{}, err

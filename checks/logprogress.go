@@ -103,7 +103,7 @@ type LogProgress struct{}
 
 // Plan implements Check.
 func (LogProgress) Plan(env Env) []string {
-	args := withDefaults(logProgressType.Spec, env.Args)
+	args := logProgressType.Spec.WithDefaults(env.Args)
 	src, err := logSourceFor(env, args, clock(env)())
 	if err != nil {
 		return []string{"log_progress: " + err.Error()}
@@ -113,7 +113,7 @@ func (LogProgress) Plan(env Env) []string {
 
 // Run implements Check.
 func (LogProgress) Run(ctx context.Context, env Env) (step.Result, error) {
-	args := withDefaults(logProgressType.Spec, env.Args)
+	args := logProgressType.Spec.WithDefaults(env.Args)
 	// A probe that was cut short a moment ago has its echo still on the
 	// way: the server logs the abort only after it notices the disconnect.
 	// Waiting that moment out keeps the echo from being missed (and from

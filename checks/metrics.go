@@ -105,7 +105,7 @@ type MetricsSample struct{}
 
 // Plan implements Check.
 func (MetricsSample) Plan(env Env) []string {
-	args := withDefaults(metricsSampleType.Spec, env.Args)
+	args := metricsSampleType.Spec.WithDefaults(env.Args)
 	u := args.String("url")
 	if u == "" {
 		u = env.Target.MetricsURL
@@ -119,7 +119,7 @@ func (MetricsSample) Plan(env Env) []string {
 
 // Run implements Check.
 func (MetricsSample) Run(ctx context.Context, env Env) (step.Result, error) {
-	args := withDefaults(metricsSampleType.Spec, env.Args)
+	args := metricsSampleType.Spec.WithDefaults(env.Args)
 	u := args.String("url")
 	if u == "" {
 		u = env.Target.MetricsURL

@@ -44,7 +44,7 @@ var unitStateType = Type{
 type UnitState struct{}
 
 func unitArg(env Env) (string, error) {
-	unit := withDefaults(unitStateType.Spec, env.Args).String("unit")
+	unit := unitStateType.Spec.WithDefaults(env.Args).String("unit")
 	if unit == "" {
 		unit = env.Target.Unit
 	}

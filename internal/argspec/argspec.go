@@ -247,3 +247,20 @@ func (a Arg) Validate(v any) error {
 	}
 	return nil
 }
+
+// WithDefaults returns args with every absent argument set to its declared
+// default. The engine fills defaults when it decodes a runbook, but a check
+// or action must not misbehave when called with a partial set (a test, an
+// ad-hoc call), so each one runs its arguments through here.
+func (s Spec) WithDefaults(args Values) Values {
+	out := make(Values, len(s.Args))
+	for k, v := range args {
+		out[k] = v
+	}
+	for _, a := range s.Args {
+		if _, ok := out[a.Name]; !ok && a.Default != nil {
+			out[a.Name] = a.Default
+		}
+	}
+	return out
+}
