@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"github.com/runbot/runbot/internal/secret"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -8,7 +9,7 @@ import (
 
 func TestRedact(t *testing.T) {
 	t.Parallel()
-	r, err := NewRedactor([]string{`internal-[0-9]{4}`, `(?i)cookie: (\S+)`}, Secret{v: "s3cr3t-signing-value"})
+	r, err := NewRedactor([]string{`internal-[0-9]{4}`, `(?i)cookie: (\S+)`}, secret.New("s3cr3t-signing-value"))
 	require.NoError(t, err)
 	cases := []struct{ in, want string }{
 		{"token xoxb-1234-5678-abcdef in output", "token [redacted] in output"},

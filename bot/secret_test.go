@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/runbot/runbot/internal/secret"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -41,7 +42,7 @@ func TestSecretRefLoad(t *testing.T) {
 
 func TestSecretNeverPrints(t *testing.T) {
 	t.Parallel()
-	s := Secret{v: "xoxb-very-secret"}
+	s := secret.New("xoxb-very-secret")
 	var logs bytes.Buffer
 	slog.New(slog.NewJSONHandler(&logs, nil)).Info("loaded", "token", s, "struct", struct{ T Secret }{s})
 	j, err := json.Marshal(struct{ T Secret }{s})

@@ -7,7 +7,13 @@ package config
 
 import (
 	"time"
+
+	"github.com/runbot/runbot/internal/secret"
 )
+
+// Secret is a reference to a secret: an environment variable or a file,
+// never the value.
+type Secret = secret.Ref
 
 // Config is a validated serve configuration.
 type Config struct {

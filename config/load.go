@@ -115,7 +115,7 @@ func decodeSecret(d *yamlnode.Decoder, n *yaml.Node, what string) Secret {
 	if s.Env != "" && s.File != "" {
 		d.Errorf(n, "%s: give env or file, not both", what)
 	}
-	if !s.IsSet() {
+	if s.IsZero() {
 		d.Errorf(n, "%s: give env or file", what)
 	}
 	return s
@@ -220,7 +220,7 @@ func decodeAlerts(d *yamlnode.Decoder, n *yaml.Node) *Alerts {
 			})
 		}
 	})
-	if !a.BearerToken.IsSet() && !a.BasicPass.IsSet() {
+	if a.BearerToken.IsZero() && a.BasicPass.IsZero() {
 		d.Errorf(n, "alerts: configure bearer_token or basic_auth; the webhook never runs unauthenticated")
 	}
 	return a

@@ -308,7 +308,7 @@ func (d *daemonParts) slackCheck(ctx context.Context, cfg *config.Config, ready 
 }
 
 func slackReachable(ctx context.Context, c *config.Slack) error {
-	token, err := c.BotToken.Value()
+	token, err := c.BotToken.Load()
 	if err != nil {
 		return err
 	}
@@ -318,7 +318,7 @@ func slackReachable(ctx context.Context, c *config.Slack) error {
 	}
 	cctx, cancel := context.WithTimeoutCause(ctx, 10*time.Second, errors.New("slack auth.test took too long"))
 	defer cancel()
-	_, err = slack.New(token, opts...).AuthTestContext(cctx)
+	_, err = slack.New(token.Reveal(), opts...).AuthTestContext(cctx)
 	return err
 }
 
@@ -327,8 +327,7 @@ func slackConfig(cfg *config.Config) bot.Config {
 	s := cfg.Slack
 	bc := bot.Config{
 		Transport: bot.Transport(s.Mode), Command: s.Command, Channel: s.Channel, Groups: cfg.Groups,
-		BotToken: bot.SecretRef{Env: s.BotToken.Env, File: s.BotToken.File}, SigningSecret: bot.SecretRef{Env: s.SigningSecret.Env, File: s.SigningSecret.File},
-		AppToken: bot.SecretRef{Env: s.AppToken.Env, File: s.AppToken.File}, Redact: s.Redact, APIURL: s.APIURL,
+		BotToken: s.BotToken, SigningSecret: s.SigningSecret, AppToken: s.AppToken, Redact: s.Redact, APIURL: s.APIURL,
 		MaxConcurrentRuns: cfg.Parallel,
 	}
 	for _, r := range s.Authorize {

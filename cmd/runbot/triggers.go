@@ -25,8 +25,7 @@ func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *
 	if cfg.Alerts != nil {
 		a := cfg.Alerts
 		ac := bot.AlertsConfig{
-			BearerToken: bot.SecretRef{Env: a.BearerToken.Env, File: a.BearerToken.File},
-			BasicUser:   a.BasicUser, BasicPass: bot.SecretRef{Env: a.BasicPass.Env, File: a.BasicPass.File},
+			BearerToken: a.BearerToken, BasicUser: a.BasicUser, BasicPass: a.BasicPass,
 			DedupWindow: a.DedupWindow, MaxQueue: a.MaxQueue, MaxBody: a.MaxBody, Channel: a.Channel,
 		}
 		for _, r := range a.Routes {

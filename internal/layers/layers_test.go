@@ -16,7 +16,7 @@ const mod = "github.com/runbot/runbot/"
 var allowed = map[string][]string{
 	"cmd/runbot":     {"*"},
 	"cmd/sglang-sim": {"sim"},
-	"bot":            {"runbooks", "store", "inventory", "remote", "checks", "actions", "internal/"},
+	"bot":            {"runbooks", "store", "inventory", "remote", "checks", "actions", "config", "internal/"},
 	"runbooks":       {"checks", "actions", "inventory", "store", "remote", "internal/"},
 	"checks":         {"remote", "internal/"},
 	"actions":        {"remote", "internal/"},
