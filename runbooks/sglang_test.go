@@ -1,10 +1,12 @@
 package runbooks_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,21 +17,29 @@ import (
 	"github.com/runbot/runbot/runbooks"
 )
 
-// simBinary is built once per test binary from ./cmd/sglang-sim.
-var simBinary string
+// The simulator is built once per test binary from ./cmd/sglang-sim,
+// whichever parallel test asks first.
+var (
+	simOnce   sync.Once
+	simBinary string
+	simErr    error
+)
 
 func buildSim(t testing.TB) string {
 	t.Helper()
-	if simBinary != "" {
-		return simBinary
-	}
-	dir, err := os.MkdirTemp("", "runbot-sim-")
-	require.NoError(t, err)
-	bin := filepath.Join(dir, "sglang-sim")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/sglang-sim").CombinedOutput()
-	require.NoError(t, err, string(out))
-	simBinary = bin
-	return bin
+	simOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "runbot-sim-")
+		if err != nil {
+			simErr = err
+			return
+		}
+		simBinary = filepath.Join(dir, "sglang-sim")
+		if out, err := exec.Command("go", "build", "-o", simBinary, "../cmd/sglang-sim").CombinedOutput(); err != nil {
+			simErr = fmt.Errorf("build the simulator: %w\n%s", err, out)
+		}
+	})
+	require.NoError(t, simErr)
+	return simBinary
 }
 
 // simDeployment starts a simulated PD deployment, fast-paced for tests,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -28,8 +27,8 @@ func TestKillDuringRemediation(t *testing.T) {
 	args := []string{"run", "testdata/slow-fix.yaml", "-i", "testdata/local.yaml", "-p", "host=here", "-p", "dir=" + dir,
 		"--store", db, "--remediate", "--requested-by", "alice", "--approve-as", "bob"}
 	cmd := exec.Command(runbot, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
 
 	// Wait until the action has started (it appends to applied.log first).

@@ -113,8 +113,8 @@ func TestServeSpeaksSdNotify(t *testing.T) {
 	require.NoError(t, os.WriteFile(cfg, fmt.Appendf(nil, "listen: 127.0.0.1:%d\nstore: %s\nshutdown_grace: 5s\n", port, filepath.Join(dir, "runbot.db")), 0o600))
 	cmd := exec.Command(runbot, "serve", "--config", cfg)
 	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock, "WATCHDOG_USEC=400000")
-	var logs strings.Builder
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())
 	defer func() { _ = cmd.Process.Kill() }()
 

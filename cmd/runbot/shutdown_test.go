@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -49,8 +48,8 @@ schedules:
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
 	cmd := exec.Command(runbot, "serve", "--config", path)
 	cmd.Env = append(os.Environ(), "T_BOT=xoxb-test", "T_SIGN=secret")
-	var logs strings.Builder
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())
 	defer func() { _ = cmd.Process.Kill() }()
 
