@@ -64,6 +64,8 @@ func unranReason(rep *Report, refs []stepRef) string {
 // reads a step which did not run is inconclusive, never false and never
 // true: a dead SSH connection must not look like "0 bytes received".
 func (rb *Runbook) evaluate(rep *Report, params map[string]any, now time.Time) {
+	// Empty lists, not null, in JSON: consumers iterate them.
+	rep.Findings, rep.Diagnoses = []FindingResult{}, []DiagnosisResult{}
 	held := map[string]bool{}
 	unknown := map[string]string{}
 	env := rb.envValue(rep, params, held, now)
