@@ -6,10 +6,10 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/runbot/runbot/internal/argspec"
 	"github.com/runbot/runbot/internal/yamlnode"
 )
 
@@ -40,23 +40,15 @@ func (p *Param) goType() reflect.Type {
 func (p *Param) convert(s string) (any, error) {
 	switch p.Type {
 	case ParamInt:
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil {
-			return nil, fmt.Errorf("want an integer, got %q", s)
-		}
-		return n, nil
+		return argspec.Convert(argspec.Int, s)
 	case ParamDuration:
-		d, err := time.ParseDuration(strings.TrimSpace(s))
-		if err != nil || d < 0 {
-			return nil, fmt.Errorf("want a duration like 30s or 5m, got %q", s)
+		d, err := argspec.Convert(argspec.Duration, s)
+		if err == nil && d.(time.Duration) < 0 {
+			return nil, fmt.Errorf("want a positive duration, got %q", s)
 		}
-		return d, nil
+		return d, err
 	case ParamBool:
-		b, err := strconv.ParseBool(strings.TrimSpace(s))
-		if err != nil {
-			return nil, fmt.Errorf("want true or false, got %q", s)
-		}
-		return b, nil
+		return argspec.Convert(argspec.Bool, s)
 	case ParamEnum:
 		if !slices.Contains(p.Values, s) {
 			return nil, fmt.Errorf("want one of %s, got %q%s", strings.Join(p.Values, ", "), s, yamlnode.DidYouMean(s, p.Values))
