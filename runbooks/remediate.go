@@ -342,6 +342,11 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 	pre := r.Engine.Run(ctx, p, RunOptions{Trigger: "precheck"})
 	res.Precheck = pre
 	if !hasDiagnosis(pre, body.Diagnosis) {
+		// Absent because it was checked and is gone, or because the checks
+		// could not run: only the first means the fix is not needed.
+		if pre.Outcome == OutcomeInconclusive {
+			return finish(store.PlanFailed, "could not confirm "+body.Diagnosis+" before applying (some steps did not run); nothing was done", ErrPreconditionFailed)
+		}
 		return finish(store.PlanNotNeeded, fmt.Sprintf("%s no longer holds; nothing was done", body.Diagnosis), nil)
 	}
 	for _, c := range rem.Preconditions {

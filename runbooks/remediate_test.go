@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -268,6 +269,24 @@ func TestApprovedButExpiredIsNotApplied(t *testing.T) {
 	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil)
 	require.ErrorIs(t, err, runbooks.ErrApprovalExpired)
 	require.Equal(t, store.PlanExpired, res.State)
+	script, _ := os.ReadFile(e.script)
+	require.NotContains(t, string(script), "--safe-mode")
+}
+
+// TestUnconfirmedDiagnosisIsNotApplied: when the re-check before applying
+// cannot run, nothing is applied and the plan is not called "not needed".
+func TestUnconfirmedDiagnosisIsNotApplied(t *testing.T) {
+	e := newRemedy(t, "app-fixable.sh")
+	prop := e.propose(t)
+	e.approve(t, prop, "bob")
+	// The health file becomes a FIFO nobody writes: reading it hangs, so
+	// the re-check times out instead of observing anything.
+	health := filepath.Join(e.dir, "health")
+	require.NoError(t, os.Remove(health))
+	require.NoError(t, syscall.Mkfifo(health, 0o644))
+	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil)
+	require.ErrorIs(t, err, runbooks.ErrPreconditionFailed)
+	require.Equal(t, store.PlanFailed, res.State)
 	script, _ := os.ReadFile(e.script)
 	require.NotContains(t, string(script), "--safe-mode")
 }
