@@ -30,9 +30,14 @@ func Preview(run store.Run, rb *runbooks.Runbook, rep *runbooks.Report, prop *ru
 }
 
 // PostPreview posts a preview message to a real Slack channel with the
-// given bot token: the demo's optional last mile.
-func PostPreview(ctx context.Context, token, channel string, m Message) (string, error) {
-	api := slack.New(token)
+// given bot token: the demo's optional last mile. apiURL overrides Slack's
+// Web API URL (a proxy, or a test server) when not empty.
+func PostPreview(ctx context.Context, token, channel, apiURL string, m Message) (string, error) {
+	var opts []slack.Option
+	if apiURL != "" {
+		opts = append(opts, slack.OptionAPIURL(apiURL))
+	}
+	api := slack.New(token, opts...)
 	_, ts, err := api.PostMessageContext(ctx, channel, slack.MsgOptionText(fallbackText(m), false), slack.MsgOptionBlocks(renderBlocks(m)...))
 	if err != nil {
 		return "", fmt.Errorf("post to slack channel %s: %w", channel, err)

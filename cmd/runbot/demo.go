@@ -313,7 +313,7 @@ func (d *demo) slack(ctx context.Context, m bot.Message) {
 	if token == "" || channel == "" {
 		return
 	}
-	if _, err := bot.PostPreview(ctx, token, channel, m); err != nil {
+	if _, err := bot.PostPreview(ctx, token, channel, os.Getenv("SLACK_API_URL"), m); err != nil {
 		d.out.printf("      (Slack: %v)\n", err)
 		return
 	}

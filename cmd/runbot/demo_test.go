@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/bot/slackrec"
 )
 
 // buildBinaries builds runbot and sglang-sim the way make build does.
@@ -26,8 +29,13 @@ func buildBinaries(t *testing.T) (runbot, sim string) {
 // checks each stage's outcome in its output.
 func TestDemoRunsEveryStage(t *testing.T) {
 	runbot, sim := buildBinaries(t)
+	// With a Slack token and channel set, the demo also posts its messages;
+	// here Slack is slack-go's test server.
+	rec := slackrec.New()
+	t.Cleanup(rec.Close)
 	var out bytes.Buffer
 	cmd := exec.Command(runbot, "demo", "--sim", sim, "--yes")
+	cmd.Env = append(os.Environ(), "SLACK_BOT_TOKEN=xoxb-demo", "SLACK_CHANNEL=C0DEMO", "SLACK_API_URL="+rec.APIURL())
 	cmd.Stdout, cmd.Stderr = &out, &out
 	require.NoError(t, cmd.Run(), out.String())
 	text := out.String()
@@ -46,6 +54,12 @@ func TestDemoRunsEveryStage(t *testing.T) {
 		require.Contains(t, text, want)
 	}
 	require.Equal(t, 2, strings.Count(text, "--disable-overlap-schedule \\"), "the diff adds the flag to both serve scripts")
+
+	posts := rec.Calls("chat.postMessage")
+	require.Len(t, posts, 2, "the diagnosis and the outcome go to Slack")
+	require.Equal(t, "C0DEMO", posts[0].Form.Get("channel"))
+	require.Contains(t, posts[0].Text(), "PD transfer wedge")
+	require.Contains(t, posts[1].Text(), "verified: the symptom is gone")
 }
 
 // TestDemoDeclinedChangesNothing: without --yes and with "n" at the prompt,
