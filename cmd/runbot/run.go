@@ -96,24 +96,21 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 			if timelinePath != "" {
 				writeTimeline(cmd, timelinePath, rep, nil)
 			}
-			out := map[string]any{}
 			code := exitFor(rep)
+			var remOut *remediationOutcome
 			if rf.remediate || rf.dryRun {
 				rem := &runbooks.Remediator{Engine: pr.engine, Store: st, Catalog: pr.catalog, Groups: groups}
-				res, err := remediate(cmd, rem, pr.p, rep, rf, format)
-				if err != nil {
+				if remOut, err = remediate(cmd, rem, pr.p, rep, rf, format); err != nil {
 					return err
 				}
-				if res != nil {
-					out["remediation"] = res
-					code = res.exit(code)
+				if remOut != nil {
+					code = remOut.exit(code)
 				}
 			}
 			if format == "json" {
-				out["report"] = rep
 				doc := any(rep)
-				if len(out) > 1 {
-					doc = reportWithRemediation{Report: rep, Remediation: out["remediation"].(*remediationOutcome)}
+				if remOut != nil {
+					doc = reportWithRemediation{Report: rep, Remediation: remOut}
 				}
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
