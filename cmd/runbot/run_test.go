@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os/exec"
 	"strings"
 	"testing"
@@ -18,7 +19,8 @@ func TestRunShippedExample(t *testing.T) {
 	args := []string{"run", "host-basics", "-i", "testdata/local.yaml", "-p", "host=here", "--store", store}
 
 	out, err := exec.Command(runbot, append(args, "--format", "json")...).Output()
-	if ee, ok := err.(*exec.ExitError); ok {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
 		require.Contains(t, []int{exitCritical, exitInconclusive}, ee.ExitCode(), "a full disk or the like is a finding, not a failure")
 	} else {
 		require.NoError(t, err)
