@@ -1,13 +1,13 @@
 package runbooks_test
 
 import (
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbot/runbot/internal/simtest"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote"
 	"github.com/runbot/runbot/runbooks"
@@ -21,13 +21,8 @@ import (
 //
 //	go test -run '^$' -bench WedgeRunbook -benchtime 1x ./runbooks
 func BenchmarkWedgeRunbookWallVsLongestStep(b *testing.B) {
-	bin := buildSim(b)
-	dir := b.TempDir()
-	out, err := exec.Command(bin, "up", "--dir", dir, "--idle-refresh", "1s", "--decode-log-interval", "4").CombinedOutput()
-	require.NoError(b, err, string(out))
-	b.Cleanup(func() { _ = exec.Command(bin, "down", "--dir", dir).Run() })
-	out, err = exec.Command(bin, "ctl", "--dir", dir, "fault", "pd-wedge").CombinedOutput()
-	require.NoError(b, err, string(out))
+	dir := simtest.Up(b)
+	simtest.Run(b, "ctl", "--dir", dir, "fault", "pd-wedge")
 	inv, err := inventory.Load(filepath.Join(dir, "inventory.yaml"))
 	require.NoError(b, err)
 	catalog, _, err := runbooks.LoadCatalog()

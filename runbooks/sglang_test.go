@@ -1,66 +1,32 @@
 package runbooks_test
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/checks"
+	"github.com/runbot/runbot/internal/simtest"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote"
 	"github.com/runbot/runbot/runbooks"
 )
 
-// The simulator is built once per test binary from ./cmd/sglang-sim,
-// whichever parallel test asks first.
-var (
-	simOnce   sync.Once
-	simBinary string
-	simErr    error
-)
-
-func buildSim(t testing.TB) string {
-	t.Helper()
-	simOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "runbot-sim-")
-		if err != nil {
-			simErr = err
-			return
-		}
-		simBinary = filepath.Join(dir, "sglang-sim")
-		if out, err := exec.Command("go", "build", "-o", simBinary, "../cmd/sglang-sim").CombinedOutput(); err != nil {
-			simErr = fmt.Errorf("build the simulator: %w\n%s", err, out)
-		}
-	})
-	require.NoError(t, simErr)
-	return simBinary
-}
-
 // simDeployment starts a simulated PD deployment, fast-paced for tests,
 // and stops it when the test ends.
 func simDeployment(t *testing.T, args ...string) (dir string, inv *inventory.Inventory) {
 	t.Helper()
-	bin := buildSim(t)
-	dir = t.TempDir()
-	up := append([]string{"up", "--dir", dir, "--idle-refresh", "1s", "--decode-log-interval", "4"}, args...)
-	out, err := exec.Command(bin, up...).CombinedOutput()
-	require.NoError(t, err, string(out))
-	t.Cleanup(func() { _ = exec.Command(bin, "down", "--dir", dir).Run() })
-	inv, err = inventory.Load(filepath.Join(dir, "inventory.yaml"))
+	dir = simtest.Up(t, args...)
+	inv, err := inventory.Load(filepath.Join(dir, "inventory.yaml"))
 	require.NoError(t, err)
 	return dir, inv
 }
 
 func simCtl(t *testing.T, dir string, args ...string) {
 	t.Helper()
-	out, err := exec.Command(buildSim(t), append([]string{"ctl", "--dir", dir}, args...)...).CombinedOutput()
-	require.NoError(t, err, string(out))
+	simtest.Run(t, append([]string{"ctl", "--dir", dir}, args...)...)
 }
 
 // wedgeParams keep the runbook's waits short: the diagnosis logic is the

@@ -2,53 +2,18 @@ package timeline
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbot/runbot/internal/simtest"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote"
 	"github.com/runbot/runbot/runbooks"
 )
-
-var (
-	simOnce sync.Once
-	simBin  string
-	simErr  error
-)
-
-// buildSim builds the simulator once per test binary.
-func buildSim(t *testing.T) string {
-	t.Helper()
-	simOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "runbot-timeline-sim-")
-		if err != nil {
-			simErr = err
-			return
-		}
-		simBin = filepath.Join(dir, "sglang-sim")
-		out, err := exec.Command("go", "build", "-o", simBin, "../cmd/sglang-sim").CombinedOutput()
-		if err != nil {
-			simErr = fmt.Errorf("build the simulator: %w: %s", err, out)
-		}
-	})
-	require.NoError(t, simErr)
-	return simBin
-}
-
-func sim(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(buildSim(t), args...).CombinedOutput()
-	require.NoError(t, err, "sglang-sim %s: %s", strings.Join(args, " "), out)
-	return string(out)
-}
 
 // wedgeParams keep the runbook's waits short, as runbooks/sglang_test.go
 // does: the diagnosis logic is the same as with the production defaults.
@@ -76,9 +41,7 @@ func runWedge(t *testing.T, inv *inventory.Inventory) *runbooks.Report {
 // lane's pixels there is progress while the traffic ran and none from the
 // wedge until the check looked.
 func TestLiveWedgeTimeline(t *testing.T) {
-	dir := t.TempDir()
-	sim(t, "up", "--dir", dir, "--idle-refresh", "1s", "--decode-log-interval", "4")
-	t.Cleanup(func() { _ = exec.Command(buildSim(t), "down", "--dir", dir).Run() })
+	dir := simtest.Up(t)
 	var endpoints map[string]string
 	raw, err := os.ReadFile(filepath.Join(dir, "endpoints.json"))
 	require.NoError(t, err)
@@ -87,10 +50,10 @@ func TestLiveWedgeTimeline(t *testing.T) {
 	require.NoError(t, err)
 
 	loadStart := time.Now()
-	out := sim(t, "load", "--rate", "5", "--duration", "5s", "--timeout", "3s", endpoints["router"])
+	out := simtest.Run(t, "load", "--rate", "5", "--duration", "5s", "--timeout", "3s", endpoints["router"])
 	require.Contains(t, out, "timed_out=0", "healthy traffic completes")
 	wedgeAt := time.Now()
-	sim(t, "ctl", "--dir", dir, "fault", "pd-wedge")
+	simtest.Run(t, "ctl", "--dir", dir, "fault", "pd-wedge")
 	rep := runWedge(t, inv)
 
 	c, err := FromReport(rep, Options{Window: 90 * time.Second})

@@ -1,0 +1,72 @@
+// Package simtest gives tests the simulated SGLang deployment as real
+// processes: the sglang-sim binary, built once per test binary, and
+// deployments started with `sglang-sim up` and stopped when the test ends.
+package simtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	once sync.Once
+	bin  string
+	err  error
+)
+
+// Binary builds cmd/sglang-sim once per test binary and returns its path.
+// It is safe to call from parallel tests.
+func Binary(t testing.TB) string {
+	t.Helper()
+	once.Do(func() {
+		dir, e := os.MkdirTemp("", "runbot-sim-")
+		if e != nil {
+			err = e
+			return
+		}
+		bin = filepath.Join(dir, "sglang-sim")
+		// The binary outlives the first test that asks for it.
+		if out, e := exec.CommandContext(context.Background(), "go", "build", "-o", bin, "github.com/runbot/runbot/cmd/sglang-sim").CombinedOutput(); e != nil {
+			err = fmt.Errorf("build the simulator: %w\n%s", e, out)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// Run runs sglang-sim with args and returns its output; a failure fails
+// the test with that output.
+func Run(t testing.TB, args ...string) string {
+	t.Helper()
+	out, e := exec.CommandContext(t.Context(), Binary(t), args...).CombinedOutput()
+	if e != nil {
+		t.Fatalf("sglang-sim %s: %v\n%s", strings.Join(args, " "), e, out)
+	}
+	return string(out)
+}
+
+// Up starts a deployment in a fresh directory, paced for tests (gauges
+// refreshed every second, a decode batch line every 4 iterations), and
+// stops it when the test ends. It returns the directory, which holds
+// inventory.yaml and endpoints.json.
+func Up(t testing.TB, args ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	Run(t, append([]string{"up", "--dir", dir, "--idle-refresh", "1s", "--decode-log-interval", "4"}, args...)...)
+	t.Cleanup(func() {
+		// The test's context is already done when cleanups run.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = exec.CommandContext(ctx, Binary(t), "down", "--dir", dir).Run()
+	})
+	return dir
+}
