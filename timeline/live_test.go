@@ -63,9 +63,11 @@ func TestLiveWedgeTimeline(t *testing.T) {
 	require.NoError(t, err)
 	decode := laneOf(t, l, "decode")
 	require.True(t, decode.lane.Stalled, "decode stalled")
-	require.False(t, decode.lane.Last.Before(loadStart.Truncate(time.Second)), "last batch line during the traffic")
 	// SGLang stamps lines to the second: allow one either side.
-	requireCliff(t, img, l, decode, wedgeAt.Add(-2*time.Second), wedgeAt.Add(2*time.Second))
+	require.False(t, decode.lane.Last.Before(loadStart.Truncate(time.Second)), "last batch line during the traffic")
+	require.False(t, decode.lane.Last.After(wedgeAt.Add(time.Second)), "last batch line before the wedge")
+	requireProgressDuring(t, img, l, decode, loadStart, decode.lane.Last)
+	requireNoProgressAfter(t, img, l, decode, wedgeAt.Add(2*time.Second))
 
 	var echoes int
 	for _, m := range decode.lane.Marks {

@@ -67,12 +67,37 @@ func progressAt(img image.Image, l *layout, b laneBox, t time.Time) int {
 func requireCliff(t *testing.T, img image.Image, l *layout, b laneBox, before, after time.Time) {
 	t.Helper()
 	require.Greater(t, progressAt(img, l, b, before), 10, "progress drawn at %s", clock(before))
+	requireNoProgressAfter(t, img, l, b, after)
+}
+
+// requireProgressDuring checks that progress is drawn, at least a tenth of
+// the lane tall, somewhere in [from, to]. A live run cannot say at which
+// instant: lines are stamped to the second and counted in per-minute
+// buckets, so a bucket that caught only the first second of the traffic
+// is drawn low.
+func requireProgressDuring(t *testing.T, img image.Image, l *layout, b laneBox, from, to time.Time) {
+	t.Helper()
+	best := 0
+	for ts := from; !ts.After(to); ts = ts.Add(onePixel(l)) {
+		best = max(best, progressAt(img, l, b, ts))
+	}
+	require.Greater(t, best, 10, "progress drawn between %s and %s", clock(from), clock(to))
+}
+
+// requireNoProgressAfter checks that no progress is drawn from `after`
+// to the end of what the check saw.
+func requireNoProgressAfter(t *testing.T, img image.Image, l *layout, b laneBox, after time.Time) {
+	t.Helper()
 	end := b.lane.Measured
 	require.True(t, end.After(after), "the check looked at %s, after %s", clock(end), clock(after))
-	step := time.Duration(float64(l.t1.Sub(l.t0)) / float64(l.right-l.left)) // one pixel
-	for ts := after; ts.Before(end); ts = ts.Add(step) {
+	for ts := after; ts.Before(end); ts = ts.Add(onePixel(l)) {
 		require.Zero(t, progressAt(img, l, b, ts), "no progress may be drawn at %s", clock(ts))
 	}
+}
+
+// onePixel is the time one pixel column spans.
+func onePixel(l *layout) time.Duration {
+	return time.Duration(float64(l.t1.Sub(l.t0)) / float64(l.right-l.left))
 }
 
 func laneOf(t *testing.T, l *layout, target string) laneBox {
