@@ -65,4 +65,10 @@ type Type struct {
 	Spec    argspec.Spec
 	Action  Action
 	Timeout time.Duration
+	// RerunAfterRollback says the action makes earlier changes take
+	// effect (a restart loads an edited launch script). When a plan's
+	// changes are rolled back, it runs again after them so the rollback
+	// takes effect too; otherwise the process would keep running with the
+	// change that did not help. A runbook may override it per action.
+	RerunAfterRollback bool
 }

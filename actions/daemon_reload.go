@@ -14,6 +14,7 @@ import (
 )
 
 var daemonReloadType = Type{
+	RerunAfterRollback: true,
 	Spec: argspec.Spec{
 		Name: "daemon_reload",
 		Doc: "Runs `systemctl daemon-reload` on the target so that systemd reads changed unit files and drop-ins. " +

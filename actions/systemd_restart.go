@@ -56,6 +56,7 @@ func (e *UnitFailedError) Error() string {
 func (e *UnitFailedError) Unwrap() error { return e.Err }
 
 var systemdRestartType = Type{
+	RerunAfterRollback: true,
 	Spec: argspec.Spec{
 		Name: "systemd_restart",
 		Doc: "Restarts units on the target through its service manager and waits until each is active again " +

@@ -108,7 +108,7 @@ func wedgeState(t testing.TB) *runState {
 			{Index: 0, Action: "config_edit", Target: "decode@gpu-1", Plan: actions.Plan{
 				Summary: "edit /root/serve_dsv4_decode.sh on decode@gpu-1: add --disable-overlap-schedule", Reversible: true,
 				Diff: "--- /root/serve_dsv4_decode.sh\n+++ /root/serve_dsv4_decode.sh\n@@ -12,3 +12,4 @@\n   --disaggregation-mode decode \\\n   --disaggregation-transfer-backend nixl \\\n+  --disable-overlap-schedule \\\n   --port 30002\n"}},
-			{Index: 1, Action: "systemd_restart", Target: "decode@gpu-1", Plan: actions.Plan{Summary: "restart sglang-dsv4-decode.service on gpu-1", Commands: []string{"systemctl restart sglang-dsv4-decode.service"}}},
+			{Index: 1, Action: "systemd_restart", Target: "decode@gpu-1", RerunAfterRollback: true, Plan: actions.Plan{Summary: "restart sglang-dsv4-decode.service on gpu-1", Commands: []string{"systemctl restart sglang-dsv4-decode.service"}}},
 		},
 	}
 	plan := store.Plan{ID: "p-20260618-204449-77aa01", RunID: rep.RunID, Remediation: body.Remediation, Deployment: "dsv4",

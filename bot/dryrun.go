@@ -77,7 +77,7 @@ func planSections(body *runbooks.PlanBody) []Section {
 		out = append(out, s)
 	}
 	if len(body.Verify) > 0 {
-		out = append(out, Section{Heading: "Then verifies with", Text: strings.Join(body.Verify, ", ")})
+		out = append(out, Section{Heading: "Then verifies with", Text: strings.Join(body.Verify, ", ") + "\n" + body.RollbackPlan()})
 	}
 	return out
 }

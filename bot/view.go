@@ -201,6 +201,9 @@ func (rs *runState) proposalSection() Section {
 		need += "; expires " + pol.ExpiresAt.UTC().Format("15:04 MST")
 	}
 	s.Lines = append(s.Lines, Line{Text: need})
+	if len(body.Actions) > 0 {
+		s.Lines = append(s.Lines, Line{Text: body.RollbackPlan()})
+	}
 	var approved, denied []string
 	for _, a := range rs.approvals {
 		if a.PlanHash != p.Hash {

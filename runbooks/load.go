@@ -490,7 +490,8 @@ func (l *loader) action(rem string, n *yaml.Node) *ActionStep {
 	d := l.d
 	a := &ActionStep{Pos: yamlnode.PosOf(n)}
 	var withNode, actNode *yaml.Node
-	d.Fields(n, "action", []string{"action", "target", "with", "timeout"}, func(key string, _, v *yaml.Node) {
+	var rerun *bool
+	d.Fields(n, "action", []string{"action", "target", "with", "timeout", "rerun_after_rollback"}, func(key string, _, v *yaml.Node) {
 		switch key {
 		case "action":
 			a.Action, actNode = d.String(v, "action"), v
@@ -500,6 +501,9 @@ func (l *loader) action(rem string, n *yaml.Node) *ActionStep {
 			withNode = v
 		case "timeout":
 			a.Timeout = d.Duration(v, "timeout")
+		case "rerun_after_rollback":
+			b := d.Bool(v, "rerun_after_rollback")
+			rerun = &b
 		}
 	})
 	if len(a.Targets) == 0 {
@@ -514,6 +518,10 @@ func (l *loader) action(rem string, n *yaml.Node) *ActionStep {
 		if a.Timeout == 0 {
 			a.Timeout = at.Timeout
 		}
+		a.RerunAfterRollback = at.RerunAfterRollback
+	}
+	if rerun != nil {
+		a.RerunAfterRollback = *rerun
 	}
 	return a
 }

@@ -191,5 +191,8 @@ type ActionStep struct {
 	Targets []string
 	With    map[string]*ArgValue
 	Timeout time.Duration
-	Pos     yamlnode.Pos
+	// RerunAfterRollback: run this action again after the plan's
+	// reversible changes were rolled back (see actions.Type).
+	RerunAfterRollback bool
+	Pos                yamlnode.Pos
 }

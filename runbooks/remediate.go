@@ -38,6 +38,9 @@ type PlannedAction struct {
 	Action string       `json:"action"`
 	Target string       `json:"target"`
 	Plan   actions.Plan `json:"plan"`
+	// RerunAfterRollback: if the plan is rolled back, this action runs
+	// again afterwards (a restart, so the restored config is loaded).
+	RerunAfterRollback bool `json:"rerun_after_rollback,omitempty"`
 }
 
 // PlanBody is the stored, hashed and shown content of a remediation plan.
@@ -64,6 +67,7 @@ func (b *PlanBody) Hash() string {
 	type action struct {
 		Action, Target, Fingerprint, Diff string
 		NoOp, Reversible                  bool
+		RerunAfterRollback                bool `json:",omitempty"`
 	}
 	canon := struct {
 		Runbook, Remediation, Diagnosis, Deployment, Rollback string
@@ -72,11 +76,37 @@ func (b *PlanBody) Hash() string {
 		Actions                                               []action
 	}{b.Runbook, b.Remediation, b.Diagnosis, b.Deployment, b.Rollback, b.Params, b.Verify, nil}
 	for _, a := range b.Actions {
-		canon.Actions = append(canon.Actions, action{a.Action, a.Target, a.Plan.Fingerprint, a.Plan.Diff, a.Plan.NoOp, a.Plan.Reversible})
+		canon.Actions = append(canon.Actions, action{a.Action, a.Target, a.Plan.Fingerprint, a.Plan.Diff, a.Plan.NoOp, a.Plan.Reversible, a.RerunAfterRollback})
 	}
 	data, _ := json.Marshal(canon)
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
+}
+
+// RollbackPlan says, for approvers, what happens if verification fails:
+// which changes are undone and which actions run again so that the undo
+// takes effect.
+func (b *PlanBody) RollbackPlan() string {
+	if b.Rollback == "never" {
+		return "If verification fails: nothing is rolled back; the changes stay and a human takes over."
+	}
+	var undo, rerun []string
+	for i, a := range b.Actions {
+		switch {
+		case a.Plan.Reversible && !a.Plan.NoOp:
+			undo = append(undo, fmt.Sprint(i+1))
+		case a.RerunAfterRollback && len(undo) > 0:
+			rerun = append(rerun, fmt.Sprint(i+1))
+		}
+	}
+	if len(undo) == 0 {
+		return "If verification fails: nothing can be rolled back (no action is reversible); a human takes over."
+	}
+	s := "If verification fails: undo action(s) " + strings.Join(undo, ", ")
+	if len(rerun) > 0 {
+		s += ", then run action(s) " + strings.Join(rerun, ", ") + " again so the restored state takes effect"
+	}
+	return s + "."
 }
 
 // Diff joins the diffs of every action, for approvers.
@@ -148,7 +178,8 @@ func (r *Remediator) plan(ctx context.Context, p *Prepared, rem *Remediation, di
 			if err != nil {
 				return nil, fmt.Errorf("plan %s: action %s on %s: %w", rem.Name, as.Action, t.Name(), err)
 			}
-			body.Actions = append(body.Actions, PlannedAction{Index: idx, Action: as.Action, Target: t.Name(), Plan: pl})
+			body.Actions = append(body.Actions, PlannedAction{Index: idx, Action: as.Action, Target: t.Name(), Plan: pl,
+				RerunAfterRollback: as.RerunAfterRollback && rem.Rollback != "never"})
 			idx++
 		}
 	}
@@ -366,9 +397,9 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 	applied, failedAt, applyErr := r.applyActions(ctx, plan.ID, p, rem, fresh, say)
 	res.Actions, _ = r.Store.Actions(ctx, plan.ID)
 	if applyErr != nil {
-		r.rollback(ctx, plan.ID, applied, say)
+		rb := r.rollback(ctx, plan.ID, applied, say)
 		res.Actions, _ = r.Store.Actions(ctx, plan.ID)
-		return finish(store.PlanFailed, fmt.Sprintf("action %d (%s on %s) failed; reversible actions were rolled back", failedAt, fresh.Actions[failedAt].Action, fresh.Actions[failedAt].Target), applyErr)
+		return finish(store.PlanFailed, fmt.Sprintf("action %d (%s on %s) failed; %s", failedAt, fresh.Actions[failedAt].Action, fresh.Actions[failedAt].Target, rb.message()), applyErr)
 	}
 	if allNoOp(fresh) {
 		return finish(store.PlanNotNeeded, "every target was already in the wanted state", nil)
@@ -392,9 +423,13 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 		return finish(store.PlanDone, "verified: the symptom is gone", nil)
 	}
 	if rem.Rollback == "on_failed_verify" && anyReversible(fresh) {
-		r.rollback(ctx, plan.ID, applied, say)
+		rb := r.rollback(ctx, plan.ID, applied, say)
 		res.Actions, _ = r.Store.Actions(ctx, plan.ID)
-		return finish(store.PlanRolledBack, "verification failed: the symptom is still there; reversible changes were rolled back (escalate to a human)", nil)
+		msg := "verification failed: the symptom is still there; " + rb.message() + " (escalate to a human)"
+		if len(rb.failed) > 0 {
+			return finish(store.PlanFailed, msg, nil)
+		}
+		return finish(store.PlanRolledBack, msg, nil)
 	}
 	return finish(store.PlanFailed, "verification failed: the symptom is still there (escalate to a human)", nil)
 }
@@ -459,7 +494,9 @@ func (r *Remediator) guardrails(ctx context.Context, plan store.Plan, body PlanB
 }
 
 // applyActions runs the plan's actions in order, each recorded as started
-// before it runs. It returns what was applied, and the index that failed.
+// before it runs. It returns what was applied — including the action that
+// failed, which may have changed part of its target — and the index that
+// failed.
 func (r *Remediator) applyActions(ctx context.Context, planID string, p *Prepared, rem *Remediation, body *PlanBody, say func(string, string, ...any)) ([]appliedAction, int, error) {
 	var done []appliedAction
 	targets := map[string][]target.Target{}
@@ -490,16 +527,18 @@ func (r *Remediator) applyActions(ctx context.Context, planID string, p *Prepare
 		actx, cancel := context.WithTimeoutCause(ctx, as.Timeout, fmt.Errorf("action %s on %s timed out after %s", pa.Action, pa.Target, as.Timeout))
 		ap, err := at.Action.Apply(actx, env, pa.Plan)
 		cancel()
+		a := appliedAction{index: i, env: env, typ: at, applied: ap, planned: pa}
 		if err != nil {
 			detail, _ := json.Marshal(map[string]any{"error": err.Error()})
 			_, _ = r.Store.SetActionState(ctx, planID, i, store.ActionFailed, detail)
-			return done, i, err
+			a.failed = true
+			return append(done, a), i, err
 		}
 		detail, _ := json.Marshal(ap)
 		if _, err := r.Store.SetActionState(ctx, planID, i, store.ActionDone, detail); err != nil {
 			return done, i, fmt.Errorf("record action result: %w", err)
 		}
-		done = append(done, appliedAction{index: i, env: env, typ: at, applied: ap})
+		done = append(done, a)
 	}
 	return done, -1, nil
 }
@@ -509,26 +548,93 @@ type appliedAction struct {
 	env     actions.Env
 	typ     actions.Type
 	applied actions.Applied
+	planned PlannedAction
+	// failed: Apply returned an error; applied is what it got done.
+	failed bool
 }
 
-// rollback undoes reversible actions, newest first.
-func (r *Remediator) rollback(ctx context.Context, planID string, done []appliedAction, say func(string, string, ...any)) {
+// rolledBack is what a rollback did, for the plan's outcome message.
+type rolledBack struct {
+	undone, rerun []string // summaries of what was undone and run again
+	failed        []string // what could not be undone or run again, and why
+}
+
+// message says in one clause what the rollback did.
+func (rb rolledBack) message() string {
+	var parts []string
+	switch {
+	case len(rb.undone) > 0:
+		parts = append(parts, fmt.Sprintf("%d change(s) rolled back", len(rb.undone)))
+	case len(rb.failed) == 0:
+		parts = append(parts, "nothing needed rolling back")
+	}
+	if len(rb.rerun) > 0 {
+		parts = append(parts, fmt.Sprintf("%d action(s) run again so the rollback takes effect", len(rb.rerun)))
+	}
+	if len(rb.failed) > 0 {
+		parts = append(parts, "ROLLBACK INCOMPLETE: "+strings.Join(rb.failed, "; "))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// rollback undoes reversible changes, newest first. Undoing a config edit
+// is not enough while the process still runs with the edited config: the
+// actions marked rerun_after_rollback (restarts) that came after the
+// earliest undone change then run again, in plan order, so the processes
+// load what was restored. A rerun runs only when every undo succeeded;
+// otherwise it would load a half-restored config.
+func (r *Remediator) rollback(ctx context.Context, planID string, done []appliedAction, say func(string, string, ...any)) rolledBack {
+	var out rolledBack
+	bg := context.WithoutCancel(ctx)
+	record := func(index int, to store.ActionState, detail map[string]any) {
+		raw, _ := json.Marshal(detail)
+		_, _ = r.Store.SetActionState(bg, planID, index, to, raw)
+	}
+	earliest := -1 // the earliest change an undo was tried on
 	for i := len(done) - 1; i >= 0; i-- {
 		a := done[i]
 		if !a.applied.Plan.Reversible || !a.applied.Changed {
 			continue
 		}
+		earliest = a.index
 		say("rollback", "rolling back: %s", a.applied.Plan.Summary)
-		rctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), a.typ.Timeout+10*time.Second, errors.New("rollback timed out"))
+		rctx, cancel := context.WithTimeoutCause(bg, a.typ.Timeout+10*time.Second, errors.New("rollback timed out"))
 		err := a.typ.Action.Rollback(rctx, a.env, a.applied)
 		cancel()
-		state, detail := store.ActionRolledBack, map[string]any{"rolled_back": true}
 		if err != nil {
-			state, detail = store.ActionRollbackFailed, map[string]any{"error": err.Error()}
+			out.failed = append(out.failed, fmt.Sprintf("%s on %s: %v", a.planned.Action, a.planned.Target, err))
+			record(a.index, store.ActionRollbackFailed, map[string]any{"error": err.Error()})
+			continue
 		}
-		raw, _ := json.Marshal(detail)
-		_, _ = r.Store.SetActionState(context.WithoutCancel(ctx), planID, a.index, state, raw)
+		out.undone = append(out.undone, a.applied.Plan.Summary)
+		record(a.index, store.ActionRolledBack, map[string]any{"rolled_back": true})
 	}
+	var again []appliedAction
+	for _, a := range done {
+		if earliest >= 0 && a.index > earliest && a.planned.RerunAfterRollback && !a.applied.Plan.Reversible {
+			again = append(again, a)
+		}
+	}
+	if len(out.failed) > 0 && len(again) > 0 {
+		out.failed = append(out.failed, "so nothing was run again after the rollback")
+		return out
+	}
+	for _, a := range again {
+		say("rollback", "running again so the rollback takes effect: %s", a.planned.Plan.Summary)
+		record(a.index, store.ActionRerunning, nil)
+		rctx, cancel := context.WithTimeoutCause(bg, a.typ.Timeout, fmt.Errorf("rerun of %s on %s after rollback timed out after %s", a.planned.Action, a.planned.Target, a.typ.Timeout))
+		ap, err := a.typ.Action.Apply(rctx, a.env, a.planned.Plan)
+		cancel()
+		if err != nil {
+			out.failed = append(out.failed, fmt.Sprintf("running %s on %s again: %v", a.planned.Action, a.planned.Target, err))
+			record(a.index, store.ActionRerunFailed, map[string]any{"error": err.Error()})
+			// Later reruns (decode after prefill) depend on this one.
+			break
+		}
+		out.rerun = append(out.rerun, a.planned.Plan.Summary)
+		record(a.index, store.ActionRerun, map[string]any{"rerun": ap})
+	}
+	return out
 }
 
 func actionStepFor(rem *Remediation, pa PlannedAction) *ActionStep {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -119,14 +120,62 @@ func TestFailedVerificationRollsBackByteForByte(t *testing.T) {
 	before, err := os.ReadFile(e.script)
 	require.NoError(t, err)
 	prop := e.propose(t)
+	require.Equal(t, "If verification fails: undo action(s) 1, then run action(s) 2 again so the restored state takes effect.", prop.Body.RollbackPlan())
 	e.approve(t, prop, "bob")
-	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil)
+	var stages []string
+	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", func(ev runbooks.ApplyEvent) { stages = append(stages, ev.Stage+": "+ev.Detail) })
 	require.NoError(t, err)
 	require.False(t, res.Recovered)
 	require.Equal(t, store.PlanRolledBack, res.State)
+	require.Contains(t, res.Message, "1 change(s) rolled back, 1 action(s) run again so the rollback takes effect")
 	after, err := os.ReadFile(e.script)
 	require.NoError(t, err)
 	require.Equal(t, before, after, "the launch script is restored byte for byte")
+	// Restoring the file is only half a rollback: the app was started
+	// again, so it runs with the restored flags, not the failed fix.
+	running, err := os.ReadFile(filepath.Join(e.dir, "running"))
+	require.NoError(t, err)
+	require.Equal(t, "--port 8080 --workers 2\n", string(running))
+
+	acts, err := e.st.Actions(t.Context(), prop.Plan.ID)
+	require.NoError(t, err)
+	require.Len(t, acts, 2)
+	require.Equal(t, store.ActionRolledBack, acts[0].State)
+	require.Equal(t, store.ActionRerun, acts[1].State)
+	// The undo came before the rerun.
+	require.Equal(t, []string{"rollback: rolling back", "rollback: running again"}, prefixes(stages, "rollback: ", 2))
+}
+
+// prefixes returns, of the lines starting with prefix, their first n words.
+func prefixes(lines []string, prefix string, n int) []string {
+	var out []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, strings.TrimSuffix(strings.Join(strings.Fields(l)[:n+1], " "), ":"))
+		}
+	}
+	return out
+}
+
+// When an undo fails, nothing is run again (it would load a half-restored
+// state), and the plan ends failed, saying the rollback is incomplete.
+func TestIncompleteRollbackRunsNothingAgain(t *testing.T) {
+	e := newRemedy(t, "app-hopeless-edits.sh")
+	prop := e.propose(t)
+	e.approve(t, prop, "bob")
+	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil)
+	require.NoError(t, err)
+	require.Equal(t, store.PlanFailed, res.State)
+	require.Contains(t, res.Message, "ROLLBACK INCOMPLETE: config_edit on app@here: restore")
+	require.Contains(t, res.Message, "so nothing was run again after the rollback")
+	script, err := os.ReadFile(e.script)
+	require.NoError(t, err)
+	require.Contains(t, string(script), "--safe-mode", "the file changed after runbot's edit, so it was left alone")
+	require.Contains(t, string(script), "# touched by the app")
+	acts, err := e.st.Actions(t.Context(), prop.Plan.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.ActionRollbackFailed, acts[0].State)
+	require.Equal(t, store.ActionDone, acts[1].State, "the restart was not run again")
 }
 
 func TestApprovalRefusals(t *testing.T) {

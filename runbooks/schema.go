@@ -34,6 +34,7 @@ func Schema() ([]byte, error) {
 		at, _ := actions.Lookup(name)
 		actionVariants = append(actionVariants, obj(map[string]any{
 			"action": map[string]any{"const": name}, "target": strs, "with": argsSchema(at.Spec), "timeout": duration,
+			"rerun_after_rollback": map[string]any{"type": "boolean", "default": at.RerunAfterRollback},
 		}, "action", "target"))
 	}
 	param := obj(map[string]any{
@@ -155,9 +156,14 @@ func ReferenceDoc() []byte {
 		writeSpec(&b, ct.Spec, ct.Timeout.String())
 	}
 	b.WriteString("## Actions\n\n")
+	b.WriteString("When verification fails and a plan is rolled back, its reversible changes are undone, newest first; ")
+	b.WriteString("then every action with `rerun_after_rollback` that came after the earliest undone change runs again, in plan order, ")
+	b.WriteString("so that the processes load what was restored (a restart after a config edit). ")
+	b.WriteString("Nothing runs again when an undo failed. Each action's default is given below; an action step may set `rerun_after_rollback` itself.\n\n")
 	for _, name := range actions.Names() {
 		at, _ := actions.Lookup(name)
 		writeSpec(&b, at.Spec, at.Timeout.String())
+		fmt.Fprintf(&b, "Runs again after a rollback (`rerun_after_rollback`): %t.\n\n", at.RerunAfterRollback)
 	}
 	return []byte(b.String())
 }

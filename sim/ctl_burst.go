@@ -39,34 +39,60 @@ func (d *Deployment) abortBurst(ctx context.Context, n int, stdout io.Writer) er
 			body := `{"model":"default","messages":[{"role":"user","content":"burst"}],"max_tokens":16}`
 			req, _ := http.NewRequestWithContext(burstCtx, http.MethodPost, d.URL("router")+"/v1/chat/completions", strings.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("X-Request-Id", fmt.Sprintf("pd-wedge-burst-%d", i+1))
+			req.Header.Set("X-Request-Id", fmt.Sprintf("%s%d", burstRIDPrefix, i+1))
 			if resp, err := http.DefaultClient.Do(req); err == nil {
 				_, _ = io.Copy(io.Discard, resp.Body)
 				_ = resp.Body.Close()
 			}
 		}()
 	}
-	err := waitState(ctx, client, d.URL("decode"), 5*time.Second, func(st decodeTruth) bool { return st.Transfer >= n })
+	// Other traffic (a load generator) may be waiting for KV too, so the
+	// burst follows its own request ids, not the size of the queue.
+	err := waitState(ctx, client, d.URL("decode"), 15*time.Second, func(st decodeTruth) bool { return st.burstInTransfer() >= n })
 	cancel()
 	wg.Wait()
 	if err != nil {
 		return fmt.Errorf("pd-wedge: %d requests never reached decode's transfer queue (is the router up?): %w", n, err)
 	}
 	var final decodeTruth
-	if err := waitState(ctx, client, d.URL("decode"), 5*time.Second, func(st decodeTruth) bool { final = st; return st.Transfer == 0 }); err != nil {
+	if err := waitState(ctx, client, d.URL("decode"), 15*time.Second, func(st decodeTruth) bool { final = st; return st.burstWaiting() == 0 }); err != nil {
 		return fmt.Errorf("pd-wedge: decode did not process the aborts: %w", err)
 	}
+	final.PreallocRIDs, final.TransferRIDs = nil, nil // other traffic's, not news
 	b, _ := json.Marshal(final)
 	_, err = fmt.Fprintf(stdout, "decode: {\"fault\":\"pd-wedge\",\"aborted\":%d,\"state\":%s}\n", n, b)
 	return err
 }
 
+// burstRIDPrefix starts the request id of every request of a burst.
+const burstRIDPrefix = "pd-wedge-burst-"
+
 // decodeTruth is the part of decode's GET /_sim/state the burst needs.
 type decodeTruth struct {
-	Wedged   bool `json:"wedged"`
-	Overlap  bool `json:"overlap_schedule"`
-	Transfer int  `json:"transfer"`
-	Running  int  `json:"running"`
+	Wedged       bool     `json:"wedged"`
+	Overlap      bool     `json:"overlap_schedule"`
+	Transfer     int      `json:"transfer"`
+	Running      int      `json:"running"`
+	PreallocRIDs []string `json:"prealloc_rids,omitempty"`
+	TransferRIDs []string `json:"transfer_rids,omitempty"`
+}
+
+// burstInTransfer counts the burst's requests whose KV transfer started.
+func (st decodeTruth) burstInTransfer() int { return countPrefix(st.TransferRIDs, burstRIDPrefix) }
+
+// burstWaiting counts the burst's requests still waiting for their KV.
+func (st decodeTruth) burstWaiting() int {
+	return countPrefix(st.PreallocRIDs, burstRIDPrefix) + countPrefix(st.TransferRIDs, burstRIDPrefix)
+}
+
+func countPrefix(ss []string, prefix string) int {
+	n := 0
+	for _, s := range ss {
+		if strings.HasPrefix(s, prefix) {
+			n++
+		}
+	}
+	return n
 }
 
 func waitState(ctx context.Context, client *http.Client, url string, timeout time.Duration, done func(decodeTruth) bool) error {

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -54,18 +55,23 @@ func (d *decodeSched) applyFault(f Fault) error {
 func (d *decodeSched) state() map[string]any {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var prealloc, transfer int
+	// The request ids waiting for their KV let a tool follow its own
+	// requests while other traffic runs.
+	preallocRIDs, transferRIDs := []string{}, []string{}
 	for _, r := range d.reqs {
 		switch r.state {
 		case dsPrealloc:
-			prealloc++
+			preallocRIDs = append(preallocRIDs, r.rid)
 		case dsTransfer:
-			transfer++
+			transferRIDs = append(transferRIDs, r.rid)
 		}
 	}
+	slices.Sort(preallocRIDs)
+	slices.Sort(transferRIDs)
 	st := map[string]any{
 		"role": "decode", "wedged": d.wedge.wedged, "overlap_schedule": d.wedge.overlap,
-		"prealloc": prealloc, "transfer": transfer, "running": len(d.running), "forward_ct": d.forwardCt,
+		"prealloc": len(preallocRIDs), "transfer": len(transferRIDs), "running": len(d.running), "forward_ct": d.forwardCt,
+		"prealloc_rids": preallocRIDs, "transfer_rids": transferRIDs,
 	}
 	if d.wedge.wedged {
 		st["wedged_since"] = d.wedge.since.UTC().Format(time.RFC3339Nano)

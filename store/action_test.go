@@ -59,11 +59,13 @@ func TestActionRecordsFollowTheApply(t *testing.T) {
 }
 
 func TestActionTransitions(t *testing.T) {
-	all := []store.ActionState{store.ActionStarted, store.ActionDone, store.ActionFailed, store.ActionRolledBack, store.ActionRollbackFailed}
+	all := []store.ActionState{store.ActionStarted, store.ActionDone, store.ActionFailed, store.ActionRolledBack,
+		store.ActionRollbackFailed, store.ActionRerunning, store.ActionRerun, store.ActionRerunFailed}
 	allowed := map[store.ActionState][]store.ActionState{
-		store.ActionStarted: {store.ActionDone, store.ActionFailed},
-		store.ActionDone:    {store.ActionRolledBack, store.ActionRollbackFailed},
-		store.ActionFailed:  {store.ActionRolledBack, store.ActionRollbackFailed},
+		store.ActionStarted:   {store.ActionDone, store.ActionFailed},
+		store.ActionDone:      {store.ActionRolledBack, store.ActionRollbackFailed, store.ActionRerunning},
+		store.ActionFailed:    {store.ActionRolledBack, store.ActionRollbackFailed, store.ActionRerunning},
+		store.ActionRerunning: {store.ActionRerun, store.ActionRerunFailed},
 	}
 	// How each state is reached from started.
 	path := map[store.ActionState][]store.ActionState{
@@ -72,6 +74,9 @@ func TestActionTransitions(t *testing.T) {
 		store.ActionFailed:         {store.ActionFailed},
 		store.ActionRolledBack:     {store.ActionDone, store.ActionRolledBack},
 		store.ActionRollbackFailed: {store.ActionDone, store.ActionRollbackFailed},
+		store.ActionRerunning:      {store.ActionDone, store.ActionRerunning},
+		store.ActionRerun:          {store.ActionDone, store.ActionRerunning, store.ActionRerun},
+		store.ActionRerunFailed:    {store.ActionFailed, store.ActionRerunning, store.ActionRerunFailed},
 	}
 	s, _ := openTest(t)
 	ctx := testCtx(t)

@@ -45,7 +45,9 @@
 //	actions(plan_id → plans, idx, target, action, state, detail JSON,
 //	        started_at, finished_at; PK plan_id, idx)
 //	    One action of a plan, written as started before its side effect;
-//	    state: started → done | failed → rolled_back | rollback_failed.
+//	    state: started → done | failed → rolled_back | rollback_failed;
+//	    a done action that makes a rolled-back change take effect (a
+//	    restart) runs again: done → rerunning → rerun | rerun_failed.
 //
 //	audit(id PK AUTOINCREMENT, at, run_id, plan_id, kind, actor, detail JSON)
 //	    Every state change, written in the transaction that makes it.

@@ -75,14 +75,22 @@ const (
 	ActionFailed         ActionState = "failed"
 	ActionRolledBack     ActionState = "rolled_back"
 	ActionRollbackFailed ActionState = "rollback_failed"
+	// ActionRerunning is written before an action runs again after a
+	// rollback (a restart, so the restored config takes effect); like
+	// ActionStarted, a crash leaves it unknown whether that happened.
+	ActionRerunning   ActionState = "rerunning"
+	ActionRerun       ActionState = "rerun"
+	ActionRerunFailed ActionState = "rerun_failed"
 )
 
 var actionTransitions = map[ActionState][]ActionState{
 	ActionStarted: {ActionDone, ActionFailed},
-	// A failed action may have changed part of its target, so it can be
-	// rolled back too.
-	ActionDone:   {ActionRolledBack, ActionRollbackFailed},
-	ActionFailed: {ActionRolledBack, ActionRollbackFailed},
+	// An action is run again after a rollback at most once. A failed
+	// action may have changed part of its target, so it can be rolled back
+	// or run again too (a restart that failed on the edited config).
+	ActionDone:      {ActionRolledBack, ActionRollbackFailed, ActionRerunning},
+	ActionFailed:    {ActionRolledBack, ActionRollbackFailed, ActionRerunning},
+	ActionRerunning: {ActionRerun, ActionRerunFailed},
 }
 
 func canActionTransition(from, to ActionState) bool {

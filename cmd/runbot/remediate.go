@@ -162,8 +162,9 @@ func printPlan(out *output, b *runbooks.PlanBody, planID string) {
 		out.printf("\n%s\n", d)
 	}
 	if len(b.Verify) > 0 {
-		out.printf("Then verify with: %s (rollback: %s)\n", strings.Join(b.Verify, ", "), b.Rollback)
+		out.printf("Then verify with: %s\n", strings.Join(b.Verify, ", "))
 	}
+	out.println(b.RollbackPlan())
 }
 
 func firstLine(s string) string {
