@@ -1,10 +1,12 @@
 package bot
 
 import (
-	"github.com/runbot/runbot/internal/secret"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/internal/secret"
 )
 
 func TestRedact(t *testing.T) {
@@ -41,4 +43,27 @@ func TestMessagesAreRedactedBeforePosting(t *testing.T) {
 	require.NotContains(t, text, "hunter2")
 	require.Contains(t, text, "note = password is [redacted]", "command output is redacted")
 	require.Contains(t, text, "note=password is [redacted]", "params are redacted")
+}
+
+// The timeline picture shows text from the report, so the report it is
+// drawn from is redacted too; the run's stored report is not changed.
+func TestTimelineIsDrawnFromARedactedReport(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *Config) { c.Redact = []string{`hunter\d+`} })
+	tl := &fakeTimeline{png: testPNG(t)}
+	withTimeline(h, tl)
+	recordUploads(t, h.rec)
+	run, _ := h.runOnce(`note="password is hunter2"`)
+
+	require.Len(t, tl.reports, 1)
+	drawn, err := json.Marshal(tl.reports[0])
+	require.NoError(t, err)
+	require.NotContains(t, string(drawn), "hunter2")
+	require.Contains(t, string(drawn), "password is [redacted]")
+	require.Equal(t, run.ID, tl.reports[0].RunID)
+	require.NotEmpty(t, tl.reports[0].Findings, "the redacted copy keeps the report's content")
+
+	stored, err := h.store.GetRun(t.Context(), run.ID)
+	require.NoError(t, err)
+	require.Contains(t, string(stored.Report), "hunter2", "the audit record keeps what was observed")
 }

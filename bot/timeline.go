@@ -66,6 +66,13 @@ func (d *Dispatcher) postTimeline(rs *runState, pl workPayload) {
 }
 
 func (d *Dispatcher) uploadTimeline(ctx context.Context, rep *runbooks.Report, channel, thread string) error {
+	// The picture shows text from the report (log lines, params, probe
+	// labels), so it is redacted like every message: pixels in Slack are
+	// as readable as text.
+	rep, err := redactReport(rep, d.msgr.redact)
+	if err != nil {
+		return err
+	}
 	png, err := d.timeline(rep)
 	if err != nil {
 		return fmt.Errorf("render timeline: %w", err)
