@@ -3,6 +3,7 @@ package bot
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -161,4 +162,35 @@ func TestDryRunShowsThePlanToApproversOnly(t *testing.T) {
 	require.Contains(t, strings.Join(h.ephemeralsTo(stranger), "\n"), "Only people who may run stuck-worker or approve this plan")
 	require.Zero(t, h.appliedCount())
 	require.Equal(t, store.PlanProposed, h.planOf(run.ID).State)
+}
+
+// When a plan's approval window closes, its message says so and loses its
+// buttons without anyone clicking; a late click is refused and changes
+// nothing.
+func TestExpiredPlanLosesItsButtons(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	run, ts := h.runOnce("")
+	value := buttonValue(t, h.lastMessage(ts), actionApprove)
+	require.True(t, hasButtons(h.lastMessage(ts)))
+	plan := h.planOf(run.ID)
+
+	// The window closes: move its end into the past, as time would.
+	_, err := h.store.DB().ExecContext(t.Context(), `UPDATE plans SET expires_at = ? WHERE id = ?`, time.Now().Add(-time.Second).UnixNano(), plan.ID)
+	require.NoError(t, err)
+	expired, err := h.store.ExpirePlans(t.Context())
+	require.NoError(t, err)
+	require.Len(t, expired, 1)
+	h.bot.disp.ShowExpired(expired)
+	h.idle()
+
+	final := h.lastMessage(ts)
+	require.False(t, hasButtons(final), "no Approve button on a plan that can no longer run")
+	require.Contains(t, final.Text(), "Plan is expired")
+
+	h.click(approverA, actionApprove, value, ts)
+	h.idle()
+	require.Contains(t, strings.Join(h.ephemeralsTo(approverA), "\n"), "expired")
+	require.Equal(t, store.PlanExpired, h.planOf(run.ID).State)
+	require.Zero(t, h.appliedCount())
 }

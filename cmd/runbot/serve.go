@@ -230,8 +230,9 @@ func joined(ms ...*heartbeat.Monitor) *heartbeat.Monitor {
 	return heartbeat.Join(ms...)
 }
 
-// housekeeping expires approvals whose window closed; it is the liveness
-// loop: if it stops, the process is wedged.
+// housekeeping expires approvals whose window closed and has their Slack
+// messages updated; it is the liveness loop: if it stops, the process is
+// wedged.
 func (d *daemonParts) housekeeping(ctx context.Context, live *heartbeat.Monitor) {
 	live.Register("housekeeping", 90*time.Second)
 	d.loops.Go(func() {
@@ -245,6 +246,9 @@ func (d *daemonParts) housekeeping(ctx context.Context, live *heartbeat.Monitor)
 				live.Beat("housekeeping")
 				for _, p := range expired {
 					d.log.Info("approval window closed", "plan", p.ID, "remediation", p.Remediation)
+				}
+				if d.bot != nil && len(expired) > 0 {
+					d.bot.Dispatcher().ShowExpired(expired)
 				}
 			} else if ctx.Err() == nil {
 				d.log.Warn("housekeeping failed", "err", err)
