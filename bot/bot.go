@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
@@ -39,6 +40,7 @@ type Bot struct {
 	now      func() time.Time
 	api      *slack.Client
 	msgr     *messenger
+	metrics  *slackMetrics
 	verifier verifier
 	appToken Secret
 	access   *access
@@ -106,18 +108,26 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 		return nil, fmt.Errorf("slack bot config: %w", err)
 	}
 	b.tasks = newTasks(log)
-	b.msgr = &messenger{api: b.api, redact: red, log: log}
-	b.access = &access{rules: cfg.Access, groups: cfg.Groups, slack: &slackGroups{api: b.api, now: now, cache: map[string]groupEntry{}}}
+	b.metrics = newSlackMetrics()
+	api := meteredAPI{api: b.api, m: b.metrics}
+	b.msgr = &messenger{api: api, redact: red, log: log, metrics: b.metrics}
+	b.access = &access{rules: cfg.Access, groups: cfg.Groups, slack: &slackGroups{api: api, now: now, cache: map[string]groupEntry{}}}
 	b.seen = newDedup(now, 30*time.Minute)
 	b.disp = &Dispatcher{
 		catalog: deps.Catalog, engine: deps.Engine, rem: deps.Remediator, store: deps.Store,
 		msgr: b.msgr, tasks: b.tasks, log: log, now: now,
 		channel: cfg.Channel, runTimeout: cfg.RunTimeout, applyTimeout: cfg.ApplyTimeout, gap: cfg.UpdateInterval,
 		slots: make(chan struct{}, cfg.MaxConcurrentRuns), runs: map[string]*runState{},
-		timeline: deps.Timeline, files: b.api,
+		timeline: deps.Timeline, files: api,
 	}
 	return b, nil
 }
+
+// Describe implements prometheus.Collector: the bot's Slack API metrics.
+func (b *Bot) Describe(ch chan<- *prometheus.Desc) { b.metrics.Describe(ch) }
+
+// Collect implements prometheus.Collector.
+func (b *Bot) Collect(ch chan<- prometheus.Metric) { b.metrics.Collect(ch) }
 
 // Dispatcher is the core that alerts and schedules submit runs to.
 func (b *Bot) Dispatcher() *Dispatcher { return b.disp }

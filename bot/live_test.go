@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/slack-go/slack"
 	"github.com/stretchr/testify/require"
 )
@@ -180,4 +181,13 @@ func TestRateLimitedSlackLosesNothing(t *testing.T) {
 	require.True(t, hasButtons(final))
 	require.Contains(t, h.logs.String(), "slack rate limit")
 	require.True(t, strings.HasPrefix(final.Form.Get("ts"), "1700000000."))
+
+	// The metrics an operator watches count each attempt by its outcome.
+	calls := h.bot.metrics.calls
+	require.Equal(t, 1.0, testutil.ToFloat64(calls.WithLabelValues("chat.postMessage", "rate_limited")))
+	require.Equal(t, 1.0, testutil.ToFloat64(calls.WithLabelValues("chat.postMessage", "ok")))
+	require.Equal(t, 1.0, testutil.ToFloat64(calls.WithLabelValues("chat.update", "rate_limited")))
+	require.Equal(t, float64(len(updates)-1), testutil.ToFloat64(calls.WithLabelValues("chat.update", "ok")))
+	require.Zero(t, testutil.ToFloat64(calls.WithLabelValues("chat.update", "error")))
+	require.GreaterOrEqual(t, testutil.CollectAndCount(h.bot, "runbot_slack_api_call_duration_seconds"), 2, "timed per method")
 }

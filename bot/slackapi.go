@@ -50,9 +50,10 @@ func retryRateLimited(ctx context.Context, log *slog.Logger, what string, fn fun
 // messenger posts messages: it redacts, renders to Block Kit and retries
 // rate-limited calls.
 type messenger struct {
-	api    slackAPI
-	redact *Redactor
-	log    *slog.Logger
+	api     slackAPI
+	redact  *Redactor
+	log     *slog.Logger
+	metrics *slackMetrics // counts the response_url posts; api counts the rest
 }
 
 func (m *messenger) options(msg Message) []slack.MsgOption {
@@ -111,9 +112,14 @@ func (m *messenger) respond(ctx context.Context, responseURL string, msg Message
 	msg = msg.redact(m.redact)
 	blocks := renderBlocks(msg)
 	err := retryRateLimited(ctx, m.log, "response_url", func(ctx context.Context) error {
-		return slack.PostWebhookContext(ctx, responseURL, &slack.WebhookMessage{
+		start := time.Now()
+		err := slack.PostWebhookContext(ctx, responseURL, &slack.WebhookMessage{
 			Text: fallbackText(msg), Blocks: &slack.Blocks{BlockSet: blocks}, ResponseType: slack.ResponseTypeEphemeral,
 		})
+		if m.metrics != nil {
+			m.metrics.observe("response_url", start, err)
+		}
+		return err
 	})
 	if err != nil {
 		// The URL is a credential; say which call failed, not where.

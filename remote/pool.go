@@ -12,6 +12,10 @@ import (
 // runner keeps its connection alive and redials it when it breaks; callers
 // that arrive while a host is being dialed share that dial.
 type Pool struct {
+	// OnDial, when set before the pool is used, is told about every
+	// connection attempt of the pool's runners (for metrics).
+	OnDial func(DialEvent)
+
 	mu     sync.Mutex
 	hosts  map[string]*pooled
 	closed bool
@@ -51,6 +55,7 @@ func (p *Pool) Runner(cfg SSHConfig) (*SSH, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.onDial = p.OnDial
 	p.hosts[key] = &pooled{asked: cfg, ssh: s}
 	return s, nil
 }

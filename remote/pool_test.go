@@ -123,3 +123,45 @@ func closedPort(t *testing.T) int {
 	defer func() { _ = l.Close() }() // only the port was wanted
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// Every connection attempt of the pool's runners is reported with an
+// outcome an operator can act on; the table walks one per outcome against
+// real sshd servers.
+func TestPoolReportsEveryDialWithItsOutcome(t *testing.T) {
+	srv := sshdtest.Start(t, sshdtest.Options{})
+	other := sshdtest.Start(t, sshdtest.Options{}) // a different host key and client key
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closedPort := closed.Addr().(*net.TCPAddr).Port
+	require.NoError(t, closed.Close()) // nothing listens there now
+
+	cases := []struct {
+		name    string
+		edit    func(*remote.SSHConfig)
+		outcome string
+	}{
+		{"ok", func(*remote.SSHConfig) {}, "ok"},
+		{"changed host key", func(c *remote.SSHConfig) { c.KnownHostsFiles = []string{other.KnownHostsFile(t)}; c.Port = srv.Port }, "host_key"},
+		{"key not authorized", func(c *remote.SSHConfig) { c.IdentityFiles = []string{other.ClientKeyFile} }, "auth"},
+		{"nothing listening", func(c *remote.SSHConfig) { c.Port = closedPort }, "unreachable"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var events []remote.DialEvent
+			pool := remote.NewPool()
+			pool.OnDial = func(e remote.DialEvent) { mu.Lock(); events = append(events, e); mu.Unlock() }
+			t.Cleanup(func() { _ = pool.Close() }) // test cleanup
+			cfg := hostConfig(t, srv)
+			tc.edit(&cfg)
+			_, err := pool.Get(testCtx(t), cfg)
+			require.Equal(t, tc.outcome == "ok", err == nil, "dial error: %v", err)
+			mu.Lock()
+			defer mu.Unlock()
+			require.Len(t, events, 1)
+			require.Equal(t, "web1", events[0].Host)
+			require.Equal(t, tc.outcome, events[0].Outcome(), "error: %v", events[0].Err)
+			require.Positive(t, events[0].Took)
+		})
+	}
+}

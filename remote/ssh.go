@@ -37,6 +37,8 @@ type SSH struct {
 	dialing *dialCall
 	closed  bool
 	dials   int
+	// onDial is told about each connection attempt; set before first use.
+	onDial func(DialEvent)
 }
 
 // NewSSH returns a runner for the host cfg describes. It does not dial.

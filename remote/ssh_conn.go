@@ -80,7 +80,11 @@ func (s *SSH) dial(call *dialCall) {
 		case <-ctx.Done():
 		}
 	}()
+	start := time.Now()
 	conn, err := dialSSH(ctx, s.cfg)
+	if s.onDial != nil {
+		s.onDial(DialEvent{Host: s.cfg.Name, Took: time.Since(start), Err: err})
+	}
 	var live *liveConn
 	if err == nil {
 		live = &liveConn{sshConn: conn, dead: make(chan struct{})}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/runbot/runbot/remote"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
@@ -15,6 +16,8 @@ type metrics struct {
 	runs         *prometheus.CounterVec
 	steps        *prometheus.HistogramVec
 	remediations *prometheus.CounterVec
+	sshDials     *prometheus.CounterVec
+	sshDialTime  *prometheus.HistogramVec
 }
 
 func newMetrics(reg prometheus.Registerer, st store.Store) *metrics {
@@ -29,6 +32,14 @@ func newMetrics(reg prometheus.Registerer, st store.Store) *metrics {
 		remediations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "runbot_remediations_total", Help: "Remediations that ended, by remediation and final plan state.",
 		}, []string{"remediation", "state"}),
+		sshDials: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "runbot_ssh_dials_total",
+			Help: "SSH connection attempts, by inventory host and outcome (ok, host_key, auth, timeout, unreachable, error).",
+		}, []string{"host", "outcome"}),
+		sshDialTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "runbot_ssh_dial_duration_seconds", Help: "Time to connect and authenticate to a host, by host.",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"host"}),
 	}
 	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "runbot_approvals_pending", Help: "Remediation plans waiting for approval (not expired).",
@@ -41,8 +52,14 @@ func newMetrics(reg prometheus.Registerer, st store.Store) *metrics {
 		}
 		return float64(len(plans))
 	})
-	reg.MustRegister(m.runs, m.steps, m.remediations, pending)
+	reg.MustRegister(m.runs, m.steps, m.remediations, m.sshDials, m.sshDialTime, pending)
 	return m
+}
+
+// Dialed counts one SSH connection attempt (remote.Pool.OnDial).
+func (m *metrics) Dialed(e remote.DialEvent) {
+	m.sshDials.WithLabelValues(e.Host, e.Outcome()).Inc()
+	m.sshDialTime.WithLabelValues(e.Host).Observe(e.Took.Seconds())
 }
 
 // StepFinished implements runbooks.Observer.

@@ -116,6 +116,7 @@ func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notif
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := newMetrics(reg, st)
+	d.pool.OnDial = m.Dialed
 	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: d.pool}}, Observer: m}
 	rem := &runbooks.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: cfg.Groups}
 
@@ -134,6 +135,7 @@ func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notif
 			return err
 		}
 		d.bot = b
+		reg.MustRegister(b)
 		mux.Handle("/slack/", b.Handler())
 		d.loops.Go(func() {
 			if err := b.Run(runCtx); err != nil && runCtx.Err() == nil {

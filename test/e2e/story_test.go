@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/bot/slackrec"
@@ -328,4 +331,38 @@ func TestIncidentStory(t *testing.T) {
 		return false
 	})
 	require.NoError(t, err, "no resolution in the thread")
+
+	c.Step(t, nil, "/metrics tells the operator what happened")
+	m := scrape(t, runbotURL)
+	require.Positive(t, m["runbot_ssh_dials_total"][`host="`+h.Name+`",outcome="ok"`], "SSH connections to the test host")
+	require.Positive(t, m["runbot_slack_api_calls_total"][`method="chat.postMessage",outcome="ok"`])
+	require.Positive(t, m["runbot_slack_api_calls_total"][`method="chat.update",outcome="ok"`])
+	require.Equal(t, 1.0, m["runbot_remediations_total"][`remediation="disable_overlap_and_restart",state="done"`])
+}
+
+// scrape reads runbot's /metrics with Prometheus's own parser, as metric
+// name → labels (as `k="v",…`, sorted) → value, for counters and gauges.
+func scrape(t *testing.T, runbotURL string) map[string]map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(runbotURL + "/metrics")
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err)
+	out := map[string]map[string]float64{}
+	for name, f := range families {
+		out[name] = map[string]float64{}
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			sort.Strings(labels)
+			v := m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			out[name][strings.Join(labels, ",")] = v
+		}
+	}
+	return out
 }
