@@ -68,18 +68,41 @@ type groupEntry struct {
 }
 
 func (g *slackGroups) contains(ctx context.Context, group, user string) (bool, error) {
+	members, err := g.members(ctx, group)
+	return slices.Contains(members, user), err
+}
+
+// members returns the user group's members, from the cache when fresh.
+func (g *slackGroups) members(ctx context.Context, group string) ([]string, error) {
 	g.mu.Lock()
 	e, ok := g.cache[group]
 	g.mu.Unlock()
 	if !ok || g.now().Sub(e.at) > slackGroupsTTL {
 		members, err := g.api.GetUserGroupMembersContext(ctx, group)
 		if err != nil {
-			return false, fmt.Errorf("look up members of Slack user group %s: %w", group, err)
+			return nil, fmt.Errorf("look up members of Slack user group %s: %w", group, err)
 		}
 		e = groupEntry{members: members, at: g.now()}
 		g.mu.Lock()
 		g.cache[group] = e
 		g.mu.Unlock()
 	}
-	return slices.Contains(e.members, user), nil
+	return e.members, nil
+}
+
+// approverDirectory resolves runbot groups backed by Slack user groups,
+// for runbooks.Remediator.Directory.
+type approverDirectory struct {
+	ids    map[string]string // group name -> Slack user group id
+	groups *slackGroups
+}
+
+// Members implements runbooks.Directory.
+func (d approverDirectory) Members(ctx context.Context, group string) ([]string, bool, error) {
+	id, ok := d.ids[group]
+	if !ok {
+		return nil, false, nil
+	}
+	members, err := d.groups.members(ctx, id)
+	return members, err == nil, err
 }

@@ -160,6 +160,10 @@ func refusalText(err error, plan store.Plan) string {
 	if errors.As(err, &ae) && errors.Is(err, runbooks.ErrNotApprover) {
 		return fmt.Sprintf("You are not an approver of this remediation (approvers: %s). Nothing was changed.", strings.Join(plan.Policy.Approvers, ", "))
 	}
+	if errors.As(err, &ae) && errors.Is(err, runbooks.ErrApproversUnknown) {
+		why := strings.TrimPrefix(ae.Reason.Error(), runbooks.ErrApproversUnknown.Error()+": ")
+		return "Could not check whether you may approve (" + why + "), so your vote was not counted. Nothing was changed; try again."
+	}
 	var se *store.ApprovalError
 	if errors.As(err, &se) {
 		switch se.Reason {

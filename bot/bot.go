@@ -129,6 +129,13 @@ func (b *Bot) Describe(ch chan<- *prometheus.Desc) { b.metrics.Describe(ch) }
 // Collect implements prometheus.Collector.
 func (b *Bot) Collect(ch chan<- prometheus.Metric) { b.metrics.Collect(ch) }
 
+// Approvers resolves the groups Config.SlackUsergroups backs with Slack
+// user groups; set it as the Remediator's Directory so that votes are
+// checked against who is in the Slack group now.
+func (b *Bot) Approvers() runbooks.Directory {
+	return approverDirectory{ids: b.cfg.SlackUsergroups, groups: b.access.slack}
+}
+
 // Dispatcher is the core that alerts and schedules submit runs to.
 func (b *Bot) Dispatcher() *Dispatcher { return b.disp }
 

@@ -45,6 +45,10 @@ type Config struct {
 	// Groups are named sets of Slack user IDs, used by access rules and by
 	// remediation approvers ("@sre-oncall").
 	Groups runbooks.Groups
+	// SlackUsergroups maps a group name to a Slack user group id (S…);
+	// its members, looked up when someone votes or asks for a dry run,
+	// belong to the group too. Give the Remediator Bot.Approvers().
+	SlackUsergroups map[string]string
 
 	// Redact are extra regular expressions whose matches are replaced by
 	// [redacted] in everything posted; a pattern with capture groups

@@ -121,6 +121,7 @@ func newHarness(t *testing.T, tweak ...func(*Config)) *harness {
 	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h.bot, err = New(cfg, Deps{Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Logger: logger})
 	require.NoError(t, err)
+	rem.Directory = h.bot.Approvers() // as runbot serve does
 	h.srv = httptest.NewServer(h.bot.Handler())
 	t.Cleanup(h.srv.Close)
 	t.Cleanup(func() {

@@ -90,7 +90,10 @@ func (b *Bot) dryRun(ctx context.Context, c click) {
 		return
 	}
 	mayRun, err := b.access.allowed(ctx, run.Runbook, c.user, c.channel)
-	mayApprove := b.cfg.Groups.Authorized(plan.Policy.Approvers, c.user)
+	mayApprove := false
+	if err == nil && !mayRun {
+		mayApprove, err = b.disp.rem.MayApprove(ctx, plan.Policy.Approvers, c.user)
+	}
 	if err != nil || (!mayRun && !mayApprove) {
 		b.log.Info("dry run refused", "plan", c.planID, "user", c.user, "err", err)
 		b.tell(ctx, c, errorReply("Only people who may run "+run.Runbook+" or approve this plan can see its dry run."))

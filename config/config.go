@@ -25,10 +25,13 @@ type Config struct {
 	Runbooks  []string
 	Log       Log
 	// Groups are approver and user groups: name -> member ids.
-	Groups    map[string][]string
-	Slack     *Slack
-	Alerts    *Alerts
-	Schedules []Schedule
+	Groups map[string][]string
+	// SlackUsergroups maps a group name to a Slack user group id (S…)
+	// whose members also belong to the group.
+	SlackUsergroups map[string]string
+	Slack           *Slack
+	Alerts          *Alerts
+	Schedules       []Schedule
 	// ShutdownGrace is how long in-flight steps may finish on SIGTERM.
 	ShutdownGrace time.Duration
 	// Parallel bounds runs executing at once.

@@ -18,7 +18,8 @@ testdata/broken.yaml:8:3: alerts: configure bearer_token or basic_auth; the webh
 testdata/broken.yaml:8:17: alerts.dedup_window must be a duration like 30s or 5m, got "soon"
 testdata/broken.yaml:10:38: schedule.cron: expected 5 to 6 fields, found 2: [every ten]
 testdata/broken.yaml:10:57: schedule.post must be always, on_change or on_failure, got "sometimes"
-testdata/broken.yaml:11:1: config: unknown key "logg" (did you mean "log"?)`
+testdata/broken.yaml:11:1: config: unknown key "logg" (did you mean "log"?)
+testdata/broken.yaml:13:29: groups.oncall.slack_usergroup must be a Slack user group id like S0123ABCD, got "@oncall"`
 	require.Equal(t, want, err.Error())
 	require.NotContains(t, err.Error(), "xoxb-a-real-token", "a pasted secret must never be echoed")
 }
@@ -35,4 +36,12 @@ func TestSecretsNeverPrint(t *testing.T) {
 	}
 	_, err = c.Slack.SigningSecret.Load()
 	require.ErrorContains(t, err, "/run/secrets/slack-signing")
+}
+
+// A group is a list of user ids, or members plus a Slack user group.
+func TestGroupsListOrSlackUsergroup(t *testing.T) {
+	c, err := config.Load("testdata/good.yaml")
+	require.NoError(t, err)
+	require.Equal(t, map[string][]string{"sre-oncall": {"U01ALICE", "U02BOB"}, "gpu-owners": {"U03CAROL"}}, c.Groups)
+	require.Equal(t, map[string]string{"gpu-owners": "S0GPUOWN"}, c.SlackUsergroups)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"regexp"
 	"slices"
 	"time"
 
@@ -27,7 +28,7 @@ func Load(path string) (*Config, error) {
 // Parse validates config YAML.
 func Parse(path string, data []byte) (*Config, error) {
 	d := &yamlnode.Decoder{File: path}
-	c := &Config{File: path, Listen: "127.0.0.1:8080", Log: Log{Format: "text", Level: "info"}, ShutdownGrace: 30 * time.Second, Parallel: 4, Groups: map[string][]string{}}
+	c := &Config{File: path, Listen: "127.0.0.1:8080", Log: Log{Format: "text", Level: "info"}, ShutdownGrace: 30 * time.Second, Parallel: 4, Groups: map[string][]string{}, SlackUsergroups: map[string]string{}}
 	root := d.Parse(data)
 	if root == nil {
 		return nil, d.Problems.Err()
@@ -73,7 +74,7 @@ func Parse(path string, data []byte) (*Config, error) {
 				}
 			})
 		case "groups":
-			d.Pairs(v, "groups", func(name string, _, gv *yaml.Node) { c.Groups[name] = d.Strings(gv, "groups."+name) })
+			d.Pairs(v, "groups", func(name string, _, gv *yaml.Node) { decodeGroup(d, c, name, gv) })
 		case "slack":
 			c.Slack = decodeSlack(d, v)
 		case "alerts":
@@ -98,6 +99,34 @@ func Parse(path string, data []byte) (*Config, error) {
 	}
 	return c, nil
 }
+
+// decodeGroup reads one group: a list of Slack user ids, or a mapping
+// with members and/or the Slack user group whose members are looked up
+// when someone votes (so the on-call rotation in Slack is the truth).
+func decodeGroup(d *yamlnode.Decoder, c *Config, name string, n *yaml.Node) {
+	what := "groups." + name
+	if n.Kind != yaml.MappingNode {
+		c.Groups[name] = d.Strings(n, what)
+		return
+	}
+	c.Groups[name] = nil
+	d.Fields(n, what, []string{"members", "slack_usergroup"}, func(key string, _, v *yaml.Node) {
+		switch key {
+		case "members":
+			c.Groups[name] = d.Strings(v, what+".members")
+		case "slack_usergroup":
+			id := d.String(v, what+".slack_usergroup")
+			if !slackUsergroupID.MatchString(id) {
+				d.Errorf(v, "%s.slack_usergroup must be a Slack user group id like S0123ABCD, got %q", what, id)
+				return
+			}
+			c.SlackUsergroups[name] = id
+		}
+	})
+}
+
+// slackUsergroupID is the shape of a Slack user group id.
+var slackUsergroupID = regexp.MustCompile(`^S[0-9A-Z]{2,}$`)
 
 func decodeSecret(d *yamlnode.Decoder, n *yaml.Node, what string) Secret {
 	var s Secret

@@ -1,6 +1,7 @@
 package runbooks
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -29,7 +30,43 @@ var (
 	ErrApprovalExpired = errors.New("the approval expired before the plan was applied")
 	// ErrNotApproved: the plan is not (or no longer) approved.
 	ErrNotApproved = errors.New("plan is not approved")
+	// ErrApproversUnknown: whether the person may approve could not be
+	// checked (a group lookup failed); the vote was not counted.
+	ErrApproversUnknown = errors.New("could not check who may approve")
 )
+
+// Directory resolves approver groups whose members live outside runbot's
+// config, such as a Slack user group kept by the on-call rotation. Members
+// returns known=false for a group it does not resolve.
+type Directory interface {
+	Members(ctx context.Context, group string) (members []string, known bool, err error)
+}
+
+// MayApprove reports whether user may approve under approvers: named
+// directly, in a config group, or in a group the directory resolves. A
+// failed lookup is an error wrapping ErrApproversUnknown, never a yes.
+func (r *Remediator) MayApprove(ctx context.Context, approvers []string, user string) (bool, error) {
+	if r.Groups.Authorized(approvers, user) {
+		return true, nil
+	}
+	if r.Directory == nil {
+		return false, nil
+	}
+	for _, a := range approvers {
+		name, isGroup := groupName(a)
+		if !isGroup {
+			continue
+		}
+		members, known, err := r.Directory.Members(ctx, name)
+		if err != nil {
+			return false, fmt.Errorf("%w: members of %s: %w", ErrApproversUnknown, a, err)
+		}
+		if known && slices.Contains(members, user) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
 
 // ApprovalError says who was refused and why.
 type ApprovalError struct {

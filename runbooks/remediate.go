@@ -26,6 +26,9 @@ type Remediator struct {
 	Store   store.Store
 	Catalog *Catalog
 	Groups  Groups
+	// Directory, when set, resolves approver groups that are not in Groups
+	// (Slack user groups). Set it before the first Vote.
+	Directory Directory
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Holder names this process in locks, e.g. "runbot@host/pid".
@@ -269,7 +272,11 @@ func (r *Remediator) Vote(ctx context.Context, planID, user string, approve bool
 	if approve {
 		decision = store.Approve
 	}
-	if !r.Groups.Authorized(plan.Policy.Approvers, user) {
+	ok, err := r.MayApprove(ctx, plan.Policy.Approvers, user)
+	if err != nil {
+		return store.ApprovalResult{Plan: plan}, &ApprovalError{User: user, Reason: err}
+	}
+	if !ok {
 		detail, _ := json.Marshal(map[string]any{"decision": decision, "reason": "not an approver"})
 		_, _ = r.Store.AppendAudit(ctx, store.AuditEvent{At: r.now(), RunID: plan.RunID, PlanID: plan.ID, Kind: store.AuditApprovalRefused, Actor: user, Detail: detail})
 		return store.ApprovalResult{Plan: plan}, &ApprovalError{User: user, Reason: ErrNotApprover, Detail: "approvers: " + strings.Join(plan.Policy.Approvers, ", ")}

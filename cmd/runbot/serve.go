@@ -135,6 +135,7 @@ func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notif
 			return err
 		}
 		d.bot = b
+		rem.Directory = b.Approvers()
 		reg.MustRegister(b)
 		mux.Handle("/slack/", b.Handler())
 		d.loops.Go(func() {
@@ -332,7 +333,7 @@ func slackReachable(ctx context.Context, c *config.Slack) error {
 func slackConfig(cfg *config.Config) bot.Config {
 	s := cfg.Slack
 	bc := bot.Config{
-		Transport: bot.Transport(s.Mode), Command: s.Command, Channel: s.Channel, Groups: cfg.Groups,
+		Transport: bot.Transport(s.Mode), Command: s.Command, Channel: s.Channel, Groups: cfg.Groups, SlackUsergroups: cfg.SlackUsergroups,
 		BotToken: s.BotToken, SigningSecret: s.SigningSecret, AppToken: s.AppToken, Redact: s.Redact, APIURL: s.APIURL,
 		MaxConcurrentRuns: cfg.Parallel,
 	}
