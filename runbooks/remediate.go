@@ -534,7 +534,7 @@ func (r *Remediator) applyActions(ctx context.Context, planID string, p *Prepare
 		actx, cancel := context.WithTimeoutCause(ctx, as.Timeout, fmt.Errorf("action %s on %s timed out after %s", pa.Action, pa.Target, as.Timeout))
 		ap, err := at.Action.Apply(actx, env, pa.Plan)
 		cancel()
-		a := appliedAction{index: i, env: env, typ: at, applied: ap, planned: pa}
+		a := appliedAction{index: i, env: env, typ: at, applied: ap, planned: pa, timeout: as.Timeout}
 		if err != nil {
 			detail, _ := json.Marshal(map[string]any{"error": err.Error()})
 			_, _ = r.Store.SetActionState(ctx, planID, i, store.ActionFailed, detail)
@@ -556,6 +556,8 @@ type appliedAction struct {
 	typ     actions.Type
 	applied actions.Applied
 	planned PlannedAction
+	// timeout is the action step's, which a rerun gets too.
+	timeout time.Duration
 	// failed: Apply returned an error; applied is what it got done.
 	failed bool
 }
@@ -629,7 +631,7 @@ func (r *Remediator) rollback(ctx context.Context, planID string, done []applied
 	for _, a := range again {
 		say("rollback", "running again so the rollback takes effect: %s", a.planned.Plan.Summary)
 		record(a.index, store.ActionRerunning, nil)
-		rctx, cancel := context.WithTimeoutCause(bg, a.typ.Timeout, fmt.Errorf("rerun of %s on %s after rollback timed out after %s", a.planned.Action, a.planned.Target, a.typ.Timeout))
+		rctx, cancel := context.WithTimeoutCause(bg, a.timeout, fmt.Errorf("rerun of %s on %s after rollback timed out after %s", a.planned.Action, a.planned.Target, a.timeout))
 		ap, err := a.typ.Action.Apply(rctx, a.env, a.planned.Plan)
 		cancel()
 		if err != nil {
