@@ -538,7 +538,7 @@ func (r *Remediator) applyActions(ctx context.Context, planID string, p *Prepare
 		if err != nil {
 			detail, _ := json.Marshal(map[string]any{"error": err.Error()})
 			_, _ = r.Store.SetActionState(ctx, planID, i, store.ActionFailed, detail)
-			a.failed = true
+			// What a failed Apply got done is undone (or run again) too.
 			return append(done, a), i, err
 		}
 		detail, _ := json.Marshal(ap)
@@ -558,8 +558,6 @@ type appliedAction struct {
 	planned PlannedAction
 	// timeout is the action step's, which a rerun gets too.
 	timeout time.Duration
-	// failed: Apply returned an error; applied is what it got done.
-	failed bool
 }
 
 // rolledBack is what a rollback did, for the plan's outcome message.
