@@ -100,6 +100,12 @@ func testConfig(t *testing.T, rec *slackrec.Recorder) Config {
 
 func newHarness(t *testing.T, tweak ...func(*Config)) *harness {
 	t.Helper()
+	return newHarnessWith(t, "testdata/runbooks", tweak...)
+}
+
+// newHarnessWith is newHarness with the runbooks of another directory.
+func newHarnessWith(t *testing.T, runbookDir string, tweak ...func(*Config)) *harness {
+	t.Helper()
 	rec := slackrec.New()
 	t.Cleanup(rec.Close)
 	cfg := testConfig(t, rec)
@@ -111,7 +117,7 @@ func newHarness(t *testing.T, tweak ...func(*Config)) *harness {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
 	h.store = st
-	catalog, problems, err := runbooks.LoadCatalog("testdata/runbooks")
+	catalog, problems, err := runbooks.LoadCatalog(runbookDir)
 	require.NoError(t, err)
 	require.Empty(t, problems)
 	inv, err := inventory.Load("testdata/inventory.yaml")

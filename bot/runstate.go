@@ -31,7 +31,9 @@ type runState struct {
 	applying  bool
 	result    *runbooks.ApplyResult
 	applyErr  string
-	live      *liveMessage
+	// notes are small print under the message (a retry, a restart).
+	notes []string
+	live  *liveMessage
 }
 
 func newRunState(run store.Run, rb *runbooks.Runbook) *runState {

@@ -38,8 +38,6 @@ func (s *Scheduler) runAudit(ctx context.Context, e *scheduled) auditResult {
 		return auditResult{Err: fmt.Errorf("wait for a run slot: %w", context.Cause(ctx))}
 	}
 	defer func() { <-d.slots }()
-	after, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
 
 	rb, err := d.runbook(e.Runbook)
 	var p *runbooks.Prepared
@@ -60,7 +58,10 @@ func (s *Scheduler) runAudit(ctx context.Context, e *scheduled) auditResult {
 	var rep *runbooks.Report
 	if err != nil {
 		rs.problem = "could not start: " + err.Error()
-		if run, err = d.store.FinishRun(after, run.ID, store.RunFailed, store.OutcomeError, nil); err != nil {
+		rctx, cancel := recording(ctx, "recording the end of run "+run.ID)
+		run, err = d.store.FinishRun(rctx, run.ID, store.RunFailed, store.OutcomeError, nil)
+		cancel()
+		if err != nil {
 			return auditResult{RunID: rs.run.ID, Err: fmt.Errorf("record run end: %w", err)}
 		}
 	} else {
@@ -73,7 +74,12 @@ func (s *Scheduler) runAudit(ctx context.Context, e *scheduled) auditResult {
 		if err != nil {
 			return auditResult{RunID: run.ID, Err: fmt.Errorf("encode report: %w", err)}
 		}
-		if run, err = d.store.FinishRun(after, run.ID, status, store.Outcome(rep.Outcome), raw); err != nil {
+		// The deadline starts now, not with the run: a run may take
+		// longer than recording its end may.
+		rctx, cancel := recording(ctx, "recording the end of run "+run.ID)
+		run, err = d.store.FinishRun(rctx, run.ID, status, store.Outcome(rep.Outcome), raw)
+		cancel()
+		if err != nil {
 			return auditResult{RunID: rs.run.ID, Err: fmt.Errorf("record run end: %w", err)}
 		}
 		rs.report = rep
@@ -81,7 +87,9 @@ func (s *Scheduler) runAudit(ctx context.Context, e *scheduled) auditResult {
 	rs.run = run
 	res := auditResult{RunID: run.ID, Outcome: run.Outcome, Signature: signature(run.Outcome, rep)}
 
-	prev, hasPrev, err := s.previous(after, e, run)
+	rctx, cancel := recording(ctx, "reading the previous run of schedule "+e.Name)
+	prev, hasPrev, err := s.previous(rctx, e, run)
+	cancel()
 	post, reason := decidePost(e.Post, run.Outcome, res.Signature, prev, hasPrev)
 	if err != nil && !post {
 		// Better one message too many than a change nobody hears of.
@@ -113,12 +121,16 @@ func (s *Scheduler) runAudit(ctx context.Context, e *scheduled) auditResult {
 	m := rs.view()
 	rs.mu.Unlock()
 	m.Notes = append(m.Notes, fmt.Sprintf("Scheduled audit %q (%s): %s.", e.Name, e.Cron, reason))
-	ts, err := d.msgr.post(after, channel, "", m)
+	pctx, cancel := recording(ctx, "posting run "+run.ID)
+	ts, err := d.msgr.post(pctx, channel, "", m)
+	cancel()
 	if err != nil {
 		res.Err = fmt.Errorf("post the result: %w", err)
 		return res
 	}
-	if err := d.store.SetRunSlack(after, run.ID, store.SlackRef{Channel: channel, TS: ts}); err != nil {
+	sctx, cancel := recording(ctx, "recording the message of run "+run.ID)
+	defer cancel()
+	if err := d.store.SetRunSlack(sctx, run.ID, store.SlackRef{Channel: channel, TS: ts}); err != nil {
 		s.log.Warn("record run message", "run", run.ID, "err", err)
 	}
 	res.Posted = true

@@ -41,6 +41,7 @@ func (rs *runState) view() Message {
 	if rs.applying || rs.result != nil || rs.applyErr != "" {
 		m.Sections = append(m.Sections, rs.applySection())
 	}
+	m.Notes = append(m.Notes, rs.notes...)
 	return m
 }
 

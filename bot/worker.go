@@ -11,20 +11,31 @@ import (
 	"github.com/runbot/runbot/store"
 )
 
-// recordTimeout bounds the store writes and the last Slack update that
-// record how a run ended, which happen even when the run's own deadline has
-// passed.
+// recordTimeout bounds one store write or one Slack update that records how
+// a run ended. Each gets its own deadline, started right before it, and
+// detached from the run's context: they happen even when the run's own
+// deadline has passed, however long the run took.
 const recordTimeout = 30 * time.Second
+
+// recording returns a context for one write that records a run's end,
+// bounded by recordTimeout from now; the cause names what took too long.
+func recording(ctx context.Context, what string) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(context.WithoutCancel(ctx), recordTimeout,
+		fmt.Errorf("%s took longer than %s", what, recordTimeout))
+}
 
 // execute runs one claimed piece of work: it creates the run, posts its
 // message, runs the runbook with live progress, records the report,
 // proposes the remediation a diagnosis asks for, and shows all of it.
 func (d *Dispatcher) execute(ctx context.Context, w store.Work) {
 	log := d.log.With("work", w.ID, "runbook", w.Runbook)
-	after, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
 	defer func() {
-		if _, err := d.store.CompleteWork(after, w.ID); err != nil {
+		// Marked done last: a process that dies before this line leaves
+		// the work started, and the next start's recovery sees from the
+		// run whether its report was stored.
+		rctx, cancel := recording(ctx, "marking work "+w.ID+" done")
+		defer cancel()
+		if _, err := d.store.CompleteWork(rctx, w.ID); err != nil {
 			log.Error("mark work done", "err", err)
 		}
 	}()
@@ -59,6 +70,11 @@ func (d *Dispatcher) execute(ctx context.Context, w store.Work) {
 	log = log.With("run", run.ID)
 	rs, release, _ := d.hold(run.ID, func() (*runState, error) { return newRunState(run, rb), nil })
 	defer release()
+	if w.Attempts > 1 {
+		rs.mu.Lock()
+		rs.notes = append(rs.notes, retryNote(w))
+		rs.mu.Unlock()
+	}
 	d.postRun(ctx, rs, pl)
 
 	if err != nil {
@@ -66,10 +82,8 @@ func (d *Dispatcher) execute(ctx context.Context, w store.Work) {
 		rs.mu.Lock()
 		rs.problem = "could not start: " + err.Error()
 		rs.mu.Unlock()
-		if _, ferr := d.store.FinishRun(after, run.ID, store.RunFailed, store.OutcomeError, nil); ferr != nil {
-			log.Error("record run end", "err", ferr)
-		}
-		d.show(after, rs)
+		d.finish(ctx, rs, store.RunFailed, store.OutcomeError, nil)
+		d.showFinal(ctx, rs)
 		return
 	}
 
@@ -87,9 +101,7 @@ func (d *Dispatcher) execute(ctx context.Context, w store.Work) {
 		log.Error("encode report", "err", err)
 		raw = nil
 	}
-	if _, err := d.store.FinishRun(after, run.ID, status, store.Outcome(rep.Outcome), raw); err != nil {
-		log.Error("record run end", "err", err)
-	}
+	d.finish(ctx, rs, status, store.Outcome(rep.Outcome), raw)
 	rs.mu.Lock()
 	rs.report = rep
 	rs.mu.Unlock()
@@ -108,8 +120,37 @@ func (d *Dispatcher) execute(ctx context.Context, w store.Work) {
 		}
 		rs.mu.Unlock()
 	}
-	d.show(after, rs)
+	d.showFinal(ctx, rs)
 	d.postTimeline(rs, pl)
+}
+
+// finish records how a run ended, under a deadline that starts now.
+func (d *Dispatcher) finish(ctx context.Context, rs *runState, status store.RunStatus, o store.Outcome, report json.RawMessage) {
+	id := rs.run.ID
+	rctx, cancel := recording(ctx, "recording the end of run "+id)
+	defer cancel()
+	if _, err := d.store.FinishRun(rctx, id, status, o, report); err != nil {
+		d.log.Error("record run end", "run", id, "err", err)
+	}
+}
+
+// showFinal brings a run's message up to date after the run ended, under a
+// deadline that starts now.
+func (d *Dispatcher) showFinal(ctx context.Context, rs *runState) {
+	rctx, cancel := recording(ctx, "updating the message of run "+rs.run.ID)
+	defer cancel()
+	d.show(rctx, rs)
+}
+
+// retryNote tells the readers of a run that it carries out work a restart
+// cut short before, and how many tries are left.
+func retryNote(w store.Work) string {
+	prev := ""
+	if w.RunID != "" {
+		prev = " (run " + w.RunID + ")"
+	}
+	return fmt.Sprintf("Attempt %d of %d: runbot restarted while the previous attempt%s was in progress, so it runs again.",
+		w.Attempts, store.MaxWorkAttempts, prev)
 }
 
 // postRun posts the run's first message and records where it is. A run

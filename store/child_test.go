@@ -220,6 +220,47 @@ var childModes = map[string]func(ctx context.Context, s *store.SQLite, in *bufio
 		os.Exit(0)
 		return nil
 	},
+	// die: claim the oldest pending work and carry it out as the bot's
+	// worker does, up to the stage named by arg, then die there: "claimed"
+	// (no run yet), "running" (run created), "progress" (a live report
+	// stored), "reported" (the final report stored, the run not finished),
+	// "finished" (the run finished, the work not yet done).
+	"die": func(ctx context.Context, s *store.SQLite, in *bufio.Scanner, stage string) error {
+		w, err := s.ClaimWork(ctx)
+		if err != nil {
+			return err
+		}
+		out := map[string]string{"work": w.ID}
+		say := func() {
+			b, _ := json.Marshal(out)
+			fmt.Println(string(b))
+			os.Exit(0)
+		}
+		if stage == "claimed" {
+			say()
+		}
+		run, err := s.CreateRun(ctx, store.Run{Runbook: w.Runbook, Trigger: w.Trigger, WorkID: w.ID})
+		if err != nil {
+			return err
+		}
+		out["run"] = run.ID
+		switch stage {
+		case "running":
+		case "progress":
+			err = s.SetRunReport(ctx, run.ID, json.RawMessage(`{"run_id":"`+run.ID+`","steps":[{"id":"chat"}]}`))
+		case "reported":
+			err = s.SetRunReport(ctx, run.ID, finalReportJSON(run.ID))
+		case "finished":
+			_, err = s.FinishRun(ctx, run.ID, store.RunFinished, store.OutcomeCritical, finalReportJSON(run.ID))
+		default:
+			err = fmt.Errorf("unknown stage %q", stage)
+		}
+		if err != nil {
+			return err
+		}
+		say()
+		return nil
+	},
 	// claim: claim the oldest pending work and die holding it.
 	"claim": func(ctx context.Context, s *store.SQLite, in *bufio.Scanner, arg string) error {
 		w, err := s.ClaimWork(ctx)
@@ -230,4 +271,10 @@ var childModes = map[string]func(ctx context.Context, s *store.SQLite, in *bufio
 		os.Exit(0)
 		return nil
 	},
+}
+
+// finalReportJSON is a run's result as the engine reports it: its outcome
+// and when it finished are set.
+func finalReportJSON(runID string) json.RawMessage {
+	return json.RawMessage(`{"run_id":"` + runID + `","outcome":"critical","started_at":"2026-11-29T08:30:00Z","finished_at":"2026-11-29T08:30:36Z","steps":[]}`)
 }

@@ -3,29 +3,43 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
 // Recovery is what MarkInterrupted changed.
 type Recovery struct {
-	// Runs went from running to interrupted.
+	// Runs went from running to interrupted: the process died before the
+	// run's report was stored.
 	Runs []string `json:"runs,omitempty"`
+	// Finished runs had their report stored before the process died: a
+	// run left running with a final report was finished from it, and a run
+	// that had already finished kept its status. Either way its result
+	// stands and it is never run again; only its message may be out of
+	// date.
+	Finished []string `json:"finished,omitempty"`
 	// Plans went from applying or verifying to interrupted. They are never
 	// resumed: the target may be half-changed, so a human looks, and a new
 	// run proposes a new plan that needs a new approval.
 	Plans []string `json:"plans,omitempty"`
-	// Requeued work went from started back to pending: it had not
-	// finished, and running a diagnosis again is safe.
+	// Requeued work went from started back to pending: its run had not
+	// stored a report, and running a diagnosis again is safe.
 	Requeued []string `json:"requeued,omitempty"`
+	// Completed work went from started to done because its run had ended
+	// (its report stored) before the process died: running it again would
+	// post it again and propose a plan nobody asked for.
+	Completed []string `json:"completed,omitempty"`
 	// Abandoned work went from started to done because it had been claimed
-	// maxAttempts times: it may be what kills the process.
+	// MaxWorkAttempts times: it may be what kills the process.
 	Abandoned []string `json:"abandoned,omitempty"`
 }
 
 // Empty reports whether nothing needed recovery.
 func (r Recovery) Empty() bool {
-	return len(r.Runs)+len(r.Plans)+len(r.Requeued)+len(r.Abandoned) == 0
+	return len(r.Runs)+len(r.Finished)+len(r.Plans)+len(r.Requeued)+len(r.Completed)+len(r.Abandoned) == 0
 }
 
 // MarkInterrupted recovers what a dead process left behind. Rows owned by a
@@ -45,12 +59,27 @@ func (s *SQLite) MarkInterrupted(ctx context.Context) (Recovery, error) {
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		rec = Recovery{}
-		runs, err := ownedRows(ctx, tx, `SELECT id, owner FROM runs WHERE status = 'running' ORDER BY id`)
+		runs, err := runningRows(ctx, tx)
 		if err != nil {
 			return err
 		}
 		for _, r := range runs {
 			if !dead(r.owner) {
+				continue
+			}
+			if outcome, at, ok := finalReport(r.report); ok {
+				// The report was stored; only the status was not: the run
+				// ended, and recording it as interrupted would have it run
+				// again.
+				if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, outcome = ?, finished_at = ? WHERE id = ? AND status = 'running'`,
+					RunFinished, outcome, at.UnixNano(), r.id); err != nil {
+					return err
+				}
+				if err := appendAudit(ctx, tx, AuditEvent{At: now, RunID: r.id, Kind: AuditRunFinished, Actor: "runbot",
+					Detail: mustJSON(map[string]any{"status": RunFinished, "outcome": outcome, "recovered_from_report": true, "owner": r.owner})}); err != nil {
+					return err
+				}
+				rec.Finished = append(rec.Finished, r.id)
 				continue
 			}
 			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'interrupted', finished_at = ? WHERE id = ? AND status = 'running'`,
@@ -137,16 +166,75 @@ func ownedRows(ctx context.Context, tx *sql.Tx, q string) ([]owned, error) {
 	return out, rows.Err()
 }
 
+type runningRow struct {
+	owned
+	report sql.NullString
+}
+
+func runningRows(ctx context.Context, tx *sql.Tx) ([]runningRow, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, owner, report FROM runs WHERE status = 'running' ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }() // rows.Err reports how reading went
+	var out []runningRow
+	for rows.Next() {
+		var r runningRow
+		if err := rows.Scan(&r.id, &r.owner, &r.report); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// finalReport reads the outcome and end of a stored report. The store keeps
+// reports opaque, except for this: a report that names its outcome and when
+// it finished is a run's result, not live progress (see SetRunReport).
+func finalReport(report sql.NullString) (Outcome, time.Time, bool) {
+	if !report.Valid || report.String == "" {
+		return "", time.Time{}, false
+	}
+	var r struct {
+		Outcome    Outcome   `json:"outcome"`
+		FinishedAt time.Time `json:"finished_at"`
+	}
+	if err := json.Unmarshal([]byte(report.String), &r); err != nil || r.Outcome == OutcomeNone || !r.Outcome.valid() || r.FinishedAt.IsZero() {
+		return "", time.Time{}, false
+	}
+	return r.Outcome, r.FinishedAt, true
+}
+
+// recoverWork decides what becomes of work a dead process had started. Work
+// whose run ended (finished, failed or cancelled, its report stored) is done:
+// it is never run again. Work whose run was cut short, or that had no run
+// yet, is queued again, up to MaxWorkAttempts claims in all.
 func recoverWork(ctx context.Context, tx *sql.Tx, now time.Time, id string, rec *Recovery) error {
 	w, err := scanWork(tx.QueryRowContext(ctx, `SELECT `+workColumns+` FROM work WHERE id = ?`, id))
 	if err != nil {
 		return err
 	}
+	var runStatus RunStatus
+	if w.RunID != "" {
+		// The runs above were recovered in this transaction, so the status
+		// read here is the one after recovery.
+		err := tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, w.RunID).Scan(&runStatus)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+	}
 	from := w.State
-	if w.Attempts >= maxAttempts {
+	switch {
+	case runStatus.Final() && runStatus != RunInterrupted:
+		w.State, w.DoneAt = WorkDone, now
+		rec.Completed = append(rec.Completed, id)
+		if !slices.Contains(rec.Finished, w.RunID) {
+			rec.Finished = append(rec.Finished, w.RunID)
+		}
+	case w.Attempts >= MaxWorkAttempts:
 		w.State, w.DoneAt = WorkDone, now
 		rec.Abandoned = append(rec.Abandoned, id)
-	} else {
+	default:
 		w.State, w.StartedAt = WorkPending, time.Time{}
 		rec.Requeued = append(rec.Requeued, id)
 	}

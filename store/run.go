@@ -318,7 +318,10 @@ func (s *SQLite) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 	return runs, nil
 }
 
-// SetRunReport replaces the report of a running run.
+// SetRunReport replaces the report of a running run. A report that names its
+// outcome and finished_at is the run's result: if the process dies before
+// FinishRun, MarkInterrupted finishes the run from it instead of
+// interrupting it, so that the run is not run again.
 func (s *SQLite) SetRunReport(ctx context.Context, id string, report json.RawMessage) error {
 	if err := checkJSON("report", report); err != nil {
 		return fmt.Errorf("set report of run %s: %w", id, err)

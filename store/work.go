@@ -42,9 +42,10 @@ type Work struct {
 	DoneAt     time.Time `json:"done_at,omitzero"`
 }
 
-// maxAttempts is how many times work is claimed before a restart gives up
-// on it: work that killed its process twice is not fed to a third.
-const maxAttempts = 3
+// MaxWorkAttempts is how many times work is claimed before a restart gives
+// up on it: work whose run was cut short by a dying process three times may
+// be what kills the process, and is not fed to a fourth.
+const MaxWorkAttempts = 3
 
 const workColumns = `id, dedup_key, trigger_type, runbook, params, requested_by, payload, state, attempts, run_id, owner,
 	enqueued_at, started_at, done_at`

@@ -83,7 +83,7 @@ func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notif
 	if cfg.Alerts != nil {
 		storeOpts = append(storeOpts, store.WithDedupWindow(cfg.Alerts.DedupWindow))
 	}
-	st, err := openStore(ctx, cfg.Store, storeOpts...)
+	st, recovered, err := openRecovered(ctx, cfg.Store, storeOpts...)
 	if err != nil {
 		return err
 	}
@@ -138,6 +138,9 @@ func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notif
 		rem.Directory = b.Approvers()
 		reg.MustRegister(b)
 		mux.Handle("/slack/", b.Handler())
+		// Before the workers start: the messages of recovered runs say
+		// which attempt their requeued work runs as next.
+		b.Dispatcher().ShowRecovered(runCtx, recovered)
 		d.loops.Go(func() {
 			if err := b.Run(runCtx); err != nil && runCtx.Err() == nil {
 				log.Error("slack bot stopped", "err", err)

@@ -27,27 +27,44 @@ func defaultStorePath() string {
 }
 
 func openStore(ctx context.Context, path string, opts ...store.Option) (*store.SQLite, error) {
+	st, _, err := openRecovered(ctx, path, opts...)
+	return st, err
+}
+
+// openRecovered opens the store and returns what its recovery changed, for
+// serve to bring the Slack messages of those runs and plans up to date.
+func openRecovered(ctx context.Context, path string, opts ...store.Option) (*store.SQLite, store.Recovery, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("create store directory: %w", err)
+		return nil, store.Recovery{}, fmt.Errorf("create store directory: %w", err)
 	}
 	st, err := store.Open(ctx, path, opts...)
 	if err != nil {
-		return nil, err
+		return nil, store.Recovery{}, err
 	}
 	// Any runbot process that opens the store first marks what a dead
-	// process left half-done: runs as interrupted, remediations as
+	// process left half-done: runs without a stored report as interrupted,
+	// runs with one as finished (never run again), remediations as
 	// interrupted (never to be resumed without a new approval). Rows of
 	// processes still alive are left alone.
 	rec, err := st.MarkInterrupted(ctx)
 	if err != nil {
 		_ = st.Close() // the recovery error is the one to report
-		return nil, fmt.Errorf("recover the store: %w", err)
+		return nil, store.Recovery{}, fmt.Errorf("recover the store: %w", err)
 	}
 	for _, id := range rec.Runs {
-		slog.Warn("run was interrupted: the process running it died", "run", id)
+		slog.Warn("run was interrupted: the process running it died before its report was stored", "run", id)
+	}
+	for _, id := range rec.Finished {
+		slog.Info("run had ended before the process died: its result stands and it is not run again", "run", id)
 	}
 	for _, id := range rec.Plans {
 		slog.Warn("remediation was interrupted: the process applying it died; it will not be resumed without a new approval", "plan", id)
 	}
-	return st, nil
+	for _, id := range rec.Requeued {
+		slog.Warn("queued work runs again: its run was cut short", "work", id, "max_attempts", store.MaxWorkAttempts)
+	}
+	for _, id := range rec.Abandoned {
+		slog.Error("queued work is not run again: it was cut short on every attempt", "work", id, "attempts", store.MaxWorkAttempts)
+	}
+	return st, rec, nil
 }
