@@ -18,6 +18,14 @@ func TestRegistry(t *testing.T) {
 		require.Positive(t, typ.Timeout)
 		for _, a := range typ.Spec.Args {
 			require.NotEmpty(t, a.Doc, "%s.%s", name, a.Name)
+			// Bounds, like defaults, have the Go type the argument decodes to.
+			for _, bound := range []any{a.Min, a.Max} {
+				if bound != nil {
+					got, err := argspec.Convert(a.Type, bound)
+					require.NoError(t, err, "%s.%s", name, a.Name)
+					require.Equal(t, bound, got, "bound of %s.%s", name, a.Name)
+				}
+			}
 			if a.Default == nil {
 				continue
 			}

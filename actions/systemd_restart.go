@@ -63,7 +63,7 @@ var systemdRestartType = Type{
 			"with a new main process. A unit that fails or hits its start limit is reported, never restarted in a loop.",
 		Args: []argspec.Arg{
 			{Name: "units", Type: argspec.StringList, Doc: "units to restart, in this order; default: the target's unit"},
-			{Name: "wait_active", Type: argspec.Duration, Default: 60 * time.Second, Doc: "how long each unit may take to become active again; 0s does not wait"},
+			{Name: "wait_active", Type: argspec.Duration, Default: 60 * time.Second, Min: time.Duration(0), Doc: "how long each unit may take to become active again; 0s does not wait"},
 			{Name: "order", Type: argspec.String, Default: "sequential", Enum: []string{"sequential", "together"},
 				Doc: "sequential: restart a unit and wait until it is active before the next; together: restart all in order, then wait for all"},
 		},

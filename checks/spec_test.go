@@ -42,6 +42,11 @@ func TestRegistrySpecs(t *testing.T) {
 					require.Equal(t, want, reflect.TypeOf(a.Default), "default of %s", a.Name)
 					require.NoError(t, a.Validate(a.Default), "default of %s", a.Name)
 				}
+				for _, bound := range []any{a.Min, a.Max} {
+					if bound != nil {
+						require.Equal(t, want, reflect.TypeOf(bound), "bound of %s", a.Name)
+					}
+				}
 				if len(a.Enum) > 0 {
 					require.True(t, slices.Contains(a.Enum, a.Default.(string)), "default of %s is not in its enum", a.Name)
 				}

@@ -98,7 +98,7 @@ func (l *loader) decode(root *yaml.Node) {
 	}
 }
 
-var paramKeys = []string{"type", "required", "default", "values", "pattern", "doc"}
+var paramKeys = []string{"type", "required", "default", "values", "pattern", "min", "max", "doc"}
 
 func (l *loader) param(name string, k, n *yaml.Node) {
 	d := l.d
@@ -106,7 +106,7 @@ func (l *loader) param(name string, k, n *yaml.Node) {
 		d.Errorf(k, "param name %q: use lowercase letters, digits and '_'", name)
 	}
 	p := &Param{Name: name, Type: ParamString, Pos: yamlnode.PosOf(k)}
-	var defNode *yaml.Node
+	var defNode, minNode, maxNode *yaml.Node
 	d.Fields(n, "param "+name, paramKeys, func(key string, _, v *yaml.Node) {
 		switch key {
 		case "type":
@@ -125,10 +125,16 @@ func (l *loader) param(name string, k, n *yaml.Node) {
 			if _, err := regexp.Compile(p.Pattern); err != nil {
 				d.Errorf(v, "param %s: pattern: %v", name, err)
 			}
+		case "min":
+			minNode = v
+		case "max":
+			maxNode = v
 		case "doc":
 			p.Doc = d.String(v, "doc")
 		}
 	})
+	// Bounds are decoded once the type is known, wherever it was written.
+	l.paramRange(p, minNode, maxNode)
 	if p.Type == ParamEnum && len(p.Values) == 0 {
 		d.Errorf(k, "param %s: an enum needs values", name)
 	}
@@ -141,6 +147,65 @@ func (l *loader) param(name string, k, n *yaml.Node) {
 		}
 	}
 	l.rb.Params = append(l.rb.Params, p)
+}
+
+// paramRange decodes a param's min and max: integers for an int param,
+// durations for a duration param. A range that admits no value is a
+// problem, and so is a negative duration, which a duration param never is.
+func (l *loader) paramRange(p *Param, minNode, maxNode *yaml.Node) {
+	p.Min = l.paramBound(p, "min", minNode)
+	p.Max = l.paramBound(p, "max", maxNode)
+	switch {
+	case p.Min != nil && p.Max != nil && greater(p.Min, p.Max):
+		l.d.Errorf(minNode, "param %s: min %s is greater than max %s", p.Name, argspec.FormatValue(p.Min), argspec.FormatValue(p.Max))
+	case p.Type == ParamDuration && p.Min == nil && p.Max != nil && p.Max.(time.Duration) == 0:
+		l.d.Errorf(maxNode, "param %s: max 0s leaves no positive duration; declare min: 0s to allow zero", p.Name)
+	default:
+		return
+	}
+	// The default is still checked, against the type alone: one problem
+	// with the range is enough.
+	p.Min, p.Max = nil, nil
+}
+
+func (l *loader) paramBound(p *Param, key string, n *yaml.Node) any {
+	if n == nil {
+		return nil
+	}
+	var t argspec.Type
+	switch p.Type {
+	case ParamInt:
+		t = argspec.Int
+	case ParamDuration:
+		t = argspec.Duration
+	default:
+		if slices.Contains(paramTypes, p.Type) {
+			l.d.Errorf(n, "param %s: %s applies to int and duration params, not to a %s param", p.Name, key, p.Type)
+		}
+		return nil
+	}
+	v, err := argspec.Convert(t, l.d.Raw(n))
+	if err != nil {
+		l.d.Errorf(n, "param %s: %s: %v", p.Name, key, err)
+		return nil
+	}
+	if d, ok := v.(time.Duration); ok && d < 0 {
+		l.d.Errorf(n, "param %s: %s: a duration param is never negative, got %s", p.Name, key, argspec.FormatValue(d))
+		return nil
+	}
+	return v
+}
+
+// greater reports whether a > b for two bounds of one param, both int or
+// both time.Duration.
+func greater(a, b any) bool {
+	switch x := a.(type) {
+	case int:
+		return x > b.(int)
+	case time.Duration:
+		return x > b.(time.Duration)
+	}
+	return false
 }
 
 var triggerKeys = []string{"command", "args", "alerts", "schedule", "schedule_params"}

@@ -71,6 +71,10 @@ type Param struct {
 	HasDef   bool
 	Values   []string // for enum
 	Pattern  string   // optional regexp a string must match
+	// Min and Max bound an int (int) or duration (time.Duration) param,
+	// inclusive; nil when not declared. A duration param without a Min
+	// must be positive.
+	Min, Max any
 	Doc      string
 	Pos      yamlnode.Pos
 }

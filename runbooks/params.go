@@ -39,14 +39,16 @@ func (p *Param) goType() reflect.Type {
 // convert parses a param value given as text (CLI, chat, alert label).
 func (p *Param) convert(s string) (any, error) {
 	switch p.Type {
-	case ParamInt:
-		return argspec.Convert(argspec.Int, s)
-	case ParamDuration:
-		d, err := argspec.Convert(argspec.Duration, s)
-		if err == nil && d.(time.Duration) < 0 {
-			return nil, fmt.Errorf("want a positive duration, got %q", s)
+	case ParamInt, ParamDuration:
+		a := p.bounds()
+		v, err := argspec.Convert(a.Type, s)
+		if err != nil {
+			return nil, err
 		}
-		return d, err
+		if err := a.Validate(v); err != nil {
+			return nil, err
+		}
+		return v, nil
 	case ParamBool:
 		return argspec.Convert(argspec.Bool, s)
 	case ParamEnum:
@@ -69,6 +71,18 @@ func (p *Param) convert(s string) (any, error) {
 		return nil, fmt.Errorf("value is %d bytes long; the limit is 4096", len(s))
 	}
 	return s, nil
+}
+
+// bounds returns an int or duration param's range as an argument
+// declaration, so that params and check arguments enforce and word ranges
+// alike. A duration param is positive unless its min allows zero: a
+// timeout or pause of zero is a mistake far more often than a wish.
+func (p *Param) bounds() argspec.Arg {
+	a := argspec.Arg{Name: p.Name, Type: argspec.Int, Min: p.Min, Max: p.Max}
+	if p.Type == ParamDuration {
+		a.Type, a.Positive = argspec.Duration, true
+	}
+	return a
 }
 
 var paramNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)

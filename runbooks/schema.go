@@ -43,6 +43,10 @@ func Schema() ([]byte, error) {
 		"default":  map[string]any{"type": []string{"string", "number", "boolean"}},
 		"values":   map[string]any{"type": "array", "items": str},
 		"pattern":  str, "doc": str,
+		"min": map[string]any{"type": []string{"integer", "string"}, "description": "smallest value allowed, inclusive: an integer for an int param, " +
+			"a duration like 100ms for a duration param (a duration param is positive unless min is 0s); a value outside the range is bad input"},
+		"max": map[string]any{"type": []string{"integer", "string"}, "description": "largest value allowed, inclusive: an integer for an int param, " +
+			"a duration like 10m for a duration param; a value outside the range is bad input"},
 	})
 	schema := map[string]any{
 		"$schema":     "https://json-schema.org/draft/2020-12/schema",
@@ -103,9 +107,21 @@ func argsSchema(spec argspec.Spec) map[string]any {
 	var req []string
 	for _, a := range spec.Args {
 		s := argTypeSchema(a.Type)
-		s["description"] = a.Doc
+		s["description"] = argDoc(a)
 		if len(a.Enum) > 0 {
 			s["enum"] = a.Enum
+		}
+		// Durations are strings to JSON Schema, so their bounds are only
+		// in the description; numbers get them as keywords as well.
+		if a.Type == argspec.Int || a.Type == argspec.Float {
+			if a.Min != nil {
+				s["minimum"] = a.Min
+			} else if a.Positive {
+				s["exclusiveMinimum"] = 0
+			}
+			if a.Max != nil {
+				s["maximum"] = a.Max
+			}
 		}
 		if a.Default != nil {
 			s["default"] = jsonDefault(a.Default)
@@ -116,6 +132,14 @@ func argsSchema(spec argspec.Spec) map[string]any {
 		}
 	}
 	return obj(props, req...)
+}
+
+// argDoc is an argument's doc with its range, if it has one.
+func argDoc(a argspec.Arg) string {
+	if r := a.Range(); r != "" {
+		return a.Doc + " (" + r + ")"
+	}
+	return a.Doc
 }
 
 func argTypeSchema(t argspec.Type) map[string]any {
@@ -180,7 +204,7 @@ func writeSpec(b *strings.Builder, s argspec.Spec, timeout string) {
 			if a.Required {
 				def = "required"
 			}
-			doc := a.Doc
+			doc := argDoc(a)
 			if len(a.Enum) > 0 {
 				doc += " (one of " + strings.Join(a.Enum, ", ") + ")"
 			}

@@ -4,6 +4,7 @@
 package argspec
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -43,7 +44,14 @@ type Arg struct {
 	Default any
 	// Enum restricts a string argument to these values.
 	Enum []string
-	Doc  string
+	// Min and Max bound an int, float or duration argument, inclusive;
+	// each has the Go type that Convert produces for Type.
+	Min, Max any
+	// Positive requires an int, float or duration argument without a Min
+	// to be greater than zero, for counts and pauses where zero means
+	// nothing sensible.
+	Positive bool
+	Doc      string
 }
 
 // Spec is the full declaration of a plug-in kind's arguments and outputs.
@@ -236,16 +244,132 @@ func describe(raw any) string {
 	return fmt.Sprintf("%T %v", raw, raw)
 }
 
-// Validate checks enum membership of a converted value.
+// Validate checks a converted value against the argument's enum and
+// bounds.
 func (a Arg) Validate(v any) error {
-	if len(a.Enum) == 0 {
+	if len(a.Enum) > 0 {
+		s, _ := v.(string)
+		if !slices.Contains(a.Enum, s) {
+			return fmt.Errorf("want one of %s, got %q", strings.Join(a.Enum, ", "), s)
+		}
+	}
+	return a.checkBounds(v)
+}
+
+func (a Arg) checkBounds(v any) error {
+	positive := a.Positive && a.Min == nil
+	if !positive && a.Min == nil && a.Max == nil {
 		return nil
 	}
-	s, _ := v.(string)
-	if !slices.Contains(a.Enum, s) {
-		return fmt.Errorf("want one of %s, got %q", strings.Join(a.Enum, ", "), s)
+	if v == nil {
+		return fmt.Errorf("want %s, got nothing", a.wanted())
+	}
+	low, lowBound := a.Min, true
+	if positive {
+		low, lowBound = reflect.Zero(reflect.TypeOf(v)).Interface(), false
+	}
+	in := true
+	if low != nil {
+		c, err := compare(v, low)
+		if err != nil {
+			return err
+		}
+		in = c > 0 || (lowBound && c == 0)
+	}
+	if a.Max != nil && in {
+		c, err := compare(v, a.Max)
+		if err != nil {
+			return err
+		}
+		in = c <= 0
+	}
+	if !in {
+		return fmt.Errorf("want %s, got %s", a.wanted(), FormatValue(v))
 	}
 	return nil
+}
+
+// compare orders two values of the same numeric Go type. A bound of
+// another type than the value is a mistake in a spec, reported rather than
+// guessed around.
+func compare(v, bound any) (int, error) {
+	switch x := v.(type) {
+	case int:
+		if y, ok := bound.(int); ok {
+			return cmp.Compare(x, y), nil
+		}
+	case float64:
+		if y, ok := bound.(float64); ok {
+			return cmp.Compare(x, y), nil
+		}
+	case time.Duration:
+		if y, ok := bound.(time.Duration); ok {
+			return cmp.Compare(x, y), nil
+		}
+	}
+	return 0, fmt.Errorf("cannot compare %s with the bound %s", describe(v), describe(bound))
+}
+
+// wanted names what the bounds allow, e.g. "an int from 2 to 60" or "a
+// positive duration".
+func (a Arg) wanted() string {
+	noun := map[Type]string{Int: "int", Float: "number", Duration: "duration"}[a.Type]
+	if noun == "" {
+		noun = "value"
+	}
+	switch {
+	case a.Positive && a.Min == nil && a.Max != nil:
+		return "a positive " + noun + " of at most " + FormatValue(a.Max)
+	case a.Positive && a.Min == nil:
+		return "a positive " + noun
+	}
+	article := "a "
+	if noun == "int" {
+		article = "an "
+	}
+	switch {
+	case a.Min != nil && a.Max != nil:
+		return article + noun + " from " + FormatValue(a.Min) + " to " + FormatValue(a.Max)
+	case a.Min != nil:
+		return article + noun + " of at least " + FormatValue(a.Min)
+	}
+	return article + noun + " of at most " + FormatValue(a.Max)
+}
+
+// Range describes the argument's bounds for docs and schemas, e.g. "from 2
+// to 60", "at least 1" or "positive"; it is empty when there are none.
+func (a Arg) Range() string {
+	positive := a.Positive && a.Min == nil
+	switch {
+	case positive && a.Max != nil:
+		return "positive, at most " + FormatValue(a.Max)
+	case positive:
+		return "positive"
+	case a.Min != nil && a.Max != nil:
+		return "from " + FormatValue(a.Min) + " to " + FormatValue(a.Max)
+	case a.Min != nil:
+		return "at least " + FormatValue(a.Min)
+	case a.Max != nil:
+		return "at most " + FormatValue(a.Max)
+	}
+	return ""
+}
+
+// FormatValue renders a converted value the way a runbook would write it:
+// durations without trailing zero units (1m, not 1m0s).
+func FormatValue(v any) string {
+	d, ok := v.(time.Duration)
+	if !ok {
+		return fmt.Sprint(v)
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // WithDefaults returns args with every absent argument set to its declared
