@@ -90,7 +90,7 @@ var metricsSampleType = Type{
 			{Name: "metrics", Type: argspec.StringList, Required: true, Doc: "metric names; a|b lists aliases of one metric across versions (the first one present is used)"},
 			{Name: "samples", Type: argspec.Int, Default: 5, Min: 1, Doc: "number of scrapes"},
 			{Name: "interval", Type: argspec.Duration, Default: 2 * time.Second, Positive: true, Doc: "pause between scrapes"},
-			{Name: "url", Type: argspec.String, Doc: "endpoint to scrape; defaults to the target's metrics URL"},
+			{Name: "url", Type: argspec.String, Escape: argspec.EscapeURL, Doc: "endpoint to scrape; defaults to the target's metrics URL"},
 			{Name: "via", Type: argspec.String, Default: "target", Enum: []string{"target", "bot"}, Doc: "target dials from the target's host (through its SSH connection); bot dials from where runbot runs"},
 			{Name: "scrape_timeout", Type: argspec.Duration, Default: 5 * time.Second, Positive: true, Doc: "deadline for each scrape"},
 		},

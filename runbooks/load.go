@@ -363,15 +363,13 @@ func (l *loader) argValue(what string, arg argspec.Arg, v *yaml.Node) *ArgValue 
 	av := &ArgValue{Raw: d.Raw(v), Pos: yamlnode.PosOf(v)}
 	av.Template = map[string]*Template{}
 	collectTemplates(av.Raw, "", func(path, s string) {
-		tp, err := ParseTemplate(what, s, arg.Type == argspec.Shell)
+		tp, err := ParseTemplateFor(what, s, arg.EscapeContext())
 		if err != nil {
-			d.Errorf(v, "%s: %v", what, err)
+			l.templateErr(v, path, s, what, err)
 			return
 		}
 		tp.Pos = av.Pos
-		if tp.UsesRaw {
-			d.Warnf(v, "%s: `raw` inserts text unquoted into a command; make sure it can never come from a param, an alert or chat", what)
-		}
+		l.templateWarnings(v, path, what, tp)
 		if err := checkFields(tp, shapeOfValue(zeroArgData(l.rb))); err != nil {
 			d.Errorf(v, "%s: %v", what, err)
 		}

@@ -208,6 +208,11 @@ func writeSpec(b *strings.Builder, s argspec.Spec, timeout string) {
 			if len(a.Enum) > 0 {
 				doc += " (one of " + strings.Join(a.Enum, ", ") + ")"
 			}
+			// A Shell argument's doc already says it quotes; a declared
+			// context is documented here, from the one place it is decided.
+			if e := a.Escape.Describe(); e != "" {
+				doc += "; " + e
+			}
 			fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", a.Name, a.Type, def, escapePipes(doc))
 		}
 		b.WriteString("\n")

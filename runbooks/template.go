@@ -7,19 +7,29 @@ import (
 	"text/template/parse"
 	"time"
 
+	"github.com/runbot/runbot/internal/argspec"
 	"github.com/runbot/runbot/internal/shell"
 	"github.com/runbot/runbot/internal/yamlnode"
 )
 
-// Template is a text/template from a runbook. In a shell context every value
-// it inserts is shell-quoted, the way html/template escapes by context; an
-// author opts out per value with `| raw`, and lint warns about each use.
+// Template is a text/template from a runbook. Every value it inserts is
+// escaped for where it lands, the way html/template escapes by context:
+// shell-quoted in a command, JSON-escaped in a JSON body, escaped as a path
+// segment or query component in a URL, refused in a header when it holds a
+// line break. An author opts out per value with `| raw`, and lint warns
+// about each use.
 type Template struct {
-	Source  string
-	Shell   bool
+	Source string
+	Shell  bool
+	// Escape is the context the template's values are escaped for.
+	Escape  argspec.Escape
 	UsesRaw bool
 	Pos     yamlnode.Pos
 	t       *template.Template
+	// json says the template is a JSON document, so its result must parse.
+	json bool
+	// warnings are what lint should point out, by offset in Source.
+	warnings []templateProblem
 }
 
 // rawText marks a value an author chose to insert unquoted.
@@ -54,19 +64,44 @@ func hasTemplate(s string) bool { return strings.Contains(s, "{{") }
 // (shellCtx true) refuse to render, since a command with a hole in it may
 // do something else than the author meant.
 func ParseTemplate(name, src string, shellCtx bool) (*Template, error) {
-	missing := "missingkey=zero"
+	esc := argspec.EscapeNone
 	if shellCtx {
+		esc = argspec.EscapeShell
+	}
+	return ParseTemplateFor(name, src, esc)
+}
+
+// ParseTemplateFor parses src for an argument whose values land in context
+// esc, and rewrites every output action to end in the escaper for where its
+// value lands. A template whose places cannot be told apart statically
+// (see escape.go) is an error, with the offset of the action in question.
+func ParseTemplateFor(name, src string, esc argspec.Escape) (*Template, error) {
+	missing := "missingkey=zero"
+	if esc == argspec.EscapeShell {
 		missing = "missingkey=error"
 	}
-	t, err := template.New(name).Funcs(funcs).Option(missing).Parse(src)
+	t, err := template.New(name).Funcs(funcs).Funcs(escapeFuncs).Option(missing).Parse(src)
 	if err != nil {
 		return nil, fmt.Errorf("template: %s", cleanTemplateErr(err))
 	}
-	out := &Template{Source: src, Shell: shellCtx, t: t}
-	if t.Tree != nil && t.Root != nil {
-		out.UsesRaw = usesRaw(t.Root)
-		if shellCtx {
-			escapeList(t.Root)
+	out := &Template{Source: src, Shell: esc == argspec.EscapeShell, Escape: esc, t: t}
+	if t.Tree == nil || t.Root == nil {
+		return out, nil
+	}
+	out.UsesRaw = usesRaw(t.Root)
+	st := initialState(esc, src)
+	if _, ok := st.(jsonState); ok {
+		out.json = true
+		quoteWarnings(src, t.Root, func(off int, msg string) {
+			out.warnings = append(out.warnings, templateProblem{Offset: off, Msg: msg})
+		})
+	} else if esc == argspec.EscapeJSON && hasTemplate(src) {
+		out.warnings = append(out.warnings, templateProblem{Offset: 0,
+			Msg: "the body does not start with { or [, so it is not escaped as JSON: its template values are inserted as they are"})
+	}
+	if st != nil {
+		if err := escapeTemplate(t, src, st); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
@@ -78,36 +113,10 @@ func (t *Template) Execute(data any) (string, error) {
 	if err := t.t.Execute(&b, data); err != nil {
 		return "", fmt.Errorf("render %q: %s", t.Source, cleanTemplateErr(err))
 	}
+	if err := t.checkResult(b.String()); err != nil {
+		return "", fmt.Errorf("render %q: %w", t.Source, err)
+	}
 	return b.String(), nil
-}
-
-// escapeList appends the quoting function to every pipeline that prints.
-// Conditions of if/range/with are left alone: they do not print.
-func escapeList(l *parse.ListNode) {
-	if l == nil {
-		return
-	}
-	for _, n := range l.Nodes {
-		switch n := n.(type) {
-		case *parse.ActionNode:
-			if len(n.Pipe.Decl) > 0 {
-				continue
-			}
-			n.Pipe.Cmds = append(n.Pipe.Cmds, &parse.CommandNode{
-				NodeType: parse.NodeCommand,
-				Args:     []parse.Node{parse.NewIdentifier("shq").SetTree(nil).SetPos(n.Pos)},
-			})
-		case *parse.IfNode:
-			escapeList(n.List)
-			escapeList(n.ElseList)
-		case *parse.RangeNode:
-			escapeList(n.List)
-			escapeList(n.ElseList)
-		case *parse.WithNode:
-			escapeList(n.List)
-			escapeList(n.ElseList)
-		}
-	}
 }
 
 func usesRaw(l *parse.ListNode) bool {

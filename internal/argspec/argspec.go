@@ -52,6 +52,10 @@ type Arg struct {
 	// nothing sensible.
 	Positive bool
 	Doc      string
+	// Escape is where template values inserted into the argument land
+	// (see EscapeContext); empty means shell for a Shell argument and
+	// none otherwise.
+	Escape Escape
 }
 
 // Spec is the full declaration of a plug-in kind's arguments and outputs.

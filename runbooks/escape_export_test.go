@@ -1,0 +1,13 @@
+package runbooks
+
+import "errors"
+
+// TemplateProblemOffset returns the byte offset in the template's source
+// that a parse problem points at, for tests of where lint reports it.
+func TemplateProblemOffset(err error) (int, bool) {
+	var tp *templateProblem
+	if errors.As(err, &tp) {
+		return tp.Offset, true
+	}
+	return 0, false
+}
