@@ -2,6 +2,7 @@ package bot
 
 import (
 	"sync"
+	"time"
 
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
@@ -33,7 +34,11 @@ type runState struct {
 	applyErr  string
 	// notes are small print under the message (a retry, a restart).
 	notes []string
-	live  *liveMessage
+	// verdict is what the steps finished so far decided, shown while the
+	// rest of the evidence arrives; verdictAt is when it was settled.
+	verdict   []runbooks.DiagnosisResult
+	verdictAt time.Time
+	live      *liveMessage
 }
 
 func newRunState(run store.Run, rb *runbooks.Runbook) *runState {
@@ -73,6 +78,10 @@ func loadRunState(run store.Run, rb *runbooks.Runbook, prop *runbooks.Proposal) 
 func (rs *runState) stepEvent(ev runbooks.Event) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
+	if ev.Kind == "verdict" {
+		rs.verdict, rs.verdictAt = ev.Verdict, ev.At
+		return
+	}
 	runs := rs.steps[ev.Run.Step]
 	for i, tr := range runs {
 		if tr.Target == ev.Run.Target && tr.Host == ev.Run.Host {

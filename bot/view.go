@@ -24,6 +24,7 @@ func (rs *runState) view() Message {
 	m := Message{Title: rs.title, Status: rs.status(), More: "runbot show " + rs.run.ID}
 	m.Facts = runFacts(rs.run, rs.report)
 	if rs.report == nil {
+		m.Sections = append(m.Sections, rs.verdictSections()...)
 		m.Sections = append(m.Sections, rs.stepsSection(true))
 	} else {
 		m.Sections = append(m.Sections, reportSections(rs.report)...)
@@ -43,6 +44,28 @@ func (rs *runState) view() Message {
 	}
 	m.Notes = append(m.Notes, rs.notes...)
 	return m
+}
+
+// verdictSections show the diagnoses that the steps finished so far
+// already decide, before the slowest steps are done. Callers hold rs.mu.
+func (rs *runState) verdictSections() []Section {
+	if rs.verdictAt.IsZero() {
+		return nil
+	}
+	after := rs.verdictAt.Sub(rs.run.StartedAt).Round(100 * time.Millisecond)
+	if len(rs.verdict) == 0 {
+		return []Section{{Heading: fmt.Sprintf("No diagnosis holds (settled after %s); the rest of the evidence is still arriving.", after), Status: StatusInfo}}
+	}
+	var out []Section
+	for _, d := range rs.verdict {
+		s := Section{Heading: "Diagnosis: " + d.Summary, Status: severityStatus(d.Severity),
+			Lines: []Line{{Text: fmt.Sprintf("settled after %s by the steps finished so far; the rest of the evidence is still arriving", after)}}}
+		if len(d.Findings) > 0 {
+			s.Lines = append(s.Lines, Line{Text: "based on: " + strings.Join(d.Findings, ", ")})
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 func (rs *runState) status() Status {

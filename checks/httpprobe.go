@@ -36,6 +36,7 @@ type HTTPProbeOutput struct {
 	TimedOut    bool          `expr:"timed_out" json:"timed_out" doc:"the connect, first-byte or total deadline expired"`
 	Phase       string        `expr:"phase" json:"phase" doc:"where the probe stopped short: connect, first_byte or body; none when the exchange completed"`
 	Error       string        `expr:"error" json:"error" doc:"what went wrong, empty when the exchange completed"`
+	Started     time.Time     `expr:"started" json:"started" doc:"when the request was sent (after delay)"`
 	RequestID   string        `expr:"request_id" json:"request_id" doc:"the unique id this probe sent (X-Request-Id header, and rid and user in JSON object bodies)"`
 	Events      int           `expr:"events" json:"events" doc:"server-sent data events received, not counting [DONE] (stream only)"`
 	Done        bool          `expr:"done" json:"done" doc:"the stream ended with data: [DONE] (stream only)"`
@@ -87,6 +88,7 @@ var httpProbeType = Type{
 			{Name: "stream", Type: argspec.Bool, Default: false, Doc: "the response is a server-sent event stream: count data events and watch for data: [DONE]"},
 			{Name: "via", Type: argspec.String, Default: "target", Enum: []string{"target", "bot"}, Doc: "target dials from the target's host (through its SSH connection), so loopback-only services are reachable; bot dials from where runbot runs"},
 			{Name: "tag_body", Type: argspec.Bool, Default: true, Doc: "put the request id into a JSON object body as rid and user (unless already set), so that server log lines name the probe"},
+			{Name: "delay", Type: argspec.Duration, Default: time.Duration(0), Doc: "wait this long after the step starts before sending, e.g. so that a second request finds the first one under way"},
 			{Name: "max_body", Type: argspec.Int, Default: 4096, Doc: "bytes of the response body kept in body; all bytes are counted"},
 		},
 		Outputs: reflect.TypeFor[HTTPProbeOutput](),
@@ -148,8 +150,14 @@ func (HTTPProbe) Run(ctx context.Context, env Env) (step.Result, error) {
 		maxBody:      args.Int("max_body"),
 		dial:         dial,
 	}
+	if d := args.Duration("delay"); d > 0 {
+		if err := sleep(ctx, d); err != nil {
+			return step.Result{}, fmt.Errorf("probe %s %s: wait %s before sending: %w", p.method, u, d, err)
+		}
+	}
 	start := clock(env)()
 	o := p.do(ctx)
+	o.Started = start
 	if ctx.Err() != nil {
 		// The step or the run ended before the probe's own deadlines did;
 		// a partial observation cut off by someone else is not evidence.

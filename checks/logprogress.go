@@ -28,8 +28,12 @@ type LogProgressOutput struct {
 	Truncated     bool                      `expr:"truncated" json:"truncated" doc:"the log was longer than max_bytes and its oldest part was not read"`
 	Found         bool                      `expr:"found" json:"found" doc:"a progress line was found in what was read"`
 	LastProgress  time.Time                 `expr:"last_progress" json:"last_progress" doc:"time of the last progress line (from the SGLang prefix when present, else journald's); zero when none was found"`
-	Gap           time.Duration             `expr:"gap" json:"gap" doc:"time since the last progress line; when none was found, the whole window (a lower bound)"`
-	Stalled       bool                      `expr:"stalled" json:"stalled" doc:"gap is longer than stall_after (or no progress line was found)"`
+	StartedAt     time.Time                 `expr:"started_at" json:"started_at" doc:"when the unit last became active, from its service manager; zero when unknown"`
+	SilentSince   time.Time                 `expr:"silent_since" json:"silent_since" doc:"the last progress line of the running process, or, when it logged none, the later of its start and the window's start"`
+	GapFrom       string                    `expr:"gap_from" json:"gap_from" doc:"what silent_since is: last_progress, unit_start or window (then gap is a lower bound)"`
+	Gap           time.Duration             `expr:"gap" json:"gap" doc:"time since silent_since: measured, never a default; a lower bound when gap_from is window"`
+	Stalled       bool                      `expr:"stalled" json:"stalled" doc:"gap is longer than stall_after"`
+	Recent        []ProgressLine            `expr:"recent" json:"recent" doc:"the newest progress lines inside the window (at most 50), oldest first, with their SGLang batch fields"`
 	PerMinute     float64                   `expr:"per_minute" json:"per_minute" doc:"progress lines per minute in the 5 minutes before the last one (from the first one inside them): how busy the service was before it went quiet"`
 	ProgressLines int                       `expr:"progress_lines" json:"progress_lines" doc:"progress lines inside the window"`
 	LastLine      string                    `expr:"last_line" json:"last_line" doc:"the last progress line's message"`
@@ -40,6 +44,23 @@ type LogProgressOutput struct {
 	Echoes        int                       `expr:"echoes" json:"echoes" doc:"pattern occurrences caused by this run's own probes, over all patterns"`
 	Unexplained   int                       `expr:"unexplained" json:"unexplained" doc:"pattern occurrences not caused by this run's probes, over all patterns"`
 }
+
+// ProgressLine is one progress line as expressions see it.
+type ProgressLine struct {
+	Time   time.Time          `expr:"time" json:"time" doc:"when it was logged"`
+	Ranks  string             `expr:"ranks" json:"ranks" doc:"its rank prefix, e.g. \"DP0 TP0\""`
+	Fields map[string]float64 `expr:"fields" json:"fields" doc:"its SGLang batch fields, e.g. fields[\"inflight-req\"]; older names are also given under the newest (transferring-req as inflight-req, prealloc-req as bootstrap-req)"`
+}
+
+// maxRecent bounds ProgressLine entries in the output.
+const maxRecent = 50
+
+// Gap origins, the values of LogProgressOutput.GapFrom.
+const (
+	GapFromProgress  = "last_progress"
+	GapFromUnitStart = "unit_start"
+	GapFromWindow    = "window"
+)
 
 // PatternSummary counts one named pattern's occurrences inside the window.
 type PatternSummary struct {
@@ -142,6 +163,7 @@ func (LogProgress) Run(ctx context.Context, env Env) (step.Result, error) {
 	if out.ExitCode != 0 {
 		return step.Result{}, fmt.Errorf("read %s on %s: `%s` exited %d: %s", src.desc, env.Target.Runner.Host(), src.line, out.ExitCode, firstLines(string(out.Stderr), 3))
 	}
+	started, startErr := unitStart(ctx, env, args)
 	raw, truncated := src.trim(out)
 	format := args.String("format")
 	if !src.file {
@@ -153,11 +175,30 @@ func (LogProgress) Run(ctx context.Context, env Env) (step.Result, error) {
 		stallAfter: args.Duration("stall_after"), grace: args.Duration("echo_grace"),
 		progress: regexp.MustCompile(args.String("progress")), progressText: args.String("progress"),
 		patterns: compilePatterns(args.Map("patterns")), probes: probeWindows(env.Observed),
-		source: src.desc,
+		source: src.desc, unitStart: started, unitStartErr: startErr,
 	}
 	o, events := a.run(entries)
 	o.Truncated = truncated
 	return step.Result{Values: o, Evidence: a.evidence(o), Events: events}, nil
+}
+
+// unitStart asks the target's service manager when the unit last became
+// active. Silence is measured from there when the process has logged no
+// progress yet: "no batch since decode started 25 s ago" is evidence, "no
+// batch in 15 minutes" about a process that is 25 s old is a made-up number.
+func unitStart(ctx context.Context, env Env, args argspec.Values) (time.Time, error) {
+	unit := args.String("unit")
+	if unit == "" {
+		unit = env.Target.Unit
+	}
+	if unit == "" || env.Target.Services == nil {
+		return time.Time{}, nil
+	}
+	st, err := env.Target.Services.Show(ctx, unit)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read start time of %s: %w", unit, err)
+	}
+	return st.ActiveEnter, nil
 }
 
 // echoWait is how long to wait until every cut-short probe this step
@@ -310,6 +351,8 @@ type logAnalysis struct {
 	patterns     []namedPattern
 	probes       []probeWindow
 	source       string
+	unitStart    time.Time
+	unitStartErr error
 }
 
 // occurrence is one event a pattern stands for: the lines (one per rank)
@@ -350,18 +393,29 @@ func (a logAnalysis) run(entries []logEntry) (LogProgressOutput, []step.Event) {
 			o.LastByRank[e.Ranks] = e.Time
 		}
 	}
-	o.Gap = a.window
+	o.StartedAt = a.unitStart
+	o.SilentSince, o.GapFrom = a.since, GapFromWindow
+	if a.unitStart.After(o.SilentSince) && !a.unitStart.After(a.now) {
+		o.SilentSince, o.GapFrom = a.unitStart, GapFromUnitStart
+	}
 	if last >= 0 {
 		le := entries[last]
 		o.Found, o.LastProgress, o.LastLine = true, le.Time, le.Message
-		o.Gap = a.now.Sub(le.Time)
 		if b, ok := parseBatchLine(le.Text); ok {
 			o.LastFields = b.Fields
 		}
 		o.PerMinute = a.perMinute(entries, progress, le.Time)
 		events = append(events, step.Event{Kind: EventProgress, Time: le.Time, Text: le.Message, Labels: map[string]string{"ranks": le.Ranks}})
+		// A line logged before the unit last started belongs to the
+		// process before it: the running one has been silent since it
+		// started.
+		if !le.Time.Before(o.SilentSince) || o.GapFrom == GapFromWindow {
+			o.SilentSince, o.GapFrom = le.Time, GapFromProgress
+		}
 	}
-	o.Stalled = !o.Found || o.Gap > a.stallAfter
+	o.Gap = max(a.now.Sub(o.SilentSince), 0)
+	o.Recent = a.recent(entries, progress)
+	o.Stalled = o.Gap > a.stallAfter
 	if o.Found && !o.Stalled {
 		for _, r := range slices.Sorted(maps.Keys(o.LastByRank)) {
 			if a.now.Sub(o.LastByRank[r]) > a.stallAfter {
@@ -370,8 +424,8 @@ func (a logAnalysis) run(entries []logEntry) (LogProgressOutput, []step.Event) {
 		}
 	}
 	events = append(events, a.rateEvents(entries, progress)...)
-	if o.Stalled && o.Found {
-		events = append(events, step.Event{Kind: EventStall, Time: o.LastProgress, End: a.now,
+	if o.Stalled {
+		events = append(events, step.Event{Kind: EventStall, Time: o.SilentSince, End: a.now,
 			Text: fmt.Sprintf("no %q line for %s", a.progressText, round(o.Gap))})
 	}
 	for _, p := range a.patterns {
@@ -382,6 +436,25 @@ func (a logAnalysis) run(entries []logEntry) (LogProgressOutput, []step.Event) {
 		events = append(events, matchEvents(p.name, occs)...)
 	}
 	return o, events
+}
+
+// recent returns the newest progress lines inside the window with their
+// batch fields, oldest first.
+func (a logAnalysis) recent(entries []logEntry, progress []bool) []ProgressLine {
+	out := []ProgressLine{}
+	for i := len(entries) - 1; i >= 0 && len(out) < maxRecent; i-- {
+		e := entries[i]
+		if !progress[i] || e.Time.Before(a.since) {
+			continue
+		}
+		pl := ProgressLine{Time: e.Time, Ranks: e.Ranks}
+		if b, ok := parseBatchLine(e.Text); ok {
+			pl.Fields = b.Fields
+		}
+		out = append(out, pl)
+	}
+	slices.Reverse(out)
+	return out
 }
 
 // perMinute is the progress rate in the lookback before the last progress
@@ -504,17 +577,38 @@ func matchEvents(name string, occs []*occurrence) []step.Event {
 func (a logAnalysis) evidence(o LogProgressOutput) []string {
 	var ev []string
 	what := fmt.Sprintf("%q", a.progressText)
+	state := fmt.Sprintf("silent for %s, under the %s stall threshold", round(o.Gap), a.stallAfter)
 	switch {
-	case o.Found && o.Stalled:
-		ev = append(ev, fmt.Sprintf("last %s line at %s (%s ago), %s before it — stalled: nothing for more than %s",
-			what, clockText(o.LastProgress, a.now), round(o.Gap), rateText(o.PerMinute), a.stallAfter))
-	case o.Found:
-		ev = append(ev, fmt.Sprintf("last %s line at %s (%s ago), %s — progressing",
-			what, clockText(o.LastProgress, a.now), round(o.Gap), rateText(o.PerMinute)))
-	case o.Lines == 0:
-		ev = append(ev, fmt.Sprintf("no log lines at all in the last %s from the %s — stalled or not logging", a.window, a.source))
+	case o.Stalled:
+		state = fmt.Sprintf("stalled: silent for more than %s", a.stallAfter)
+	case o.GapFrom == GapFromProgress:
+		state = "progressing"
+	}
+	switch o.GapFrom {
+	case GapFromProgress:
+		ev = append(ev, fmt.Sprintf("last %s line at %s (%s ago), %s before it — %s",
+			what, clockText(o.LastProgress, a.now), round(o.Gap), rateText(o.PerMinute), state))
+	case GapFromUnitStart:
+		line := fmt.Sprintf("no %s line since the unit started at %s (%s ago; %d lines read from the %s)",
+			what, clockText(o.StartedAt, a.now), round(o.Gap), o.Lines, a.source)
+		if o.Found {
+			line += fmt.Sprintf("; the last one, at %s, was logged by the process before", clockText(o.LastProgress, a.now))
+		}
+		ev = append(ev, line+" — "+state)
 	default:
-		ev = append(ev, fmt.Sprintf("no %s line in the last %s (%d other lines read from the %s) — stalled", what, a.window, o.Lines, a.source))
+		line := fmt.Sprintf("no %s line in the last %s (%d other lines read from the %s)", what, a.window, o.Lines, a.source)
+		switch {
+		case !o.StartedAt.IsZero():
+			line += fmt.Sprintf("; the unit has been up since %s", clockText(o.StartedAt, a.now))
+		case a.unitStartErr != nil:
+			line += fmt.Sprintf("; when the unit started is unknown (%v), so %s is a lower bound", a.unitStartErr, a.window)
+		default:
+			line += fmt.Sprintf("; when the unit started is unknown, so %s is a lower bound", a.window)
+		}
+		if o.Lines == 0 {
+			line += "; the service logged nothing at all"
+		}
+		ev = append(ev, line+" — "+state)
 	}
 	if o.Found {
 		ev = append(ev, "last progress line: "+oneLine(o.LastLine, 240))

@@ -3,6 +3,7 @@ package checks
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -158,7 +159,7 @@ func TestLogProgressWedgedDecode(t *testing.T) {
 	require.Equal(t, 12, o.Unexplained)
 
 	require.Equal(t, []string{
-		`last "Decode batch" line at 20:38:03 UTC (29m27s ago), 186.2 lines/min before it — stalled: nothing for more than 1m0s`,
+		`last "Decode batch" line at 20:38:03 UTC (29m27s ago), 186.2 lines/min before it — stalled: silent for more than 1m0s`,
 		"last progress line: [2026-06-18 20:38:03 DP0 TP0] Decode batch, #running-req: 1, #token: 3779, token usage: 0.01, pre-allocated usage: 0.01, #prealloc-req: 0, #transfer-req: 1, #retracted-req: 0, cuda graph: True, gen throughput (token/s): 31.62, #queue-req: 0",
 		"aborts: 14 in the last 15m0s, 20:53:16 UTC to 21:06:27 UTC; 2 caused by this run's own probes (echoes), 12 unexplained; latest room 6913527235152270480",
 	}, res.Evidence)
@@ -201,23 +202,60 @@ func TestLogProgressPrefillRanksCollapse(t *testing.T) {
 	require.Contains(t, res.Evidence[len(res.Evidence)-1], "aborts: 28 in the last 1h0m0s (112 lines: each rank logs its own)")
 }
 
+// Without a progress line, silence is measured from what is known: the
+// unit's start when it started inside the window, else the window, and the
+// evidence says which. A process 25 s old is never "silent for 15 minutes".
 func TestLogProgressNoProgressInWindow(t *testing.T) {
 	dir := t.TempDir()
 	f := filepath.Join(dir, "decode.log")
-	require.NoError(t, os.WriteFile(f, []byte(
-		"[2026-06-18 21:00:01] INFO:     127.0.0.1:1 - \"GET /health HTTP/1.1\" 200 OK\n"+
-			"[2026-06-18 21:00:02] INFO:     127.0.0.1:1 - \"GET /health HTTP/1.1\" 200 OK\n"), 0o644))
-	o, res := runLog(t, logEnv(argspec.Values{"file": f, "progress": "Decode batch"}, "2026-06-18 21:05:00"))
-	require.False(t, o.Found)
-	require.True(t, o.Stalled)
-	require.Equal(t, 15*time.Minute, o.Gap)
-	require.Equal(t, 2, o.Lines)
-	require.Equal(t, `no "Decode batch" line in the last 15m0s (2 other lines read from the log file `+f+`) — stalled`, res.Evidence[0])
+	health := "[2026-06-18 21:00:01] INFO:     127.0.0.1:1 - \"GET /health HTTP/1.1\" 200 OK\n" +
+		"[2026-06-18 21:00:02] INFO:     127.0.0.1:1 - \"GET /health HTTP/1.1\" 200 OK\n"
+	oldBatch := "[2026-06-18 20:59:30 TP0] Decode batch, #running-req: 1, #token: 64, token usage: 0.20, gen throughput (token/s): 58.87, #queue-req: 0\n"
+	cases := []struct {
+		name     string
+		log      string
+		started  string // unit start, "" for no service manager
+		showErr  error
+		stalled  bool
+		gap      time.Duration
+		from     string
+		evidence string
+	}{
+		{name: "unit start unknown", log: health, stalled: true, gap: 15 * time.Minute, from: GapFromWindow,
+			evidence: `no "Decode batch" line in the last 15m0s (2 other lines read from the log file ` + f + `); when the unit started is unknown, so 15m0s is a lower bound — stalled: silent for more than 1m0s`},
+		{name: "started 25s ago", log: health, started: "2026-06-18 21:04:35", stalled: false, gap: 25 * time.Second, from: GapFromUnitStart,
+			evidence: `no "Decode batch" line since the unit started at 21:04:35 UTC (25s ago; 2 lines read from the log file ` + f + `) — silent for 25s, under the 1m0s stall threshold`},
+		{name: "batch before a restart", log: oldBatch + health, started: "2026-06-18 21:03:00", stalled: true, gap: 2 * time.Minute, from: GapFromUnitStart,
+			evidence: `no "Decode batch" line since the unit started at 21:03:00 UTC (2m0s ago; 3 lines read from the log file ` + f + `); the last one, at 20:59:30 UTC, was logged by the process before — stalled: silent for more than 1m0s`},
+		{name: "up longer than the window", log: health, started: "2026-06-18 18:00:00", stalled: true, gap: 15 * time.Minute, from: GapFromWindow,
+			evidence: `no "Decode batch" line in the last 15m0s (2 other lines read from the log file ` + f + `); the unit has been up since 18:00:00 UTC — stalled: silent for more than 1m0s`},
+		{name: "service manager fails", log: health, showErr: errors.New("no such unit"), stalled: true, gap: 15 * time.Minute, from: GapFromWindow,
+			evidence: `no "Decode batch" line in the last 15m0s (2 other lines read from the log file ` + f + `); when the unit started is unknown (read start time of sglang-dsv4-decode: no such unit), so 15m0s is a lower bound — stalled: silent for more than 1m0s`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			require.NoError(t, os.WriteFile(f, []byte(c.log), 0o644))
+			env := logEnv(argspec.Values{"file": f, "progress": "Decode batch"}, "2026-06-18 21:05:00")
+			if c.started != "" || c.showErr != nil {
+				var st remote.UnitState
+				if c.started != "" {
+					st.ActiveEnter = utc(c.started)
+				}
+				env.Target.Unit = "sglang-dsv4-decode"
+				env.Target.Services = services{state: st, err: c.showErr}
+			}
+			o, res := runLog(t, env)
+			require.Equal(t, c.stalled, o.Stalled)
+			require.Equal(t, c.gap, o.Gap)
+			require.Equal(t, c.from, o.GapFrom)
+			require.Equal(t, c.evidence, res.Evidence[0])
+		})
+	}
 
 	require.NoError(t, os.WriteFile(f, nil, 0o644))
-	o, res = runLog(t, logEnv(argspec.Values{"file": f, "progress": "Decode batch"}, "2026-06-18 21:05:00"))
+	o, res := runLog(t, logEnv(argspec.Values{"file": f, "progress": "Decode batch"}, "2026-06-18 21:05:00"))
 	require.Zero(t, o.Lines)
-	require.Contains(t, res.Evidence[0], "no log lines at all")
+	require.Contains(t, res.Evidence[0], "the service logged nothing at all")
 }
 
 // A plain file as SGLang writes it when run by hand: no journal, times in

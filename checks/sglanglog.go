@@ -185,7 +185,26 @@ func parseBatchLine(text string) (batchLine, bool) {
 			}
 		}
 	}
+	if b.Kind == "Prefill" {
+		// Renamed fields are also given under their newest name, so one
+		// expression reads every era (reference §1.2).
+		for old, now := range prefillFieldRenames {
+			if v, ok := b.Fields[old]; ok {
+				if _, has := b.Fields[now]; !has {
+					b.Fields[now] = v
+				}
+			}
+		}
+	}
 	return b, true
+}
+
+// prefillFieldRenames maps older Prefill batch field names to the newest:
+// mid-2025 PD builds printed #transferring-req for what later builds call
+// #inflight-req, and #prealloc-req became #bootstrap-req.
+var prefillFieldRenames = map[string]string{
+	"transferring-req": "inflight-req",
+	"prealloc-req":     "bootstrap-req",
 }
 
 var (

@@ -86,7 +86,7 @@ func TestParseBatchLine(t *testing.T) {
 			"Decode", -1, map[string]float64{"running-req": 3, "token": 300, "token usage": 0.01, "accept len": 2.71, "accept rate": 0.68, "cuda graph": 1, "gen throughput (token/s)": 120, "queue-req": 0}},
 		{"late-2025 prefill",
 			"Prefill batch, #new-seq: 1, #new-token: 1, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0, #prealloc-req: 1, #inflight-req: 0, input throughput (token/s): 1.73, ",
-			"Prefill", -1, map[string]float64{"new-seq": 1, "new-token": 1, "cached-token": 0, "token usage": 0, "running-req": 0, "queue-req": 0, "prealloc-req": 1, "inflight-req": 0, "input throughput (token/s)": 1.73}},
+			"Prefill", -1, map[string]float64{"new-seq": 1, "new-token": 1, "cached-token": 0, "token usage": 0, "running-req": 0, "queue-req": 0, "prealloc-req": 1, "bootstrap-req": 1, "inflight-req": 0, "input throughput (token/s)": 1.73}},
 		{"newest prefill with bootstrap-req, optimistic-req and occupancy",
 			"Prefill batch [88], #new-seq: 2, #new-token: 512, #cached-token: 64, full token usage: 0.10, swa token usage: 0.05, #running-req: 0, #queue-req: 1, #pending-token: 0, #bootstrap-req: 0, #inflight-req: 1, #optimistic-req: 0, cpu graph: False, input throughput (token/s): 812.50, fwd occupancy: 93.5%",
 			"Prefill", 88, map[string]float64{"new-seq": 2, "new-token": 512, "cached-token": 64, "full token usage": 0.1, "swa token usage": 0.05, "running-req": 0, "queue-req": 1, "pending-token": 0, "bootstrap-req": 0, "inflight-req": 1, "optimistic-req": 0, "cpu graph": 0, "input throughput (token/s)": 812.5, "fwd occupancy": 93.5}},

@@ -43,9 +43,13 @@ type RunOptions struct {
 
 // Event is a progress notification.
 type Event struct {
-	Kind string // "step_started" or "step_finished"
+	Kind string // "step_started", "step_finished" or "verdict"
 	At   time.Time
 	Run  *TargetRun
+	// Verdict holds, for a "verdict" event, the diagnoses that the steps
+	// finished so far already decide: the complete report will hold the
+	// same, while the remaining steps add evidence.
+	Verdict []DiagnosisResult
 }
 
 // StepTimeoutError is the cause of a step's context when its own timeout
@@ -133,10 +137,40 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *Report 
 	for _, s := range rb.Steps {
 		states[s.ID] = &stepState{done: make(chan struct{})}
 	}
+	// finished and verdictAt are guarded by mu: steps finish concurrently,
+	// and after each the engine checks whether the verdict is settled.
+	var mu sync.Mutex
+	finished := map[string]bool{}
+	var verdictAt time.Time
+	stepDone := func(id string) {
+		mu.Lock()
+		defer mu.Unlock()
+		finished[id] = true
+		if !verdictAt.IsZero() {
+			return
+		}
+		partial := *rep
+		partial.Steps = nil
+		for _, s := range rb.Steps {
+			if finished[s.ID] {
+				partial.Steps = append(partial.Steps, states[s.ID].runs...)
+			}
+		}
+		now := e.now()
+		if ds, ok := rb.settle(&partial, finished, p.Params, now); ok {
+			verdictAt = now
+			if opts.Progress != nil {
+				opts.Progress(Event{Kind: "verdict", At: now, Verdict: ds})
+			}
+		}
+	}
 	var wg sync.WaitGroup
 	for _, s := range rb.Steps {
 		if !selected[s.ID] {
 			close(states[s.ID].done)
+			mu.Lock()
+			finished[s.ID] = true
+			mu.Unlock()
 			continue
 		}
 		wg.Go(func() {
@@ -161,6 +195,7 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *Report 
 				}
 			}
 			st.runs = e.runStep(ctx, p, s, observed, blocked, start, opts)
+			stepDone(s.ID)
 		})
 	}
 	wg.Wait()
@@ -169,6 +204,10 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *Report 
 	}
 	rep.FinishedAt = e.now()
 	rb.evaluate(rep, p.Params, rep.FinishedAt)
+	rep.VerdictAt = verdictAt
+	if verdictAt.IsZero() {
+		rep.VerdictAt = rep.FinishedAt
+	}
 	if e.Observer != nil {
 		e.Observer.RunFinished(rep)
 	}

@@ -124,6 +124,7 @@ func (rb *Runbook) evaluate(rep *Report, params map[string]any, now time.Time) {
 		}
 		rep.Diagnoses = append(rep.Diagnoses, DiagnosisResult{ID: d.ID, Severity: d.Severity, Summary: render(d.Summary, data, d.ID), Remediation: pickRemediation(d, env.Interface(), rep), Findings: fs})
 	}
+	rep.Contradictions = rb.Contradictions(rep)
 	rep.Outcome = OutcomeOK
 	for _, f := range rep.Findings {
 		if f.Severity == Critical {

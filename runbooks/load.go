@@ -406,7 +406,7 @@ func collectTemplates(raw any, path string, fn func(path, s string)) {
 	}
 }
 
-var findingKeys = []string{"id", "severity", "when", "summary", "evidence"}
+var findingKeys = []string{"id", "severity", "when", "summary", "evidence", "claims"}
 
 func (l *loader) finding(n *yaml.Node) {
 	d := l.d
@@ -426,6 +426,8 @@ func (l *loader) finding(n *yaml.Node) {
 		case "evidence":
 			f.Evidence = d.Strings(v, "evidence")
 			l.verifyNode["evidence:"+f.ID] = []*yaml.Node{v}
+		case "claims":
+			f.Claims = l.claims(v)
 		}
 	})
 	if f.ID == "" {
@@ -438,7 +440,7 @@ func (l *loader) finding(n *yaml.Node) {
 	l.rb.Findings = append(l.rb.Findings, f)
 }
 
-var diagnosisKeys = []string{"id", "severity", "when", "summary", "remediate"}
+var diagnosisKeys = []string{"id", "severity", "when", "summary", "remediate", "claims"}
 
 func (l *loader) diagnosis(n *yaml.Node) {
 	d := l.d
@@ -457,6 +459,8 @@ func (l *loader) diagnosis(n *yaml.Node) {
 			dg.When, whenNode = d.String(v, "when"), v
 		case "summary":
 			dg.Summary = l.template(v, "diagnosis summary")
+		case "claims":
+			dg.Claims = l.claims(v)
 		case "remediate":
 			l.remediate[dg.ID] = v
 			if v.Kind == yaml.ScalarNode {

@@ -118,7 +118,9 @@ type Finding struct {
 	When     string
 	Summary  *Template
 	Evidence []string // step ids whose evidence supports the finding
-	Pos      yamlnode.Pos
+	// Claims are the facts the finding asserts when it holds (see Claim).
+	Claims []Claim
+	Pos    yamlnode.Pos
 
 	program *vm.Program
 	refs    []stepRef
@@ -134,11 +136,15 @@ type Diagnosis struct {
 	// rule whose condition holds picks it instead.
 	Remediate string
 	Rules     []RemediateRule
-	Pos       yamlnode.Pos
+	// Claims are the facts the diagnosis asserts when it holds.
+	Claims []Claim
+	Pos    yamlnode.Pos
 
 	program  *vm.Program
 	refs     []stepRef
 	findings []string
+	// summarySteps are the steps its summary quotes.
+	summarySteps []stepRef
 }
 
 // RemediateRule picks a remediation when its condition holds; a rule
@@ -175,10 +181,11 @@ type Remediation struct {
 
 // Condition is a compiled boolean expression.
 type Condition struct {
-	Source  string
-	Pos     yamlnode.Pos
-	program *vm.Program
-	refs    []stepRef
+	Source   string
+	Pos      yamlnode.Pos
+	program  *vm.Program
+	refs     []stepRef
+	findings []string
 }
 
 // ApprovalPolicy says who must approve a remediation.

@@ -30,12 +30,19 @@ type Report struct {
 	Params     map[string]string `json:"params"`
 	StartedAt  time.Time         `json:"started_at"`
 	FinishedAt time.Time         `json:"finished_at"`
-	Outcome    Outcome           `json:"outcome"`
-	Steps      []*TargetRun      `json:"steps"`
-	Findings   []FindingResult   `json:"findings"`
+	// VerdictAt is when the diagnoses were settled: as soon as the steps
+	// finished by then decided every diagnosis, often before the slowest
+	// probe returned; else when the run finished.
+	VerdictAt time.Time       `json:"verdict_at"`
+	Outcome   Outcome         `json:"outcome"`
+	Steps     []*TargetRun    `json:"steps"`
+	Findings  []FindingResult `json:"findings"`
 	// Inconclusive lists findings that could not be evaluated, and why.
 	Inconclusive []FindingResult   `json:"inconclusive,omitempty"`
 	Diagnoses    []DiagnosisResult `json:"diagnoses"`
+	// Contradictions are facts that two results holding together assert
+	// and deny (see Runbook.Contradictions); a correct runbook has none.
+	Contradictions []Contradiction `json:"contradictions,omitempty"`
 }
 
 // TargetRun is one step on one target.

@@ -17,6 +17,8 @@ import (
 func Schema() ([]byte, error) {
 	str := map[string]any{"type": "string"}
 	strs := map[string]any{"oneOf": []any{str, map[string]any{"type": "array", "items": str}}}
+	claims := map[string]any{"type": "array", "items": map[string]any{"type": "string", "pattern": claimRE.String()},
+		"description": "facts asserted when this holds, subject.fact or !subject.fact; two results holding together must not assert and deny one"}
 	strMap := map[string]any{"type": "object", "additionalProperties": str}
 	duration := map[string]any{"type": "string", "pattern": `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`}
 	severity := map[string]any{"enum": []string{"critical", "warning", "info"}}
@@ -64,10 +66,10 @@ func Schema() ([]byte, error) {
 			}),
 			"steps": map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"oneOf": stepVariants}},
 			"findings": map[string]any{"type": "array", "items": obj(map[string]any{
-				"id": str, "severity": severity, "when": str, "summary": str, "evidence": strs,
+				"id": str, "severity": severity, "when": str, "summary": str, "evidence": strs, "claims": claims,
 			}, "id", "when")},
 			"diagnoses": map[string]any{"type": "array", "items": obj(map[string]any{
-				"id": str, "severity": severity, "when": str, "summary": str,
+				"id": str, "severity": severity, "when": str, "summary": str, "claims": claims,
 				"remediate": map[string]any{"oneOf": []any{str, map[string]any{"type": "array", "items": obj(map[string]any{"when": str, "use": str}, "use")}}},
 			}, "id", "when")},
 			"remediations": map[string]any{"type": "object", "additionalProperties": obj(map[string]any{

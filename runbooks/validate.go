@@ -130,8 +130,9 @@ func (l *loader) validate() {
 			w.finding.program, w.finding.refs = prog, refs
 		case w.diagnosis != nil:
 			w.diagnosis.program, w.diagnosis.refs, w.diagnosis.findings = prog, refs, dedup(names.findings)
+			w.diagnosis.summarySteps = templateSteps(w.diagnosis.Summary)
 		case w.cond != nil:
-			w.cond.program, w.cond.refs = prog, refs
+			w.cond.program, w.cond.refs, w.cond.findings = prog, refs, dedup(names.findings)
 		}
 	}
 

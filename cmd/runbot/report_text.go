@@ -22,7 +22,19 @@ func colors(on bool) palette {
 	return palette{"\033[31m", "\033[33m", "\033[32m", "\033[2m", "\033[1m", "\033[0m"}
 }
 
-func printProgress(w io.Writer, ev runbooks.Event) {
+func printProgress(w io.Writer, ev runbooks.Event, started time.Time) {
+	if ev.Kind == "verdict" {
+		ids := make([]string, len(ev.Verdict))
+		for i, d := range ev.Verdict {
+			ids[i] = d.ID
+		}
+		what := "no diagnosis holds"
+		if len(ids) > 0 {
+			what = strings.Join(ids, ", ")
+		}
+		note(w, "\r\033[Kverdict after %s: %s; collecting the rest of the evidence\n", ev.At.Sub(started).Round(100*time.Millisecond), what)
+		return
+	}
 	verb := "running"
 	if ev.Kind == "step_finished" {
 		verb = string(ev.Run.Status)
@@ -37,7 +49,11 @@ func printProgress(w io.Writer, ev runbooks.Event) {
 func printReport(w io.Writer, rep *runbooks.Report, color bool) error {
 	o := newOutput(w)
 	c := colors(color)
-	o.printf("%s%s%s  %s  run %s  %s\n", c.bold, rep.Runbook, c.reset, paramLine(rep.Params), rep.RunID, rep.FinishedAt.Sub(rep.StartedAt).Round(10*time.Millisecond))
+	o.printf("%s%s%s  %s  run %s  %s (verdict after %s)\n", c.bold, rep.Runbook, c.reset, paramLine(rep.Params), rep.RunID,
+		rep.FinishedAt.Sub(rep.StartedAt).Round(10*time.Millisecond), rep.VerdictAt.Sub(rep.StartedAt).Round(10*time.Millisecond))
+	for _, x := range rep.Contradictions {
+		o.printf("%sCONTRADICTION%s in this report: %s\n", c.red, c.reset, x)
+	}
 	if rep.Title != "" {
 		o.printf("%s%s%s\n", c.dim, rep.Title, c.reset)
 	}

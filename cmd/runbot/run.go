@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/user"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -75,10 +76,11 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 			tty := isTTY(os.Stderr)
 			if tty && format == "text" {
 				var mu sync.Mutex
+				started := time.Now()
 				opts.Progress = func(ev runbooks.Event) {
 					mu.Lock()
 					defer mu.Unlock()
-					printProgress(cmd.ErrOrStderr(), ev)
+					printProgress(cmd.ErrOrStderr(), ev, started)
 				}
 			}
 			rep, err := pr.engine.RunAndRecord(cmd.Context(), st, pr.p, opts, rf.requestedBy)

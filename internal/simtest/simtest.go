@@ -70,3 +70,4 @@ func Up(t testing.TB, args ...string) string {
 	})
 	return dir
 }
+

@@ -1,0 +1,338 @@
+package runbooks_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/internal/simtest"
+	"github.com/runbot/runbot/inventory"
+	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/runbooks"
+)
+
+// matrixFault is one fault of the scenario matrix and the one diagnosis the
+// shipped wedge runbook must give for it.
+type matrixFault struct {
+	name        string
+	ctl         []string // sglang-sim ctl fault arguments; nil for none
+	diagnosis   string
+	remediation string
+	// quiet faults leave the deployment serving: no critical finding, no
+	// remediation, no claim that something is stuck.
+	quiet bool
+}
+
+var matrixFaults = []matrixFault{
+	{name: "healthy", diagnosis: "healthy", quiet: true},
+	{name: "pd-wedge", ctl: []string{"pd-wedge"}, diagnosis: "pd_transfer_wedge", remediation: "disable_overlap_and_restart"},
+	{name: "decode-crash", ctl: []string{"decode-crash"}, diagnosis: "decode_down"},
+	{name: "router-down", ctl: []string{"router-down"}, diagnosis: "router_down"},
+	{name: "slow", ctl: []string{"slow", "--ttft", "10s"}, diagnosis: "slow_but_serving", quiet: true},
+	{name: "stale-sample", ctl: []string{"stale-sample", "--scrapes", "1", "--value", "2"}, diagnosis: "healthy", quiet: true},
+	{name: "prefill-stall", ctl: []string{"prefill-stall"}, diagnosis: "prefill_stalled"},
+}
+
+// matrixCondition is what surrounds the fault: traffic, age, log format.
+type matrixCondition struct {
+	name string
+	up   []string // extra sglang-sim up arguments
+	// load is sglang-sim load arguments for client traffic that runs from
+	// before the fault until the run ends; nil for none.
+	load []string
+	// before runs between up and the fault (e.g. a restart); after runs
+	// between the fault and the run (e.g. letting it age).
+	before, after func(t *testing.T, dir string)
+	// weight is how much of the machine the condition takes, for running
+	// cells side by side.
+	weight int
+}
+
+func waitFor(d time.Duration) func(*testing.T, string) {
+	return func(t *testing.T, _ string) {
+		select {
+		case <-time.After(d):
+		case <-t.Context().Done():
+		}
+	}
+}
+
+// olderThanStallAfter is past the runbook's default stall_after (60 s).
+const olderThanStallAfter = 65 * time.Second
+
+var matrixConditions = []matrixCondition{
+	{name: "fresh", weight: 1},
+	{name: "idle", before: waitFor(olderThanStallAfter), weight: 1},
+	{name: "steady", load: []string{"--rate", "5"}, before: waitFor(3 * time.Second), weight: 1},
+	{name: "heavy", load: []string{"--rate", "200"}, before: waitFor(3 * time.Second), weight: 4},
+	{name: "restarted", load: []string{"--rate", "5"}, before: func(t *testing.T, dir string) {
+		waitFor(3*time.Second)(t, dir)
+		if out, err := simCmd(t.Context(), "ctl", "--dir", dir, "restart", "all"); err != nil {
+			t.Errorf("restart: %v\n%s", err, out)
+		}
+	}, weight: 1},
+	{name: "aged", load: []string{"--rate", "5"}, before: waitFor(3 * time.Second), after: waitFor(olderThanStallAfter), weight: 1},
+	{name: "era-2025-mid", up: []string{"--log-format", "2025-mid"}, load: []string{"--rate", "5"}, before: waitFor(3 * time.Second), weight: 1},
+	{name: "era-2025-late", up: []string{"--log-format", "2025-late"}, load: []string{"--rate", "5"}, before: waitFor(3 * time.Second), weight: 1},
+	{name: "era-2026-mid", up: []string{"--log-format", "2026-mid"}, load: []string{"--rate", "5"}, before: waitFor(3 * time.Second), weight: 1},
+	{name: "era-2026-late", up: []string{"--log-format", "2026-late"}, load: []string{"--rate", "5"}, before: waitFor(3 * time.Second), weight: 1},
+	// Other clients that give up before their answer: their aborts are in
+	// the logs, and they are not this run's echoes.
+	{name: "foreign-aborts", load: []string{"--rate", "4", "--timeout", "30ms", "--max-tokens", "400"}, before: waitFor(3 * time.Second), weight: 1},
+}
+
+// cellResult is what one cell of the matrix gave.
+type cellResult struct {
+	fault, condition string
+	diagnoses        []string
+	remediation      string
+	verdict, total   time.Duration
+	wrong            []string
+}
+
+// TestScenarioMatrix runs the shipped sglang-pd-wedge runbook, with its
+// production defaults, against every fault of the simulator under every
+// surrounding condition, with the simulator at its own defaults. Every cell
+// must give exactly the fault's diagnosis, a report without contradictions,
+// and, for a deployment that is serving, no alarm at all. A wedge older than
+// stall_after must be decided within 10 s.
+func TestScenarioMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the matrix runs the simulator for minutes")
+	}
+	catalog, problems, err := runbooks.LoadCatalog()
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	rb, err := catalog.Get("sglang-pd-wedge")
+	require.NoError(t, err)
+	simBinary = simtest.Binary(t)
+
+	// Cells run side by side, as many as the machine takes: each is a
+	// whole deployment, its traffic and a run at production timeouts.
+	const capacity = 6
+	sem := make(chan int, capacity)
+	for range capacity {
+		sem <- 1
+	}
+	acquire := func(w int) {
+		for range w {
+			<-sem
+		}
+	}
+	release := func(w int) {
+		for range w {
+			sem <- 1
+		}
+	}
+	var mu sync.Mutex
+	var results []cellResult
+	var wg sync.WaitGroup
+	// The heaviest cells first, so that they do not all end up together.
+	conds := slices.Clone(matrixConditions)
+	slices.SortStableFunc(conds, func(a, b matrixCondition) int { return b.weight - a.weight })
+	for _, c := range conds {
+		for _, f := range matrixFaults {
+			acquire(c.weight)
+			wg.Go(func() {
+				defer release(c.weight)
+				r := runCell(t, rb, f, c)
+				mu.Lock()
+				results = append(results, r)
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
+
+	slices.SortFunc(results, func(a, b cellResult) int {
+		return strings.Compare(a.fault+"/"+a.condition, b.fault+"/"+b.condition)
+	})
+	var table strings.Builder
+	right := 0
+	fmt.Fprintf(&table, "%-14s %-15s %-6s %-9s %-8s %s\n", "fault", "condition", "result", "verdict", "total", "diagnoses")
+	for _, r := range results {
+		mark := "right"
+		if len(r.wrong) > 0 {
+			mark = "WRONG"
+		} else {
+			right++
+		}
+		fmt.Fprintf(&table, "%-14s %-15s %-6s %-9s %-8s %s\n", r.fault, r.condition, mark,
+			r.verdict.Round(100*time.Millisecond), r.total.Round(100*time.Millisecond), strings.Join(r.diagnoses, ","))
+		for _, w := range r.wrong {
+			fmt.Fprintf(&table, "    - %s\n", w)
+		}
+	}
+	fmt.Fprintf(&table, "%d of %d cells right\n", right, len(results))
+	t.Logf("scenario matrix (faults x conditions, simulator and runbook at defaults):\n%s", table.String())
+	if path := os.Getenv("RUNBOT_MATRIX_OUT"); path != "" {
+		require.NoError(t, os.WriteFile(path, []byte(table.String()), 0o644))
+	}
+	require.Equal(t, len(results), right, "wrong cells:\n%s", table.String())
+}
+
+func runCell(t *testing.T, rb *runbooks.Runbook, f matrixFault, c matrixCondition) cellResult {
+	res := cellResult{fault: f.name, condition: c.name}
+	fail := func(format string, args ...any) { res.wrong = append(res.wrong, fmt.Sprintf(format, args...)) }
+	// Cells run in goroutines of their own, so sglang-sim failures are
+	// reported as wrong cells rather than through t.Fatal.
+	dir, err := os.MkdirTemp("", "runbot-matrix-")
+	if err != nil {
+		fail("temp dir: %v", err)
+		return res
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	if out, err := simCmd(t.Context(), append([]string{"up", "--dir", dir}, c.up...)...); err != nil {
+		fail("sglang-sim up: %v\n%s", err, out)
+		return res
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, _ = simCmd(ctx, "down", "--dir", dir) // the deployment goes with the directory
+	}()
+	inv, err := inventory.Load(filepath.Join(dir, "inventory.yaml"))
+	if err != nil {
+		fail("load inventory: %v", err)
+		return res
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if c.load != nil {
+		var ep map[string]string
+		raw, err := os.ReadFile(filepath.Join(dir, "endpoints.json"))
+		if err == nil {
+			err = json.Unmarshal(raw, &ep)
+		}
+		if err != nil {
+			fail("read endpoints: %v", err)
+			return res
+		}
+		args := append([]string{"load", "--duration", "4m", "--stream"}, c.load...)
+		load := exec.CommandContext(ctx, simBinary, append(args, ep["router"])...)
+		if err := load.Start(); err != nil {
+			fail("start load: %v", err)
+			return res
+		}
+		defer func() { cancel(); _ = load.Wait() }() // killed: its exit status says so
+	}
+	if c.before != nil {
+		c.before(t, dir)
+	}
+	if f.ctl != nil {
+		if out, err := simCmd(ctx, append([]string{"ctl", "--dir", dir, "fault"}, f.ctl...)...); err != nil {
+			fail("inject %s: %v\n%s", f.name, err, out)
+			return res
+		}
+	}
+	if c.after != nil {
+		c.after(t, dir)
+	}
+
+	pool := remote.NewPool()
+	defer func() { _ = pool.Close() }()
+	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
+	p, err := e.Prepare(ctx, rb, map[string]string{"deployment": "sim"})
+	if err != nil {
+		fail("prepare: %v", err)
+		return res
+	}
+	var verdict []string
+	var settled bool
+	rep := e.Run(ctx, p, runbooks.RunOptions{Progress: func(ev runbooks.Event) {
+		if ev.Kind == "verdict" {
+			settled = true
+			for _, d := range ev.Verdict {
+				verdict = append(verdict, d.ID)
+			}
+		}
+	}})
+	res.diagnoses = diagnosisIDs(rep)
+	res.verdict, res.total = rep.VerdictAt.Sub(rep.StartedAt), rep.FinishedAt.Sub(rep.StartedAt)
+	checkCell(rb, rep, f, c, &res, fail)
+	if settled && !slices.Equal(verdict, res.diagnoses) {
+		fail("the early verdict %v differs from the complete report's %v", verdict, res.diagnoses)
+	}
+	return res
+}
+
+// checkCell holds a report to what the cell expects.
+func checkCell(rb *runbooks.Runbook, rep *runbooks.Report, f matrixFault, c matrixCondition, res *cellResult, fail func(string, ...any)) {
+	if !slices.Equal(res.diagnoses, []string{f.diagnosis}) {
+		fail("want diagnosis %s, got %v; findings %v; inconclusive %v", f.diagnosis, res.diagnoses, findingIDs(rep), inconclusiveIDs(rep))
+	} else {
+		res.remediation = rep.Diagnoses[0].Remediation
+		if res.remediation != f.remediation {
+			fail("want remediation %q, got %q", f.remediation, res.remediation)
+		}
+	}
+	for _, x := range rep.Contradictions {
+		fail("contradiction: %s", x)
+	}
+	if f.quiet {
+		for _, fd := range rep.Findings {
+			if fd.Severity == runbooks.Critical {
+				fail("critical finding on a serving deployment: %s: %s", fd.ID, fd.Summary)
+			}
+			if claimsStuck(rb, fd.ID) {
+				fail("finding %s claims something is stuck on a serving deployment: %s", fd.ID, fd.Summary)
+			}
+		}
+		for _, d := range rep.Diagnoses {
+			if d.Remediation != "" {
+				fail("remediation %s proposed for a serving deployment", d.Remediation)
+			}
+		}
+	}
+	if f.name == "pd-wedge" && c.name == "aged" && res.verdict > 10*time.Second {
+		fail("a wedge older than stall_after took %s to decide (target 10s)", res.verdict.Round(100*time.Millisecond))
+	}
+	// No made-up numbers: a silence is never quoted as the log window when
+	// the unit's start is known and later.
+	for _, fd := range rep.Findings {
+		if strings.Contains(fd.Summary, "15m0s") {
+			fail("finding %s quotes the 15m log window as a measurement: %s", fd.ID, fd.Summary)
+		}
+	}
+}
+
+// simCmd runs sglang-sim (built by simtest.Binary) and returns its output.
+func simCmd(ctx context.Context, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, simBinary, args...).CombinedOutput()
+	return string(out), err
+}
+
+// simBinary is set by TestScenarioMatrix before any cell runs.
+var simBinary string
+
+func claimsStuck(rb *runbooks.Runbook, finding string) bool {
+	for _, f := range rb.Findings {
+		if f.ID != finding {
+			continue
+		}
+		for _, c := range f.Claims {
+			if c.Negated && (c.Fact == "decode.serving" || c.Fact == "prefill.forwarding" || c.Fact == "service.serving") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func inconclusiveIDs(rep *runbooks.Report) []string {
+	var ids []string
+	for _, f := range rep.Inconclusive {
+		ids = append(ids, f.ID+" ("+f.Reason+")")
+	}
+	return ids
+}
