@@ -70,4 +70,3 @@ func Up(t testing.TB, args ...string) string {
 	})
 	return dir
 }
-
