@@ -104,9 +104,7 @@ type Dispatcher struct {
 // in the background. A *runbooks.ParamError, an *UnknownRunbookError or an
 // inventory error means the request was bad; nothing was queued.
 func (d *Dispatcher) Submit(ctx context.Context, req Request) (Accepted, error) {
-	switch req.Source {
-	case store.TriggerSlack, store.TriggerAlert, store.TriggerSchedule, store.TriggerCLI:
-	default:
+	if !req.Source.Valid() {
 		return Accepted{}, fmt.Errorf("submit %s: invalid source %q", req.Runbook, req.Source)
 	}
 	rb, err := d.runbook(req.Runbook)

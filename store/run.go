@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -20,13 +21,17 @@ const (
 	TriggerSchedule Trigger = "schedule"
 )
 
-func (t Trigger) valid() bool {
-	switch t {
-	case TriggerCLI, TriggerSlack, TriggerAlert, TriggerSchedule:
-		return true
-	}
-	return false
-}
+// triggerKinds is the one list of trigger kinds. The store refuses runs and
+// work of any other kind, and so does the bot; the SQL CHECKs on
+// runs.trigger_type and work.trigger_type repeat it as a safety net, and a
+// test fails when they differ from it.
+var triggerKinds = []Trigger{TriggerCLI, TriggerSlack, TriggerAlert, TriggerSchedule}
+
+// TriggerKinds returns every valid trigger kind.
+func TriggerKinds() []Trigger { return slices.Clone(triggerKinds) }
+
+// Valid reports whether t is one of TriggerKinds.
+func (t Trigger) Valid() bool { return slices.Contains(triggerKinds, t) }
 
 // RunStatus says whether a run is still going and how it ended as a process;
 // Outcome says what it found.
@@ -161,7 +166,7 @@ func (s *SQLite) CreateRun(ctx context.Context, r Run) (Run, error) {
 	if r.Runbook == "" {
 		return Run{}, errors.New("create run: runbook is required")
 	}
-	if !r.Trigger.valid() {
+	if !r.Trigger.Valid() {
 		return Run{}, fmt.Errorf("create run: invalid trigger %q", r.Trigger)
 	}
 	if err := checkJSON("report", r.Report); err != nil {

@@ -71,7 +71,7 @@ func scanWork(row interface{ Scan(...any) error }) (Work, error) {
 
 // Enqueue adds pending work unless work with the same Key exists.
 func (s *SQLite) Enqueue(ctx context.Context, w Work) (Work, bool, error) {
-	if w.Runbook == "" || !w.Trigger.valid() {
+	if w.Runbook == "" || !w.Trigger.Valid() {
 		return Work{}, false, fmt.Errorf("enqueue work: a runbook and a valid trigger are required (got %q, %q)", w.Runbook, w.Trigger)
 	}
 	if err := checkJSON("payload", w.Payload); err != nil {
