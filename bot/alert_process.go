@@ -315,10 +315,10 @@ func (a *Alerts) runMessage(ctx context.Context, fp, channel string) (string, st
 		return channel, ""
 	}
 	run, err := a.disp.store.GetRun(ctx, st.RunID)
-	if err != nil || run.Slack == nil {
+	if err != nil || run.Message == nil {
 		return channel, ""
 	}
-	return run.Slack.Channel, run.Slack.TS
+	return run.Message.Channel, run.Message.ID
 }
 
 // postAlert posts the alert's message; a run queued after it goes in its

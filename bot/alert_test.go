@@ -39,7 +39,7 @@ func TestAlertmanagerFixturesReplay(t *testing.T) {
 	require.Equal(t, store.RunFinished, run.Status)
 	require.Equal(t, store.OutcomeCritical, run.Outcome, "the service's state directory has no healthy marker")
 	require.Equal(t, map[string]string{"host": "here", "service": "api", "dir": h.dir, "sleep": "0"}, run.Params)
-	require.NotNil(t, run.Slack)
+	require.NotNil(t, run.Message)
 	msgs := h.alertMessages("HighErrorRate")
 	require.NotEmpty(t, msgs)
 	first := msgs[0]
@@ -48,7 +48,7 @@ func TestAlertmanagerFixturesReplay(t *testing.T) {
 	require.Contains(t, first.Text(), "API 5xx ratio above 5%")
 	require.Contains(t, first.Text(), "Seen 1 time, last at")
 	// The run's message is a reply in the alert message's thread.
-	runPost := h.thread(run.Slack.TS)
+	runPost := h.thread(run.Message.ID)
 	require.Empty(t, runPost, "nothing replies to the run message itself")
 	var alertTS string
 	for _, c := range h.rec.Calls("chat.update") {
@@ -62,7 +62,7 @@ func TestAlertmanagerFixturesReplay(t *testing.T) {
 	require.Len(t, inThread, 1)
 	require.Equal(t, alertsChan, inThread[0].Form.Get("channel"))
 	require.Contains(t, inThread[0].Text(), run.ID, "the post in the thread is the run's message")
-	require.Contains(t, h.runMessage(run.Slack.TS), "The service answers 12% errors.")
+	require.Contains(t, h.runMessage(run.Message.ID), "The service answers 12% errors.")
 
 	require.Equal(t, alertAck{Status: "accepted", Alerts: 1, Repeats: 1}, h.accepted(fixture(t, "firing-repeat.json")))
 	require.Equal(t, alertAck{Status: "accepted", Alerts: 1, Repeats: 1}, h.accepted(fixture(t, "firing-am-v0.31.1.json")))
@@ -337,8 +337,8 @@ func TestAlertAcceptedBeforeRestartIsRun(t *testing.T) {
 	h.settle()
 	runs := h.runs()
 	require.Len(t, runs, 1)
-	require.NotNil(t, runs[0].Slack)
-	require.Equal(t, alertsChan, runs[0].Slack.Channel, "the run posts on its own in the alerts channel")
+	require.NotNil(t, runs[0].Message)
+	require.Equal(t, alertsChan, runs[0].Message.Channel, "the run posts on its own in the alerts channel")
 	require.Equal(t, store.RunFinished, runs[0].Status)
 
 	require.Equal(t, 1, h.accepted(fixture(t, "firing-repeat.json")).Repeats)
@@ -390,8 +390,8 @@ func TestAlertRunsWhenSlackFails(t *testing.T) {
 	runs := h.runs()
 	require.Len(t, runs, 2)
 	for _, r := range runs {
-		require.NotNil(t, r.Slack, "the run posted its own message")
-		require.Equal(t, alertsChan, r.Slack.Channel)
+		require.NotNil(t, r.Message, "the run posted its own message")
+		require.Equal(t, alertsChan, r.Message.Channel)
 	}
 	require.Len(t, h.alertMessages("HighErrorRate"), 1, "one alert message was tried and refused; the second alert did not try")
 	require.Contains(t, h.logs.String(), "alert message skipped while Slack fails")
@@ -402,7 +402,7 @@ func TestAlertRunsWhenSlackFails(t *testing.T) {
 	require.NoError(t, err)
 	run, err := h.store.GetRun(t.Context(), st.RunID)
 	require.NoError(t, err)
-	inThread := h.thread(run.Slack.TS)
+	inThread := h.thread(run.Message.ID)
 	require.Len(t, inThread, 1)
 	require.Contains(t, inThread[0].Text(), "HighErrorRate resolved")
 }

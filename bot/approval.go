@@ -120,8 +120,8 @@ func (d *Dispatcher) loadPlanState(ctx context.Context, planID string) (*runStat
 	if err != nil {
 		return nil, err
 	}
-	if run.Slack != nil {
-		rs.live = newLiveMessage(d.msgr, d.tasks, d.log, run.Slack.Channel, run.Slack.TS, d.gap)
+	if run.Message != nil {
+		rs.live = newLiveMessage(d.msgr, d.tasks, d.log, run.Message.Channel, run.Message.ID, d.gap)
 	}
 	return rs, nil
 }

@@ -54,8 +54,8 @@ func (h *harness) lastTS(t *testing.T) string {
 	require.NotEmpty(t, posts)
 	runs, err := h.store.ListRuns(t.Context(), store.RunFilter{Limit: 1})
 	require.NoError(t, err)
-	require.NotNil(t, runs[0].Slack)
-	return runs[0].Slack.TS
+	require.NotNil(t, runs[0].Message)
+	return runs[0].Message.ID
 }
 
 func TestSubmitRefusesBadRequests(t *testing.T) {
@@ -98,7 +98,7 @@ func TestQueuedWorkRunsAfterRestart(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
 	require.Equal(t, store.TriggerSchedule, runs[0].Trigger)
-	require.Equal(t, opsChan, runs[0].Slack.Channel, "runs without a channel go to the configured one")
+	require.Equal(t, opsChan, runs[0].Message.Channel, "runs without a channel go to the configured one")
 }
 
 // When the run's message cannot be posted, the run still happens and the
@@ -113,7 +113,7 @@ func TestRunGoesOnWhenChannelRefusesThePost(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
 	require.Equal(t, store.RunFinished, runs[0].Status)
-	require.Nil(t, runs[0].Slack)
+	require.Nil(t, runs[0].Message)
 	told := h.rec.Calls("response_url")
 	require.Len(t, told, 1)
 	require.Contains(t, told[0].Text(), "not_in_channel")

@@ -284,8 +284,8 @@ func (h *harness) runOnce(extra string) (store.Run, string) {
 	runs, err := h.store.ListRuns(h.t.Context(), store.RunFilter{})
 	require.NoError(h.t, err)
 	require.Len(h.t, runs, 1)
-	require.NotNil(h.t, runs[0].Slack, "run message was not posted")
-	return runs[0], runs[0].Slack.TS
+	require.NotNil(h.t, runs[0].Message, "run message was not posted")
+	return runs[0], runs[0].Message.ID
 }
 
 // buttonValue finds the value of a button in a message's blocks.

@@ -81,7 +81,7 @@ func (d *Dispatcher) recoveredState(ctx context.Context, runID string, rec store
 	if err != nil {
 		return nil, err
 	}
-	if run.Slack == nil {
+	if run.Message == nil {
 		d.log.Info("recovered run has no message to update", "run", runID, "status", run.Status)
 		return nil, nil
 	}
@@ -134,7 +134,7 @@ func (d *Dispatcher) recoveredState(ctx context.Context, runID string, rec store
 		}
 		rs.apply, rs.result = interruptedPlanText(plan, actions)
 	}
-	rs.live = newLiveMessage(d.msgr, d.tasks, d.log, run.Slack.Channel, run.Slack.TS, d.gap)
+	rs.live = newLiveMessage(d.msgr, d.tasks, d.log, run.Message.Channel, run.Message.ID, d.gap)
 	return rs, nil
 }
 

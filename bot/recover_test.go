@@ -49,8 +49,8 @@ func TestRunLongerThanTheRecordDeadlineEndsDone(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.WorkDone, w.State)
 
-	require.NotNil(t, run.Slack)
-	final, ok := h.lastUpdate(run.Slack.TS)
+	require.NotNil(t, run.Message)
+	final, ok := h.lastUpdate(run.Message.ID)
 	require.True(t, ok, "the run's message was brought up to date")
 	require.Contains(t, final.Text(), "Slept past the record deadline.")
 	require.Contains(t, final.Text(), "1 of 1 step runs completed.")
@@ -92,7 +92,7 @@ func TestRecoveryUpdatesMessagesOfInterruptedPlansAndRuns(t *testing.T) {
 	require.NoError(t, err)
 	cutTS, err := h.bot.disp.msgr.post(ctx, opsChan, "", Message{Title: "Stuck worker", Status: StatusRunning})
 	require.NoError(t, err)
-	require.NoError(t, h.store.SetRunSlack(ctx, cut.ID, store.SlackRef{Channel: opsChan, TS: cutTS}))
+	require.NoError(t, h.store.SetRunMessage(ctx, cut.ID, store.MessageRef{Platform: slackPlatform, Channel: opsChan, ID: cutTS}))
 
 	// The process that held them dies.
 	for table, id := range map[string]string{"plans": plan.ID, "runs": cut.ID, "work": w.ID} {

@@ -130,7 +130,7 @@ func (s *Scheduler) runAudit(ctx context.Context, e *scheduled) auditResult {
 	}
 	sctx, cancel := recording(ctx, "recording the message of run "+run.ID)
 	defer cancel()
-	if err := d.store.SetRunSlack(sctx, run.ID, store.SlackRef{Channel: channel, TS: ts}); err != nil {
+	if err := d.store.SetRunMessage(sctx, run.ID, store.MessageRef{Platform: slackPlatform, Channel: channel, ID: ts}); err != nil {
 		s.log.Warn("record run message", "run", run.ID, "err", err)
 	}
 	res.Posted = true

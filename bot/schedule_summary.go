@@ -36,7 +36,7 @@ func (s *Scheduler) summaryView(ctx context.Context) (Message, error) {
 		posted := 0
 		for _, r := range rs {
 			counts[r.Outcome]++
-			if r.Slack != nil {
+			if r.Message != nil {
 				posted++
 			}
 		}

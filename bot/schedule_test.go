@@ -154,7 +154,7 @@ func TestSchedulePostPolicies(t *testing.T) {
 	posted := map[string]int{}
 	for _, r := range runs {
 		require.Equal(t, store.RunFinished, r.Status)
-		if r.Slack != nil {
+		if r.Message != nil {
 			posted[r.RequestedBy]++
 		}
 	}

@@ -22,6 +22,10 @@ type slackAPI interface {
 
 var _ slackAPI = (*slack.Client)(nil)
 
+// slackPlatform names Slack in the message references the store keeps
+// (store.MessageRef); a Slack message's ID is its ts.
+const slackPlatform = "slack"
+
 // maxRateLimitWaits bounds how often one call waits out a 429 before it
 // gives up; the caller's context bounds the total time.
 const maxRateLimitWaits = 5

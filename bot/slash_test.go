@@ -22,7 +22,7 @@ func TestSlashCommandRunsRunbookAndPostsDiagnosis(t *testing.T) {
 	require.Equal(t, store.OutcomeCritical, run.Outcome)
 	require.Equal(t, requester, run.RequestedBy)
 	require.Equal(t, store.TriggerSlack, run.Trigger)
-	require.Equal(t, opsChan, run.Slack.Channel)
+	require.Equal(t, opsChan, run.Message.Channel)
 
 	posts := h.rec.Calls("chat.postMessage")
 	require.Len(t, posts, 1)

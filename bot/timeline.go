@@ -39,7 +39,7 @@ func (d *Dispatcher) postTimeline(rs *runState, pl workPayload) {
 		return
 	}
 	rs.mu.Lock()
-	rep, ref, runID := rs.report, rs.run.Slack, rs.run.ID
+	rep, ref, runID := rs.report, rs.run.Message, rs.run.ID
 	rs.mu.Unlock()
 	if rep == nil || ref == nil {
 		return
@@ -48,7 +48,7 @@ func (d *Dispatcher) postTimeline(rs *runState, pl workPayload) {
 	// otherwise the run's own message starts one.
 	thread := pl.ThreadTS
 	if thread == "" {
-		thread = ref.TS
+		thread = ref.ID
 	}
 	log := d.log.With("run", runID)
 	err := d.tasks.Go("timeline upload", timelineTimeout, func(ctx context.Context) {

@@ -177,11 +177,11 @@ func (d *Dispatcher) postRun(ctx context.Context, rs *runState, pl workPayload) 
 		}
 		return
 	}
-	if err := d.store.SetRunSlack(ctx, run.ID, store.SlackRef{Channel: pl.Channel, TS: ts}); err != nil {
+	if err := d.store.SetRunMessage(ctx, run.ID, store.MessageRef{Platform: slackPlatform, Channel: pl.Channel, ID: ts}); err != nil {
 		log.Warn("record run message", "err", err)
 	}
 	rs.mu.Lock()
-	rs.run.Slack = &store.SlackRef{Channel: pl.Channel, TS: ts}
+	rs.run.Message = &store.MessageRef{Platform: slackPlatform, Channel: pl.Channel, ID: ts}
 	rs.live = newLiveMessage(d.msgr, d.tasks, d.log, pl.Channel, ts, d.gap)
 	rs.mu.Unlock()
 }

@@ -25,11 +25,14 @@
 // means "not yet". JSON columns hold TEXT. Tables are STRICT.
 //
 //	runs(id PK, runbook, trigger_type, requested_by, params JSON, status,
-//	     outcome, started_at, finished_at, report JSON, slack_channel,
-//	     slack_ts, work_id, owner)
-//	    One runbook execution. status: running → finished | failed |
-//	    interrupted | canceled. outcome: ok | critical | inconclusive |
-//	    error. report is the engine's report, opaque here.
+//	     outcome, started_at, finished_at, report JSON, message_channel,
+//	     message_id, work_id, owner, message_platform)
+//	    One runbook execution. trigger_type is one of TriggerKinds (the
+//	    CHECK repeats the list; a test holds the two together). status:
+//	    running → finished | failed | interrupted | canceled. outcome: ok |
+//	    critical | inconclusive | error. report is the engine's report,
+//	    opaque here. message_* is where a chat front end posted the run
+//	    (MessageRef), NULL if none did.
 //
 //	plans(id PK, run_id → runs, remediation, diagnosis, deployment, hash,
 //	      body JSON, requested_by, policy JSON, expires_at, state,

@@ -67,6 +67,13 @@ func (s *SQLite) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return s.applyMigrations(ctx, ms)
+}
+
+// applyMigrations brings the database to the last of ms, which are the
+// migrations from version 1 on. Tests pass a prefix to make a database of
+// an older version.
+func (s *SQLite) applyMigrations(ctx context.Context, ms []migration) error {
 	for _, m := range ms {
 		err := s.write(ctx, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (

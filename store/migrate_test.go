@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"encoding/json"
 	"sync"
 	"testing"
 
@@ -85,48 +84,4 @@ func TestOpenRefusesBadPath(t *testing.T) {
 	require.Error(t, err)
 	_, err = store.Open(testCtx(t), t.TempDir()+"/no/such/dir/runbot.db")
 	require.Error(t, err)
-}
-
-// A database written by a binary at schema version 1 keeps its action
-// records through migration 2, which rebuilds the actions table to allow
-// the rerun states.
-func TestUpgradeFromVersion1KeepsActions(t *testing.T) {
-	path := dbPath(t)
-	ctx := testCtx(t)
-	s := openAt(t, path)
-	p := move(t, s, approve(t, s, mkPlan(t, s)), store.PlanApplying)
-	_, err := s.StartAction(ctx, store.ActionRecord{PlanID: p.ID, Index: 0, Target: "decode@gpu-1", Action: "systemd_restart"})
-	require.NoError(t, err)
-	_, err = s.SetActionState(ctx, p.ID, 0, store.ActionDone, json.RawMessage(`{"changed":true}`))
-	require.NoError(t, err)
-	// Turn the file back into what version 1 wrote.
-	_, err = s.DB().ExecContext(ctx, `
-		CREATE TABLE actions_v1 (
-			plan_id TEXT NOT NULL REFERENCES plans (id), idx INTEGER NOT NULL, target TEXT NOT NULL, action TEXT NOT NULL,
-			state TEXT NOT NULL CHECK (state IN ('started', 'done', 'failed', 'rolled_back', 'rollback_failed')),
-			detail TEXT, started_at INTEGER NOT NULL, finished_at INTEGER, PRIMARY KEY (plan_id, idx)) STRICT;
-		INSERT INTO actions_v1 SELECT * FROM actions;
-		DROP TABLE actions;
-		ALTER TABLE actions_v1 RENAME TO actions;
-		DELETE FROM schema_migrations WHERE version > 1;`)
-	require.NoError(t, err)
-	v, err := s.Version(ctx)
-	require.NoError(t, err)
-	require.Equal(t, 1, v)
-	_, err = s.SetActionState(ctx, p.ID, 0, store.ActionRerunning, nil)
-	require.ErrorContains(t, err, "CHECK constraint failed", "version 1 has no rerun states")
-	require.NoError(t, s.Close())
-
-	s = openAt(t, path)
-	v, err = s.Version(ctx)
-	require.NoError(t, err)
-	require.Equal(t, store.SchemaVersion(), v)
-	acts, err := s.Actions(ctx, p.ID)
-	require.NoError(t, err)
-	require.Len(t, acts, 1)
-	require.Equal(t, store.ActionDone, acts[0].State)
-	require.JSONEq(t, `{"changed":true}`, string(acts[0].Detail))
-	got, err := s.SetActionState(ctx, p.ID, 0, store.ActionRerunning, nil)
-	require.NoError(t, err)
-	require.Equal(t, store.ActionRerunning, got.State)
 }

@@ -77,10 +77,22 @@ func (o Outcome) valid() bool {
 	return false
 }
 
-// SlackRef locates a Slack message.
-type SlackRef struct {
-	Channel string `json:"channel"`
-	TS      string `json:"ts"`
+// MessageRef locates a message that a chat front end posted, on any
+// platform. The store keeps it opaque: Platform names the front end
+// ("slack" for Slack, and for every reference recorded before platforms
+// were named), Channel where the message is, ID the platform's name for the
+// message (a Slack message's ts).
+type MessageRef struct {
+	Platform string `json:"platform"`
+	Channel  string `json:"channel"`
+	ID       string `json:"id"`
+}
+
+func (m MessageRef) check() error {
+	if m.Platform == "" || m.ID == "" {
+		return fmt.Errorf("message reference %+v: platform and id are required", m)
+	}
+	return nil
 }
 
 // Run is one execution of a runbook.
@@ -97,8 +109,8 @@ type Run struct {
 	// Report is the engine's report (steps, findings, diagnoses); the
 	// store keeps it as an opaque JSON document.
 	Report json.RawMessage `json:"report,omitempty"`
-	// Slack is where the bot posted the run, nil if it did not.
-	Slack *SlackRef `json:"slack,omitempty"`
+	// Message is where a chat front end posted the run, nil if none did.
+	Message *MessageRef `json:"message,omitempty"`
 	// WorkID is the queued trigger the run carries out, if any; creating
 	// the run links the work item to it.
 	WorkID string `json:"work_id,omitempty"`
@@ -118,18 +130,19 @@ type RunFilter struct {
 }
 
 const runColumns = `id, runbook, trigger_type, requested_by, params, status, outcome, started_at, finished_at,
-	report, slack_channel, slack_ts, work_id, owner`
+	report, message_platform, message_channel, message_id, work_id, owner`
 
 func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	var (
-		r                 Run
-		params            string
-		started, finished sql.NullInt64
-		report            sql.NullString
-		channel, ts, work sql.NullString
+		r                     Run
+		params                string
+		started, finished     sql.NullInt64
+		report                sql.NullString
+		platform, channel, id sql.NullString
+		work                  sql.NullString
 	)
 	err := row.Scan(&r.ID, &r.Runbook, &r.Trigger, &r.RequestedBy, &params, &r.Status, &r.Outcome,
-		&started, &finished, &report, &channel, &ts, &work, &r.Owner)
+		&started, &finished, &report, &platform, &channel, &id, &work, &r.Owner)
 	if err != nil {
 		return Run{}, err
 	}
@@ -138,8 +151,8 @@ func scanRun(row interface{ Scan(...any) error }) (Run, error) {
 	}
 	r.StartedAt, r.FinishedAt = fromNanos(started), fromNanos(finished)
 	r.Report = rawJSON(report)
-	if channel.Valid || ts.Valid {
-		r.Slack = &SlackRef{Channel: channel.String, TS: ts.String}
+	if platform.Valid {
+		r.Message = &MessageRef{Platform: platform.String, Channel: channel.String, ID: id.String}
 	}
 	r.WorkID = work.String
 	return r, nil
@@ -177,6 +190,11 @@ func (s *SQLite) CreateRun(ctx context.Context, r Run) (Run, error) {
 			return Run{}, fmt.Errorf("create run: %w", err)
 		}
 	}
+	if r.Message != nil {
+		if err := r.Message.check(); err != nil {
+			return Run{}, fmt.Errorf("create run: %w", err)
+		}
+	}
 	params, err := json.Marshal(r.Params)
 	if err != nil {
 		return Run{}, fmt.Errorf("create run: encode params: %w", err)
@@ -195,13 +213,13 @@ func (s *SQLite) CreateRun(ctx context.Context, r Run) (Run, error) {
 			r.ID = newID("r", r.StartedAt)
 		}
 		err = s.write(ctx, func(tx *sql.Tx) error {
-			var channel, ts any
-			if r.Slack != nil {
-				channel, ts = r.Slack.Channel, r.Slack.TS
+			var platform, channel, id any
+			if m := r.Message; m != nil {
+				platform, channel, id = m.Platform, m.Channel, m.ID
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+			if _, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 				r.ID, r.Runbook, r.Trigger, r.RequestedBy, string(params), r.Status, r.Outcome,
-				nanos(r.StartedAt), nil, jsonText(r.Report), channel, ts, nullString(r.WorkID), r.Owner); err != nil {
+				nanos(r.StartedAt), nil, jsonText(r.Report), platform, channel, id, nullString(r.WorkID), r.Owner); err != nil {
 				return err
 			}
 			if r.WorkID != "" {
@@ -395,10 +413,15 @@ func (s *SQLite) FinishRun(ctx context.Context, id string, status RunStatus, out
 	return r, nil
 }
 
-// SetRunSlack records where the bot posted the run.
-func (s *SQLite) SetRunSlack(ctx context.Context, id string, ref SlackRef) error {
+// SetRunMessage records where a chat front end posted the run, replacing
+// any reference recorded before.
+func (s *SQLite) SetRunMessage(ctx context.Context, id string, ref MessageRef) error {
+	if err := ref.check(); err != nil {
+		return fmt.Errorf("set message of run %s: %w", id, err)
+	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE runs SET slack_channel = ?, slack_ts = ? WHERE id = ?`, ref.Channel, ref.TS, id)
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET message_platform = ?, message_channel = ?, message_id = ? WHERE id = ?`,
+			ref.Platform, ref.Channel, ref.ID, id)
 		if err != nil {
 			return err
 		}
@@ -408,7 +431,7 @@ func (s *SQLite) SetRunSlack(ctx context.Context, id string, ref SlackRef) error
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("set slack message of run %s: %w", id, err)
+		return fmt.Errorf("set message of run %s: %w", id, err)
 	}
 	return nil
 }

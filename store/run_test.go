@@ -21,7 +21,7 @@ func TestRunLifecycle(t *testing.T) {
 	require.Equal(t, c.Now(), r.StartedAt)
 
 	require.NoError(t, s.SetRunReport(ctx, r.ID, json.RawMessage(`{"steps":[{"id":"health","status":"ok"}]}`)))
-	require.NoError(t, s.SetRunSlack(ctx, r.ID, store.SlackRef{Channel: "C1", TS: "1700000000.000100"}))
+	require.NoError(t, s.SetRunMessage(ctx, r.ID, store.MessageRef{Platform: "slack", Channel: "C1", ID: "1700000000.000100"}))
 
 	c.Advance(42 * time.Second)
 	done, err := s.FinishRun(ctx, r.ID, store.RunFinished, store.OutcomeCritical, nil)
@@ -30,7 +30,7 @@ func TestRunLifecycle(t *testing.T) {
 	require.Equal(t, store.OutcomeCritical, done.Outcome)
 	require.Equal(t, c.Now(), done.FinishedAt)
 	require.JSONEq(t, `{"steps":[{"id":"health","status":"ok"}]}`, string(done.Report), "a nil report keeps the last one")
-	require.Equal(t, &store.SlackRef{Channel: "C1", TS: "1700000000.000100"}, done.Slack)
+	require.Equal(t, &store.MessageRef{Platform: "slack", Channel: "C1", ID: "1700000000.000100"}, done.Message)
 
 	got, err := s.GetRun(ctx, r.ID)
 	require.NoError(t, err)
@@ -131,12 +131,13 @@ func TestRecordJSON(t *testing.T) {
 	run := store.Run{ID: "r-1", Runbook: "sglang-pd-wedge", Trigger: store.TriggerAlert, RequestedBy: "alertmanager",
 		Params: map[string]string{"deployment": "dsv4"}, Status: store.RunFinished, Outcome: store.OutcomeCritical,
 		StartedAt: at, FinishedAt: at.Add(time.Minute), Report: json.RawMessage(`{"findings":[]}`),
-		Slack: &store.SlackRef{Channel: "C1", TS: "1.2"}}
+		Message: &store.MessageRef{Platform: "slack", Channel: "C1", ID: "1.2"}}
 	b, err := json.Marshal(run)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"id":"r-1","runbook":"sglang-pd-wedge","trigger":"alert","requested_by":"alertmanager",
 		"params":{"deployment":"dsv4"},"status":"finished","outcome":"critical","started_at":"2026-11-29T08:30:12Z",
-		"finished_at":"2026-11-29T08:31:12Z","report":{"findings":[]},"slack":{"channel":"C1","ts":"1.2"}}`, string(b))
+		"finished_at":"2026-11-29T08:31:12Z","report":{"findings":[]},
+		"message":{"platform":"slack","channel":"C1","id":"1.2"}}`, string(b))
 
 	plan := store.Plan{ID: "p-1", RunID: "r-1", Remediation: "restart", Deployment: "dsv4", Hash: "h",
 		Body: json.RawMessage(`{"actions":[]}`), RequestedBy: "U1", State: store.PlanProposed, CreatedAt: at, UpdatedAt: at,

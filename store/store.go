@@ -6,14 +6,22 @@ import (
 	"time"
 )
 
-// Store is runbot's durable state. The SQLite implementation (Open) is the
-// default; the interface exists so that a PostgreSQL implementation can
-// replace it without the engine or the bot noticing. Every method is safe for
-// concurrent use by several goroutines, and the SQLite implementation is also
-// safe for several processes that open the same file.
+// Store is runbot's durable state, in the terms of its domain: runs and
+// where they were posted, remediation plans with their approvals and
+// actions, what was applied recently (rate limits and the circuit breaker),
+// locks, the audit log, the alert inbox, the work queue and recovery after
+// a crash. The engine, the bot and the CLI depend on it, never on a backend.
+//
+// The SQLite implementation (Open) is the default; another backend (e.g.
+// PostgreSQL) implements the same interface and passes the same conformance
+// suite, package store/storetest. Every method is safe for concurrent use by
+// several goroutines and by several processes that share the same database.
 type Store interface {
 	Runs
 	Plans
+	ApprovalLog
+	ActionLog
+	RateLimits
 	Locks
 	AuditLog
 	Alerts
@@ -21,7 +29,10 @@ type Store interface {
 
 	// MarkInterrupted is called once at startup. Runs left running, plans
 	// left applying or verifying and work left started by a process that no
-	// longer exists are marked as such; what changed is returned and audited.
+	// longer exists are recovered; what changed is returned and audited. A
+	// run whose final report was stored is finished from it, never run
+	// again; an interrupted plan is never resumed. Rows of processes that
+	// still run are left alone.
 	MarkInterrupted(ctx context.Context) (Recovery, error)
 	// Close releases the store's resources.
 	Close() error
@@ -30,7 +41,7 @@ type Store interface {
 // Runs records runbook executions.
 type Runs interface {
 	// CreateRun inserts a run in state running. An empty ID is generated;
-	// an empty StartedAt is now.
+	// an empty StartedAt is now. The trigger must be one of TriggerKinds.
 	CreateRun(ctx context.Context, r Run) (Run, error)
 	// GetRun finds a run by its ID or by a unique prefix of it.
 	GetRun(ctx context.Context, idOrPrefix string) (Run, error)
@@ -41,20 +52,22 @@ type Runs interface {
 	// FinishRun moves a running run to a final status with its outcome and
 	// final report.
 	FinishRun(ctx context.Context, id string, status RunStatus, outcome Outcome, report json.RawMessage) (Run, error)
-	// SetRunSlack records where the bot posted the run.
-	SetRunSlack(ctx context.Context, id string, ref SlackRef) error
+	// SetRunMessage records where a chat front end posted the run.
+	SetRunMessage(ctx context.Context, id string, ref MessageRef) error
 }
 
-// Plans records remediation plans, their approvals and their actions.
+// Plans records remediation plans and moves them through their states.
 type Plans interface {
 	// CreatePlan inserts a proposed plan. Older proposed plans of the same
 	// remediation on the same deployment are superseded in the same
 	// transaction and returned.
 	CreatePlan(ctx context.Context, p Plan) (created Plan, superseded []Plan, err error)
+	// GetPlan finds a plan by its ID or by a unique prefix of it.
 	GetPlan(ctx context.Context, id string) (Plan, error)
+	// ListPlans returns plans newest first.
 	ListPlans(ctx context.Context, f PlanFilter) ([]Plan, error)
-	// PendingPlans returns proposed plans that have not expired: the
-	// approval requests that must survive a restart.
+	// PendingPlans returns proposed plans that have not expired, oldest
+	// first: the approval requests that must survive a restart.
 	PendingPlans(ctx context.Context) ([]Plan, error)
 	// ExpirePlans moves proposed and approved plans whose approval expired
 	// to expired and returns them.
@@ -64,23 +77,42 @@ type Plans interface {
 	// other gets a *StateConflictError. Moves to approved or denied are
 	// refused with ErrNeedsApproval: RecordApproval makes them.
 	TransitionPlan(ctx context.Context, t Transition) (Plan, error)
-	// RecordApproval records one approver's decision and, atomically, moves
-	// the plan to approved or denied when the decision settles it.
-	RecordApproval(ctx context.Context, a Approval) (ApprovalResult, error)
-	Approvals(ctx context.Context, planID string) ([]Approval, error)
+}
 
+// ApprovalLog records who approved or denied a plan, bound to the plan hash
+// they were shown.
+type ApprovalLog interface {
+	// RecordApproval records one approver's decision and, atomically, moves
+	// the plan to approved or denied when the decision settles it. A
+	// decision on another hash than the plan's, after its expiry, on a plan
+	// no longer proposed, or by the requester under the two-person rule is
+	// refused with an *ApprovalError.
+	RecordApproval(ctx context.Context, a Approval) (ApprovalResult, error)
+	// Approvals returns a plan's recorded decisions in the order they were
+	// made.
+	Approvals(ctx context.Context, planID string) ([]Approval, error)
+}
+
+// ActionLog records each action of a plan before and after its side effect.
+type ActionLog interface {
 	// StartAction records an action as started. Call it before the side
 	// effect, so that a crash leaves a trace of what may have happened.
+	// The plan must be applying.
 	StartAction(ctx context.Context, a ActionRecord) (ActionRecord, error)
 	// SetActionState records what became of a started action.
 	SetActionState(ctx context.Context, planID string, index int, to ActionState, detail json.RawMessage) (ActionRecord, error)
+	// Actions returns a plan's action records in plan order.
 	Actions(ctx context.Context, planID string) ([]ActionRecord, error)
+}
 
+// RateLimits answers what the remediation guardrails ask about the past:
+// how often something was applied, and how the last attempt ended.
+type RateLimits interface {
 	// CountApplied counts plans that started applying, for rate limits.
 	CountApplied(ctx context.Context, f AppliedFilter) (int, error)
 	// LastRemediation returns the most recently applied plan for a
-	// diagnosis on a deployment; its State is the outcome. It returns
-	// ErrNotFound when none was ever applied.
+	// diagnosis on a deployment; its State is the outcome (the circuit
+	// breaker reads it). It returns ErrNotFound when none was ever applied.
 	LastRemediation(ctx context.Context, deployment, diagnosis string) (Plan, error)
 }
 

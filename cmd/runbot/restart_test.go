@@ -186,7 +186,7 @@ func posted(runs []store.Run, n int, status store.RunStatus) bool {
 		return false
 	}
 	for _, run := range runs {
-		if run.Slack == nil {
+		if run.Message == nil {
 			return false
 		}
 	}
@@ -219,14 +219,14 @@ func TestRestartsAroundLongRunsNeverRunAStoredRunTwice(t *testing.T) {
 	r.start()
 	first := r.runs()
 	r.until("interrupted runs' messages updated", func() bool {
-		return r.says(first[long][0].Slack.TS, "It runs again as attempt 2 of 3") && r.says(first[short][0].Slack.TS, "It runs again as attempt 2 of 3")
+		return r.says(first[long][0].Message.ID, "It runs again as attempt 2 of 3") && r.says(first[short][0].Message.ID, "It runs again as attempt 2 of 3")
 	})
 	r.until("the short run finished", func() bool {
 		runs := r.runs()
 		if !posted(runs[short], 2, store.RunFinished) || !posted(runs[long], 2, store.RunRunning) {
 			return false
 		}
-		return r.work(runs[short][1].WorkID).State == store.WorkDone && r.says(runs[short][1].Slack.TS, "Slept as asked.")
+		return r.work(runs[short][1].WorkID).State == store.WorkDone && r.says(runs[short][1].Message.ID, "Slept as asked.")
 	})
 	r.kill()
 
@@ -234,7 +234,7 @@ func TestRestartsAroundLongRunsNeverRunAStoredRunTwice(t *testing.T) {
 	r.start()
 	second := r.runs()
 	r.until("the long run's third attempt posted", func() bool {
-		return posted(r.runs()[long], 3, store.RunRunning) && r.says(second[long][1].Slack.TS, "It runs again as attempt 3 of 3")
+		return posted(r.runs()[long], 3, store.RunRunning) && r.says(second[long][1].Message.ID, "It runs again as attempt 3 of 3")
 	})
 	r.kill()
 
@@ -242,7 +242,7 @@ func TestRestartsAroundLongRunsNeverRunAStoredRunTwice(t *testing.T) {
 	r.start()
 	third := r.runs()
 	r.until("the last attempt's message updated", func() bool {
-		return r.says(third[long][2].Slack.TS, "for the third time. It is not run again")
+		return r.says(third[long][2].Message.ID, "for the third time. It is not run again")
 	})
 	// Give a wrongly requeued run the time to show up in the store: the
 	// workers start before the process is ready, so one second is plenty.
@@ -260,7 +260,7 @@ func TestRestartsAroundLongRunsNeverRunAStoredRunTwice(t *testing.T) {
 	require.Equal(t, store.RunFinished, done.Status)
 	require.NotEmpty(t, done.Report)
 	require.Greater(t, done.FinishedAt.Sub(done.StartedAt), 30*time.Second, "the run outlasted the record deadline")
-	require.True(t, r.says(done.Slack.TS, "1 of 1 step runs completed."), "the finished run's message shows its result")
+	require.True(t, r.says(done.Message.ID, "1 of 1 step runs completed."), "the finished run's message shows its result")
 
 	lw, sw := r.work(runs[long][0].WorkID), r.work(done.WorkID)
 	require.Equal(t, store.WorkDone, lw.State)
@@ -279,9 +279,9 @@ func TestRestartsAroundLongRunsNeverRunAStoredRunTwice(t *testing.T) {
 	require.Len(t, top, store.MaxWorkAttempts+2, "one post per run")
 	seen := map[string]bool{}
 	for _, run := range append(runs[long], runs[short]...) {
-		require.NotNil(t, run.Slack)
-		require.False(t, seen[run.Slack.TS], "two runs on one message")
-		seen[run.Slack.TS] = true
+		require.NotNil(t, run.Message)
+		require.False(t, seen[run.Message.ID], "two runs on one message")
+		seen[run.Message.ID] = true
 	}
 	for _, c := range r.rec.Calls("chat.update") {
 		require.True(t, seen[c.Form.Get("ts")], "an update of a message no run posted")
