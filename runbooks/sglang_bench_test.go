@@ -49,3 +49,61 @@ func BenchmarkWedgeRunbookWallVsLongestStep(b *testing.B) {
 	b.ReportMetric(ratio, "wall/longest-step")
 	b.ReportMetric(wall, "wall-s")
 }
+
+// BenchmarkTimeToVerdict measures, per scenario of the simulator at its
+// defaults, how long the shipped wedge runbook takes to settle its verdict,
+// and how long the same runbook as it was before verdicts settled early
+// (runbooks/testdata/bench/sglang-pd-wedge-before.yaml) takes to finish:
+// today's wall time, measured on the same deployment in the same run.
+//
+//	go test -run '^$' -bench TimeToVerdict -benchtime 1x -timeout 30m ./runbooks
+func BenchmarkTimeToVerdict(b *testing.B) {
+	simBinary = simtest.Binary(b)
+	catalog, problems, err := runbooks.LoadCatalog("testdata/bench")
+	require.NoError(b, err)
+	require.Empty(b, problems)
+	now, err := catalog.Get("sglang-pd-wedge")
+	require.NoError(b, err)
+	before, err := catalog.Get("sglang-pd-wedge-before")
+	require.NoError(b, err)
+	conds := map[string]matrixCondition{}
+	for _, c := range matrixConditions {
+		conds[c.name] = c
+	}
+	type scenario struct {
+		fault     matrixFault
+		condition matrixCondition
+	}
+	var scenarios []scenario
+	for _, f := range matrixFaults {
+		scenarios = append(scenarios, scenario{f, conds["fresh"]})
+	}
+	scenarios = append(scenarios, scenario{matrixFaults[1], conds["aged"]}, scenario{matrixFaults[0], conds["heavy"]})
+	for _, sc := range scenarios {
+		b.Run(sc.fault.name+"/"+sc.condition.name, func(b *testing.B) {
+			inv, stop, err := prepareCell(b.Context(), sc.fault, sc.condition)
+			defer stop()
+			require.NoError(b, err)
+			pool := remote.NewPool()
+			defer func() { _ = pool.Close() }() // benchmark cleanup
+			e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
+			run := func(rb *runbooks.Runbook) *runbooks.Report {
+				p, err := e.Prepare(b.Context(), rb, map[string]string{"deployment": "sim"})
+				require.NoError(b, err)
+				return e.Run(b.Context(), p, runbooks.RunOptions{})
+			}
+			var verdict, wall, old float64
+			for b.Loop() {
+				rep := run(now)
+				require.Equal(b, []string{sc.fault.diagnosis}, diagnosisIDs(rep))
+				verdict, wall = rep.VerdictAt.Sub(rep.StartedAt).Seconds(), rep.FinishedAt.Sub(rep.StartedAt).Seconds()
+				prev := run(before)
+				old = prev.FinishedAt.Sub(prev.StartedAt).Seconds()
+			}
+			b.ReportMetric(verdict, "verdict-s")
+			b.ReportMetric(wall, "wall-s")
+			b.ReportMetric(old, "before-wall-s")
+			b.ReportMetric(old/verdict, "before-wall/verdict")
+		})
+	}
+}

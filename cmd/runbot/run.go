@@ -37,6 +37,7 @@ type remediateFlags struct {
 func newRunCmd(g *globalFlags) *cobra.Command {
 	f := &runFlags{}
 	rf := &remediateFlags{}
+	ff := &fleetFlags{}
 	var format, timelinePath string
 	cmd := &cobra.Command{
 		Use:   "run RUNBOOK",
@@ -57,6 +58,15 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 			groups, err := parseGroups(rf.groups)
 			if err != nil {
 				return err
+			}
+			if ff.on() {
+				if rf.remediate || rf.dryRun || timelinePath != "" {
+					return fmt.Errorf("--remediate, --dry-run and --timeline apply to one deployment's run, not a fleet run")
+				}
+				if rf.requestedBy == "" {
+					rf.requestedBy = currentUser()
+				}
+				return runFleet(cmd, g, f, ff, args[0], format, rf.requestedBy)
 			}
 			pr, err := prepare(cmd.Context(), cmd, g, f, args[0])
 			if err != nil {
@@ -127,6 +137,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	ff.register(cmd)
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	cmd.Flags().StringVar(&timelinePath, "timeline", "", "also draw the run's evidence timeline into this PNG file")
 	cmd.Flags().BoolVar(&rf.remediate, "remediate", false, "propose the diagnosis' remediation, ask for approval, apply, verify")

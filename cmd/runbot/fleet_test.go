@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// runRunbot runs the runbot binary and returns its stdout, stderr and exit
+// code.
+func runRunbot(t *testing.T, runbot string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(runbot, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, stderr.String())
+		code = exit.ExitCode()
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+// A fleet run covers every deployment once, records each run, reports the
+// deployment that lacks the runbook's role as not run instead of failing
+// the rest, and exits with the worst outcome.
+func TestRunAllDeployments(t *testing.T) {
+	runbot, _ := buildBinaries(t)
+	db := t.TempDir() + "/runbot.db"
+	rb, inv := "testdata/fleet/app-check.yaml", "testdata/fleet/inventory.yaml"
+
+	out, stderr, code := runRunbot(t, runbot, "run", rb, "-i", inv, "--all-deployments", "--parallel", "2", "--format", "json", "--store", db)
+	require.Equal(t, exitCritical, code, stderr)
+	var doc fleetDoc
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	require.Equal(t, "app-check", doc.Runbook)
+	require.Equal(t, 2, doc.Parallel)
+	got := map[string]fleetRun{}
+	var order []string
+	for _, r := range doc.Runs {
+		got[r.Deployment] = r
+		order = append(order, r.Deployment)
+	}
+	require.Equal(t, []string{"batch-1", "web-a", "web-b", "web-broken"}, order, "every deployment once, by name")
+	require.Equal(t, []string{"app_up"}, got["web-a"].Diagnoses)
+	require.Equal(t, []string{"app_up"}, got["web-b"].Diagnoses)
+	require.Equal(t, []string{"app_down"}, got["web-broken"].Diagnoses)
+	require.Contains(t, got["batch-1"].Error, "app", "the deployment without the role says why it was not run")
+	require.Empty(t, got["batch-1"].RunID)
+
+	hist, _, code := runRunbot(t, runbot, "history", "--format", "json", "--store", db)
+	require.Zero(t, code)
+	var runs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(hist), &runs), hist)
+	require.Len(t, runs, 3, "each run that ran is recorded")
+	for _, name := range []string{"web-a", "web-b", "web-broken"} {
+		_, _, code := runRunbot(t, runbot, "show", got[name].RunID, "--store", db)
+		require.Zero(t, code, "run of %s is in the store", name)
+	}
+
+	// A glob selects; the text summary has one row per deployment.
+	out, stderr, code = runRunbot(t, runbot, "run", rb, "-i", inv, "--deployments", "web-[ab]", "--store", db)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, "app-check on 2 deployments, 4 at a time")
+	require.Regexp(t, `(?m)^web-a +ok +app_up `, out)
+	require.Regexp(t, `(?m)^web-b +ok +app_up `, out)
+	require.NotContains(t, out, "web-broken")
+}
+
+// Bad input for a fleet run is refused before anything runs: one line,
+// exit 1, nothing recorded.
+func TestRunAllDeploymentsBadInput(t *testing.T) {
+	runbot, _ := buildBinaries(t)
+	db := t.TempDir() + "/runbot.db"
+	rb, inv := "testdata/fleet/app-check.yaml", "testdata/fleet/inventory.yaml"
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"deployment given", []string{"-p", "deployment=web-a", "--all-deployments"}, "--param deployment: a fleet run sets it per deployment"},
+		{"no match", []string{"--deployments", "db-*"}, `has no deployment matching "db-*"`},
+		{"bad glob", []string{"--deployments", "web-["}, `--deployments "web-[": syntax error in pattern`},
+		{"bad param", []string{"--all-deployments", "-p", "marker=NOT OK"}, "param marker"},
+		{"remediate", []string{"--all-deployments", "--remediate"}, "not a fleet run"},
+		{"parallel", []string{"--all-deployments", "--parallel", "0"}, "--parallel 0: want 1 to 256"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, stderr, code := runRunbot(t, runbot, append([]string{"run", rb, "-i", inv, "--store", db}, c.args...)...)
+			require.Equal(t, exitBadInput, code, stderr)
+			msg := strings.TrimSpace(stderr)
+			require.Contains(t, msg, c.want)
+			require.Equal(t, 1, strings.Count(msg, "\n")+1, "one line: %q", msg)
+			require.Empty(t, out)
+		})
+	}
+	hist, _, _ := runRunbot(t, runbot, "history", "--format", "json", "--store", db)
+	var runs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(hist), &runs), hist)
+	require.Empty(t, runs, "bad input records no run")
+}
