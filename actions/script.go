@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/runbot/runbot/internal/shell"
+	"github.com/runbot/runbot/internal/shellscript"
 )
 
 // scriptEdit says how config_edit changes a file: which flags the launch
@@ -42,18 +42,18 @@ type flagArg struct {
 // parseFlagArg reads a flag as it would be written on a command line. Its
 // value is unquoted the shell's way, so "--name 'a b'" means the value a b.
 func parseFlagArg(s string) (flagArg, error) {
-	ws := scanLine(strings.TrimSpace(s)).words
-	if len(ws) == 0 || len(ws) > 2 || !strings.HasPrefix(ws[0].val, "-") || ws[0].op || (len(ws) == 2 && ws[1].op) {
+	ws := shellscript.ScanLine(strings.TrimSpace(s)).Words
+	if len(ws) == 0 || len(ws) > 2 || !strings.HasPrefix(ws[0].Val, "-") || ws[0].Op || (len(ws) == 2 && ws[1].Op) {
 		return flagArg{}, fmt.Errorf("flag %q: want -NAME, -NAME VALUE or -NAME=VALUE", s)
 	}
-	f := flagArg{Name: ws[0].val}
-	if name, val, ok := strings.Cut(ws[0].val, "="); ok {
+	f := flagArg{Name: ws[0].Val}
+	if name, val, ok := strings.Cut(ws[0].Val, "="); ok {
 		if len(ws) == 2 {
 			return flagArg{}, fmt.Errorf("flag %q: give the value after = or after a space, not both", s)
 		}
 		f = flagArg{Name: name, Value: val, HasValue: true, Equals: true}
 	} else if len(ws) == 2 {
-		f.Value, f.HasValue = ws[1].val, true
+		f.Value, f.HasValue = ws[1].Val, true
 	}
 	if f.Name == "-" || f.Name == "--" {
 		return flagArg{}, fmt.Errorf("flag %q: no name", s)
@@ -91,192 +91,19 @@ func parseAssignment(s string, needValue bool) (assignment, error) {
 	return assignment{Key: k, Value: v, HasValue: ok}, nil
 }
 
-// errNoCommand means the file has no command to put a flag into.
-var errNoCommand = errors.New("no command line with -- flags found")
-
-// script is the text of a file being edited, as lines. The last element is
-// empty when the file ends with a newline, so joining with "\n" gives the
-// file back byte for byte.
+// script is the text of a file being edited, read by the same reader the
+// flag check uses.
 type script struct {
-	lines  []string
-	parsed []scriptLine
+	*shellscript.Script
 }
 
-func newScript(content string) *script {
-	s := &script{lines: strings.Split(content, "\n")}
-	s.reparse()
-	return s
-}
+func newScript(content string) *script { return &script{shellscript.Parse(content)} }
 
-func (s *script) String() string { return strings.Join(s.lines, "\n") }
-
-func (s *script) reparse() {
-	s.parsed = make([]scriptLine, len(s.lines))
-	for i, l := range s.lines {
-		s.parsed[i] = scanLine(l)
-	}
-}
-
-func (s *script) insertLine(at int, text string) {
-	s.lines = slices.Insert(s.lines, at, text)
-	s.reparse()
-}
-
-func (s *script) deleteLines(from, to int) {
-	s.lines = slices.Delete(s.lines, from, to+1)
-	s.reparse()
-}
-
-func (s *script) setLine(i int, text string) {
-	s.lines[i] = text
-	s.parsed[i] = scanLine(text)
-}
-
-// span is a logical line: physical lines first..last joined by
-// continuation backslashes.
-type span struct{ first, last int }
-
-func (c span) multiline() bool { return c.last > c.first }
-
-func (s *script) statements() []span {
-	var out []span
-	for i := 0; i < len(s.lines); i++ {
-		c := span{first: i, last: i}
-		for c.last+1 < len(s.lines) && s.parsed[c.last].cont {
-			c.last++
-		}
-		out = append(out, c)
-		i = c.last
-	}
-	return out
-}
-
-func (s *script) text(c span) string { return strings.Join(s.lines[c.first:c.last+1], "\n") }
-
-// ref names one word: its line and index in that line.
-type ref struct{ line, word int }
-
-func (s *script) word(r ref) word { return s.parsed[r.line].words[r.word] }
-
-func (s *script) raw(r ref) string {
-	w := s.word(r)
-	return s.lines[r.line][w.start:w.end]
-}
-
-// args lists the words of a statement up to its first control operator,
-// leaving out redirections: what the command itself receives.
-func (s *script) args(c span) []ref {
-	var out []ref
-	for l := c.first; l <= c.last; l++ {
-		for i, w := range s.parsed[l].words {
-			if w.control {
-				return out
-			}
-			if !w.op {
-				out = append(out, ref{l, i})
-			}
-		}
-	}
-	return out
-}
-
-func (s *script) countFlags(c span) int {
-	n := 0
-	for _, r := range s.args(c) {
-		if v := s.word(r).val; strings.HasPrefix(v, "--") && len(v) > 2 {
-			n++
-		}
-	}
-	return n
-}
-
-// command finds the statement whose flags are edited: the first one
-// matching pattern, or else the one with the most "--" flags.
-func (s *script) command(pattern *regexp.Regexp) (span, error) {
-	best, bestN := span{}, 0
-	for _, c := range s.statements() {
-		if pattern != nil {
-			if len(s.parsed[c.first].words) > 0 && pattern.MatchString(s.text(c)) {
-				return c, nil
-			}
-			continue
-		}
-		if n := s.countFlags(c); n > bestN {
-			best, bestN = c, n
-		}
-	}
-	if pattern != nil {
-		return span{}, fmt.Errorf("no command line matches command_pattern %q", pattern)
-	}
-	if bestN == 0 {
-		return span{}, errNoCommand
-	}
-	return best, nil
-}
+// ref names one word of the script.
+type ref = shellscript.Ref
 
 // occurrence is one appearance of a flag in the command.
-type occurrence struct {
-	flag ref
-	// value is the separate value word, or line -1 when the flag has none
-	// or carries it after '='.
-	value  ref
-	equals bool
-}
-
-func (o occurrence) end() ref {
-	if o.value.line >= 0 {
-		return o.value
-	}
-	return o.flag
-}
-
-// findFlag lists where the command has the flag. A flag's separate value
-// is the next word on the same line unless that word is itself a flag, so
-// "--enable-metrics" followed by "--log-level" has none.
-func (s *script) findFlag(c span, name string) []occurrence {
-	args := s.args(c)
-	var out []occurrence
-	for i, r := range args {
-		v := s.word(r).val
-		o := occurrence{flag: r, value: ref{line: -1}}
-		switch {
-		case v == name:
-			if i+1 < len(args) && args[i+1].line == r.line && isValueWord(s.word(args[i+1]).val, s.raw(args[i+1])) {
-				o.value = args[i+1]
-			}
-		case strings.HasPrefix(v, name+"="):
-			o.equals = true
-		default:
-			continue
-		}
-		out = append(out, o)
-	}
-	return out
-}
-
-func isValueWord(val, raw string) bool {
-	switch raw {
-	case "$@", `"$@"`, "${@}", `"${@}"`, "$*", `"$*"`:
-		return false
-	}
-	if strings.HasPrefix(val, "-") {
-		_, err := strconv.ParseFloat(val, 64)
-		return err == nil
-	}
-	return true
-}
-
-// flagValue returns the value an occurrence carries.
-func (s *script) flagValue(o occurrence) (string, bool) {
-	if o.equals {
-		_, v, _ := strings.Cut(s.word(o.flag).val, "=")
-		return v, true
-	}
-	if o.value.line >= 0 {
-		return s.word(o.value).val, true
-	}
-	return "", false
-}
+type occurrence = shellscript.Occurrence
 
 // apply carries out every edit in a fixed order (removals, then additions)
 // and returns a short description of each change made.
@@ -333,35 +160,49 @@ func (s *script) apply(e scriptEdit) ([]string, error) {
 func (s *script) removeFlag(name string, pattern *regexp.Regexp) (bool, error) {
 	removed := false
 	for {
-		c, err := s.command(pattern)
-		if errors.Is(err, errNoCommand) {
+		c, err := s.Launch(pattern)
+		if errors.Is(err, shellscript.ErrNoCommand) {
 			return removed, nil
 		}
 		if err != nil {
 			return false, err
 		}
-		occ := s.findFlag(c, name)
+		occ := s.FindFlag(c, name)
 		if len(occ) == 0 {
 			return removed, nil
 		}
-		s.removeOccurrence(c, occ[len(occ)-1])
+		s.removeOccurrence(c.Statement, occ[len(occ)-1])
 		removed = true
 	}
 }
 
-func (s *script) removeOccurrence(c span, o occurrence) {
-	l := o.flag.line
-	words := s.parsed[l].words
-	first, last := o.flag.word, o.end().word
-	if len(words) == last-first+1 && c.multiline() {
-		if !s.parsed[l].cont && l > c.first {
-			s.setLine(l-1, stripContinuation(s.lines[l-1]))
+func (s *script) removeOccurrence(st shellscript.Span, o occurrence) {
+	if o.Value.Line >= 0 && o.Value.Line != o.Flag.Line {
+		// The value is on a later line: remove it first, which cannot move
+		// the flag.
+		if s.removeWords(st, o.Value.Line, o.Value.Word, o.Value.Word) {
+			st.Last--
 		}
-		s.deleteLines(l, l)
+		s.removeWords(st, o.Flag.Line, o.Flag.Word, o.Flag.Word)
 		return
 	}
-	text := s.lines[l]
-	start, end := words[first].start, words[last].end
+	s.removeWords(st, o.Flag.Line, o.Flag.Word, o.End().Word)
+}
+
+// removeWords removes words first..last of line l of statement st, and the
+// line with them when they are all it holds. It reports whether the line
+// was deleted.
+func (s *script) removeWords(st shellscript.Span, l, first, last int) bool {
+	words := s.Parsed[l].Words
+	if len(words) == last-first+1 && st.Multiline() {
+		if !s.Parsed[l].Cont && l > st.First {
+			s.SetLine(l-1, stripContinuation(s.Lines[l-1]))
+		}
+		s.DeleteLines(l, l)
+		return true
+	}
+	text := s.Lines[l]
+	start, end := words[first].Start, words[last].End
 	if strings.TrimLeft(text[:start], " \t") == "" {
 		// The flag starts the line: keep the indentation, eat the blanks after.
 		for end < len(text) && (text[end] == ' ' || text[end] == '\t') {
@@ -372,22 +213,23 @@ func (s *script) removeOccurrence(c span, o occurrence) {
 			start--
 		}
 	}
-	s.setLine(l, text[:start]+text[end:])
+	s.SetLine(l, text[:start]+text[end:])
+	return false
 }
 
 // ensureFlag makes the command carry the flag with the wanted value.
 func (s *script) ensureFlag(f flagArg, after string, pattern *regexp.Regexp) (string, error) {
-	c, err := s.command(pattern)
+	c, err := s.Launch(pattern)
 	if err != nil {
 		return "", fmt.Errorf("add %s: %w", f.Name, err)
 	}
-	if occ := s.findFlag(c, f.Name); len(occ) > 0 {
+	if occ := s.FindFlag(c, f.Name); len(occ) > 0 {
 		if !f.HasValue {
 			return "", nil
 		}
 		changed := false
 		// Last to first, so a change cannot move the offsets of the rest.
-		col := s.alignedColumn(c)
+		col := s.alignedColumn(c.Statement)
 		for i := len(occ) - 1; i >= 0; i-- {
 			if s.setFlagValue(occ[i], f, col) {
 				changed = true
@@ -400,8 +242,8 @@ func (s *script) ensureFlag(f flagArg, after string, pattern *regexp.Regexp) (st
 	}
 	change := "add " + f.text()
 	if after != "" {
-		if occ := s.findFlag(c, after); len(occ) > 0 {
-			s.insertAfter(c, occ[len(occ)-1].end(), f.text())
+		if occ := s.FindFlag(c, after); len(occ) > 0 {
+			s.insertAfter(c.Statement, occ[len(occ)-1].End(), f.text())
 			return change, nil
 		}
 		change += fmt.Sprintf(" (%s not found; added at the end)", after)
@@ -414,107 +256,109 @@ func (s *script) ensureFlag(f flagArg, after string, pattern *regexp.Regexp) (st
 // continuation backslashes are aligned in column col (0 if not), the
 // changed line's backslash is moved back into that column.
 func (s *script) setFlagValue(o occurrence, f flagArg, col int) bool {
-	if v, ok := s.flagValue(o); ok && v == f.Value {
+	if v, ok := s.FlagValue(o); ok && v == f.Value {
 		return false
 	}
-	l := o.flag.line
+	l := o.Flag.Line
+	if !o.Equals && o.Value.Line >= 0 {
+		l = o.Value.Line
+	}
 	defer func() {
-		if text := s.lines[l]; col > 0 && s.parsed[l].cont {
+		if text := s.Lines[l]; col > 0 && s.Parsed[l].Cont {
 			body := stripContinuation(text)
-			s.setLine(l, body+strings.Repeat(" ", max(1, col-len(body)))+`\`)
+			s.SetLine(l, body+strings.Repeat(" ", max(1, col-len(body)))+`\`)
 		}
 	}()
-	text := s.lines[l]
+	text := s.Lines[l]
 	switch {
-	case o.equals:
-		w := s.word(o.flag)
-		raw := text[w.start:w.end]
-		repl := quoteLike(raw, f.Name+"="+f.Value)
-		if !strings.HasPrefix(raw, `"`) && !strings.HasPrefix(raw, "'") {
-			_, oldVal, _ := strings.Cut(raw, "=")
+	case o.Equals:
+		w := s.Word(o.Flag)
+		repl := quoteLike(w.Raw, f.Name+"="+f.Value)
+		if !strings.HasPrefix(w.Raw, `"`) && !strings.HasPrefix(w.Raw, "'") {
+			_, oldVal, _ := strings.Cut(w.Raw, "=")
 			repl = f.Name + "=" + quoteLike(oldVal, f.Value)
 		}
-		s.setLine(l, text[:w.start]+repl+text[w.end:])
-	case o.value.line >= 0:
-		w := s.word(o.value)
-		s.setLine(l, text[:w.start]+quoteLike(text[w.start:w.end], f.Value)+text[w.end:])
+		s.SetLine(l, text[:w.Start]+repl+text[w.End:])
+	case o.Value.Line >= 0:
+		w := s.Word(o.Value)
+		s.SetLine(l, text[:w.Start]+quoteLike(w.Raw, f.Value)+text[w.End:])
 	default:
-		w := s.word(o.flag)
+		w := s.Word(o.Flag)
 		sep := " "
 		if f.Equals {
 			sep = "="
 		}
-		s.setLine(l, text[:w.end]+sep+shell.Quote(f.Value)+text[w.end:])
+		s.SetLine(l, text[:w.End]+sep+shell.Quote(f.Value)+text[w.End:])
 	}
 	return true
 }
 
 // insertAfter puts a flag right after the word r: on a new continuation
-// line when r ends its line in a multi-line command, else on r's line.
-func (s *script) insertAfter(c span, r ref, flag string) {
-	l := r.line
-	if !c.multiline() || r.word != len(s.parsed[l].words)-1 {
+// line when r ends its line in a multi-line statement, else on r's line.
+func (s *script) insertAfter(st shellscript.Span, r ref, flag string) {
+	l := r.Line
+	if !st.Multiline() || r.Word != len(s.Parsed[l].Words)-1 {
 		s.insertInline(r, flag)
 		return
 	}
-	indent := s.indent(c, l)
-	if s.parsed[l].cont {
-		s.insertLine(l+1, s.continued(c, l, indent+flag))
+	indent := s.indent(st, l)
+	if s.Parsed[l].Cont {
+		s.InsertLine(l+1, s.continued(st, l, indent+flag))
 		return
 	}
-	// r is on the command's last line: that line now continues.
-	s.setLine(l, s.continued(c, l-1, s.lines[l]))
-	s.insertLine(l+1, indent+flag)
+	// r is on the statement's last line: that line now continues.
+	s.SetLine(l, s.continued(st, l-1, s.Lines[l]))
+	s.InsertLine(l+1, indent+flag)
 }
 
 // insertAtEnd appends a flag to the command's arguments: as a new
 // continuation line before the command's last line when that line starts
 // with a flag of its own (so the last line keeps its form and any trailing
 // "$@" or redirection stays last), else at the end of the arguments.
-func (s *script) insertAtEnd(c span, flag string) {
-	if c.multiline() {
-		last := s.parsed[c.last]
-		if len(last.words) == 0 || last.words[0].op || !isValueWord(last.words[0].val, s.lines[c.last][last.words[0].start:last.words[0].end]) {
-			s.insertLine(c.last, s.continued(c, c.last-1, s.indent(c, c.last)+flag))
+func (s *script) insertAtEnd(c shellscript.Command, flag string) {
+	if c.Multiline() {
+		last := s.Parsed[c.Last]
+		if len(last.Words) == 0 || last.Words[0].Op || !shellscript.IsValueWord(last.Words[0]) {
+			s.InsertLine(c.Last, s.continued(c.Statement, c.Last-1, s.indent(c.Statement, c.Last)+flag))
 			return
 		}
 	}
-	args := s.args(c)
-	s.insertInline(args[len(args)-1], flag)
+	s.insertInline(c.Args[len(c.Args)-1], flag)
 }
 
 func (s *script) insertInline(r ref, flag string) {
-	text := s.lines[r.line]
-	end := s.word(r).end
-	s.setLine(r.line, text[:end]+" "+flag+text[end:])
+	text := s.Lines[r.Line]
+	end := s.Word(r).End
+	s.SetLine(r.Line, text[:end]+" "+flag+text[end:])
 }
 
 // indent returns the indentation for a new continuation line of c next to
 // line l: l's own when it is a continuation line, else the first
 // continuation line's.
-func (s *script) indent(c span, l int) string {
-	if l <= c.first {
-		l = c.first + 1
+func (s *script) indent(c shellscript.Span, l int) string {
+	if l <= c.First {
+		l = c.First + 1
 	}
-	if l > c.last {
+	if l > c.Last {
 		return "  "
 	}
-	text := s.lines[l]
+	text := s.Lines[l]
 	return text[:len(text)-len(strings.TrimLeft(text, " \t"))]
 }
 
-// continued ends text with a continuation backslash in the command's style:
-// in the column where the other backslashes are aligned, if they are, or
-// else after the same blanks that precede the backslash on line ref.
-func (s *script) continued(c span, ref int, text string) string {
+// continued ends text with a continuation backslash in the statement's
+// style: in the column where the other backslashes are aligned, if they
+// are, or else after the same blanks that precede the backslash on line
+// ref.
+func (s *script) continued(c shellscript.Span, ref int, text string) string {
 	if col := s.alignedColumn(c); col > len(text) {
 		return text + strings.Repeat(" ", col-len(text)) + `\`
 	}
 	sep := " "
-	if ref >= c.first && ref <= c.last && s.parsed[ref].cont {
+	if ref >= c.First && ref <= c.Last && s.Parsed[ref].Cont {
 		// Padding that lined up with nothing is not copied; no blank or
 		// a tab is.
-		body := strings.TrimSuffix(s.lines[ref], `\`)
+		body := strings.TrimSuffix(s.Lines[ref], `\`)
 		if b := body[len(strings.TrimRight(body, " \t")):]; b == "" || b == "\t" {
 			sep = b
 		}
@@ -522,16 +366,16 @@ func (s *script) continued(c span, ref int, text string) string {
 	return text + sep + `\`
 }
 
-// alignedColumn returns the column of the backslashes of the command's
+// alignedColumn returns the column of the backslashes of the statement's
 // continuation lines (the first line aside) when at least two of them line
 // up and some are padded to do so; otherwise 0.
-func (s *script) alignedColumn(c span) int {
+func (s *script) alignedColumn(c shellscript.Span) int {
 	col, n, padded := -1, 0, false
-	for l := c.first + 1; l < c.last; l++ {
-		if !s.parsed[l].cont {
+	for l := c.First + 1; l < c.Last; l++ {
+		if !s.Parsed[l].Cont {
 			continue
 		}
-		text := s.lines[l]
+		text := s.Lines[l]
 		if col >= 0 && len(text)-1 != col {
 			return 0
 		}
@@ -551,47 +395,28 @@ func stripContinuation(line string) string {
 	return strings.TrimRight(strings.TrimSuffix(line, `\`), " \t")
 }
 
-// exportWord finds where a statement assigns key in an export, e.g. the
-// second word of "export KEY=VALUE".
-func (s *script) exportWord(c span, key string) (ref, bool) {
-	words := s.parsed[c.first].words
-	if len(words) < 2 || words[0].val != "export" {
-		return ref{}, false
-	}
-	for i, w := range words[1:] {
-		if w.op {
-			break
-		}
-		if strings.HasPrefix(w.val, key+"=") {
-			return ref{c.first, i + 1}, true
-		}
-	}
-	return ref{}, false
-}
-
 func (s *script) ensureExport(a assignment, pattern *regexp.Regexp) string {
 	lastExport := -1
 	found, changed := false, false
-	for _, c := range slices.Backward(s.statements()) {
-		if w := s.parsed[c.first].words; len(w) > 0 && w[0].val == "export" && lastExport < 0 {
-			lastExport = c.last
+	for _, c := range slices.Backward(s.Statements()) {
+		if s.IsExport(c) && lastExport < 0 {
+			lastExport = c.Last
 		}
-		r, ok := s.exportWord(c, a.Key)
+		r, ok := s.ExportWord(c, a.Key)
 		if !ok {
 			continue
 		}
 		found = true
-		w := s.word(r)
-		if strings.TrimPrefix(w.val, a.Key+"=") == a.Value {
+		w := s.Word(r)
+		if strings.TrimPrefix(w.Val, a.Key+"=") == a.Value {
 			continue
 		}
-		text := s.lines[r.line]
-		raw := text[w.start:w.end]
-		repl := a.Key + "=" + quoteLike(strings.TrimPrefix(raw, a.Key+"="), a.Value)
-		if !strings.HasPrefix(raw, a.Key+"=") { // the whole word is quoted
-			repl = quoteLike(raw, a.Key+"="+a.Value)
+		text := s.Lines[r.Line]
+		repl := a.Key + "=" + quoteLike(strings.TrimPrefix(w.Raw, a.Key+"="), a.Value)
+		if !strings.HasPrefix(w.Raw, a.Key+"=") { // the whole word is quoted
+			repl = quoteLike(w.Raw, a.Key+"="+a.Value)
 		}
-		s.setLine(r.line, text[:w.start]+repl+text[w.end:])
+		s.SetLine(r.Line, text[:w.Start]+repl+text[w.End:])
 		changed = true
 	}
 	line := "export " + a.Key + "=" + shell.Quote(a.Value)
@@ -601,11 +426,11 @@ func (s *script) ensureExport(a assignment, pattern *regexp.Regexp) string {
 	case found:
 		return ""
 	case lastExport >= 0:
-		text := s.lines[lastExport]
-		s.insertLine(lastExport+1, text[:len(text)-len(strings.TrimLeft(text, " \t"))]+line)
+		text := s.Lines[lastExport]
+		s.InsertLine(lastExport+1, text[:len(text)-len(strings.TrimLeft(text, " \t"))]+line)
 	default:
-		if c, err := s.command(pattern); err == nil {
-			s.insertLine(c.first, line)
+		if c, err := s.Launch(pattern); err == nil {
+			s.InsertLine(c.Statement.First, line)
 		} else {
 			s.appendLine(line)
 		}
@@ -615,29 +440,29 @@ func (s *script) ensureExport(a assignment, pattern *regexp.Regexp) string {
 
 func (s *script) removeExport(a assignment) bool {
 	removed := false
-	for _, c := range slices.Backward(s.statements()) {
-		r, ok := s.exportWord(c, a.Key)
-		if !ok || (a.HasValue && strings.TrimPrefix(s.word(r).val, a.Key+"=") != a.Value) {
+	for _, c := range slices.Backward(s.Statements()) {
+		r, ok := s.ExportWord(c, a.Key)
+		if !ok || (a.HasValue && strings.TrimPrefix(s.Word(r).Val, a.Key+"=") != a.Value) {
 			continue
 		}
 		removed = true
-		if n := len(s.parsed[c.first].words); n == 2 {
-			s.deleteLines(c.first, c.last)
+		if n := len(s.Parsed[c.First].Words); n == 2 {
+			s.DeleteLines(c.First, c.Last)
 			continue
 		}
-		text := s.lines[r.line]
-		w := s.word(r)
-		start := w.start
+		text := s.Lines[r.Line]
+		w := s.Word(r)
+		start := w.Start
 		for start > 0 && (text[start-1] == ' ' || text[start-1] == '\t') {
 			start--
 		}
-		s.setLine(r.line, text[:start]+text[w.end:])
+		s.SetLine(r.Line, text[:start]+text[w.End:])
 	}
 	return removed
 }
 
 func (s *script) ensureLine(want string) bool {
-	for _, l := range s.lines {
+	for _, l := range s.Lines {
 		if strings.TrimSpace(l) == strings.TrimSpace(want) {
 			return false
 		}
@@ -648,9 +473,9 @@ func (s *script) ensureLine(want string) bool {
 
 func (s *script) removeLine(unwanted string) bool {
 	removed := false
-	for i := len(s.lines) - 1; i >= 0; i-- {
-		if strings.TrimSpace(s.lines[i]) == strings.TrimSpace(unwanted) && (i < len(s.lines)-1 || s.lines[i] != "") {
-			s.deleteLines(i, i)
+	for i := len(s.Lines) - 1; i >= 0; i-- {
+		if strings.TrimSpace(s.Lines[i]) == strings.TrimSpace(unwanted) && (i < len(s.Lines)-1 || s.Lines[i] != "") {
+			s.DeleteLines(i, i)
 			removed = true
 		}
 	}
@@ -660,10 +485,24 @@ func (s *script) removeLine(unwanted string) bool {
 // appendLine adds a line at the end of the file, before the final newline
 // when there is one.
 func (s *script) appendLine(text string) {
-	n := len(s.lines)
-	if n > 0 && s.lines[n-1] == "" {
-		s.insertLine(n-1, text)
+	n := len(s.Lines)
+	if n > 0 && s.Lines[n-1] == "" {
+		s.InsertLine(n-1, text)
 		return
 	}
-	s.insertLine(n, text)
+	s.InsertLine(n, text)
+}
+
+// quoteLike quotes val for the shell the way old (a word's text as written)
+// was quoted, so that replacing a value keeps the script's style: a value
+// that was in double quotes stays in double quotes.
+func quoteLike(old, val string) string {
+	switch {
+	case strings.HasPrefix(old, `"`):
+		r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`")
+		return `"` + r.Replace(val) + `"`
+	case strings.HasPrefix(old, `'`):
+		return "'" + strings.ReplaceAll(val, "'", `'\''`) + "'"
+	}
+	return shell.Quote(val)
 }

@@ -129,9 +129,9 @@ func TestCommandPicksMostFlags(t *testing.T) {
 	old, err := os.ReadFile("testdata/config_edit/two_commands.sh")
 	require.NoError(t, err)
 	s := newScript(string(old))
-	c, err := s.command(nil)
+	c, err := s.Launch(nil)
 	require.NoError(t, err)
-	require.Contains(t, s.text(c), "sglang_router.launch_router", "the router line has the most flags")
+	require.Contains(t, s.CommandText(c), "sglang_router.launch_router", "the router line has the most flags")
 }
 
 func TestScriptEditErrors(t *testing.T) {
@@ -169,36 +169,6 @@ func TestParseEditRejects(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, err := parseEdit(args)
 			require.Error(t, err)
-		})
-	}
-}
-
-func TestScanLine(t *testing.T) {
-	cases := []struct {
-		line string
-		vals []string
-		ops  []bool
-		cont bool
-	}{
-		{`  --a 1 \`, []string{"--a", "1"}, []bool{false, false}, true},
-		{`--name "x y" --q='a b'`, []string{"--name", "x y", "--q=a b"}, []bool{false, false, false}, false},
-		{`exec p 2>&1 | tee "$LOG"`, []string{"exec", "p", "2>&1", "|", "tee", "$LOG"}, []bool{false, false, true, true, false, false}, false},
-		{`p --x > out.log # comment \`, []string{"p", "--x", ">", "out.log"}, []bool{false, false, true, true}, false},
-		{`p "$(date +%s)" \ x`, []string{"p", "$(date +%s)", " x"}, []bool{false, false, false}, false},
-		{`p --v=0.85 &`, []string{"p", "--v=0.85", "&"}, []bool{false, false, true}, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.line, func(t *testing.T) {
-			l := scanLine(tc.line)
-			var vals []string
-			var ops []bool
-			for _, w := range l.words {
-				vals = append(vals, w.val)
-				ops = append(ops, w.op)
-			}
-			require.Equal(t, tc.vals, vals)
-			require.Equal(t, tc.ops, ops)
-			require.Equal(t, tc.cont, l.cont)
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/runbot/runbot/internal/argspec"
 	"github.com/runbot/runbot/internal/shell"
+	"github.com/runbot/runbot/internal/shellscript"
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/remote"
 )
@@ -152,12 +153,15 @@ func (o *FlagOutput) readScript(ctx context.Context, r remote.Runner, script str
 		o.ScriptModified = time.Unix(secs, 0).UTC()
 	}
 	o.ScriptReadable = true
-	for _, l := range logicalLines(script, body) {
-		// The first physical line of body is the script's line 1.
-		if v, ok := findFlag(shellWords(l.Text), o.Flag); ok {
-			o.InScript, o.ScriptValue = true, v
-			o.ScriptLine = fmt.Sprintf("%s:%d", script, l.lineAt(max(strings.Index(l.Text, o.Flag), 0)))
-		}
+	// The launch command, read as config_edit reads it to edit it. The
+	// first physical line of body is the script's line 1.
+	f, err := shellscript.Parse(body).LaunchFlag(nil, o.Flag)
+	if err != nil {
+		return fmt.Sprintf("could not find the launch command in %s: %v", script, err), nil
+	}
+	if f.Found {
+		o.InScript, o.ScriptValue = true, f.Value
+		o.ScriptLine = fmt.Sprintf("%s:%d", script, f.Line)
 	}
 	return "", nil
 }
@@ -178,7 +182,7 @@ func (o *FlagOutput) readProcess(ctx context.Context, r remote.Runner) (string, 
 		return fmt.Sprintf("process %d exited before its command line could be read", o.MainPID), nil
 	}
 	o.ProcessKnown = true
-	o.ProcessValue, o.InProcess = findFlag(argv, o.Flag)
+	o.ProcessValue, o.InProcess = shellscript.LookupFlag(shellscript.Argv(argv), o.Flag)
 	if o.InProcess || len(argv) == 0 || !slices.Contains(shells, path.Base(argv[0])) {
 		return "", nil
 	}
@@ -195,7 +199,7 @@ func (o *FlagOutput) readProcess(ctx context.Context, r remote.Runner) (string, 
 		if err != nil {
 			return "", err
 		}
-		if v, found := findFlag(child, o.Flag); ok && found {
+		if v, found := shellscript.LookupFlag(shellscript.Argv(child), o.Flag); ok && found {
 			o.InProcess, o.ProcessValue = true, v
 			return fmt.Sprintf("main process %d is a shell (%s); the flag was found in its child %d", o.MainPID, argv[0], pid), nil
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/runbot/runbot/internal/argspec"
 	"github.com/runbot/runbot/internal/shell"
+	"github.com/runbot/runbot/internal/shellscript"
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/remote"
 )
@@ -116,7 +117,7 @@ func (GrepConfig) Run(ctx context.Context, env Env) (step.Result, error) {
 		Values: map[string]string{}, Found: map[string]bool{}, Locations: map[string]string{},
 		Matches: map[string][]ConfigMatch{}, Files: []string{}, Unreadable: map[string]string{},
 	}
-	var lines []scriptLine
+	var lines []shellscript.LogicalLine
 	for _, s := range srcs {
 		out, err := env.Target.Runner.Run(ctx, remote.Command{Line: s.line})
 		if err != nil {
@@ -127,7 +128,7 @@ func (GrepConfig) Run(ctx context.Context, env Env) (step.Result, error) {
 			continue
 		}
 		if s.unit {
-			ls := unitFileLines(string(out.Stdout))
+			ls := shellscript.UnitFileLines(string(out.Stdout))
 			lines = append(lines, ls...)
 			for _, l := range ls {
 				if !slices.Contains(o.Files, l.File) {
@@ -137,7 +138,7 @@ func (GrepConfig) Run(ctx context.Context, env Env) (step.Result, error) {
 			continue
 		}
 		o.Files = append(o.Files, s.name)
-		lines = append(lines, logicalLines(s.name, string(out.Stdout))...)
+		lines = append(lines, shellscript.LogicalLines(s.name, string(out.Stdout))...)
 	}
 	extract := args.Map("extract")
 	names := slices.Sorted(maps.Keys(extract))
@@ -150,7 +151,7 @@ func (GrepConfig) Run(ctx context.Context, env Env) (step.Result, error) {
 				if len(m) > 2 && m[2] >= 0 {
 					from, to = m[2], m[3]
 				}
-				cm := ConfigMatch{File: l.File, Line: l.lineAt(from), Value: l.Text[from:to]}
+				cm := ConfigMatch{File: l.File, Line: l.LineAt(from), Value: l.Text[from:to]}
 				v := cm.Value
 				o.Matches[name] = append(o.Matches[name], cm)
 				o.Values[name], o.Locations[name], o.Found[name] = v, cm.Where(), true

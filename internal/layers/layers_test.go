@@ -88,6 +88,10 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"internal/step", "remote", false},
 		{"internal/target", "remote", true},
 		{"sim", "runbooks", false},
+		{"checks", "internal/shellscript", true},
+		{"actions", "internal/shellscript", true},
+		{"internal/shellscript", "remote", false},
+		{"internal/shellscript", "checks", false},
 	}
 	for _, c := range cases {
 		rule, ok := ruleFor(c.pkg)

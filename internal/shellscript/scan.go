@@ -1,42 +1,62 @@
-package actions
+// Package shellscript reads the shell scripts runbot inspects and edits
+// (launch scripts, env files): their physical lines split into words with
+// byte offsets, logical lines (continued lines joined, comments dropped),
+// simple commands, the flags a command passes and the variables a script
+// exports. The flag check reads scripts with it and config_edit edits them
+// with it, so what one writes is what the other reads. It reads; it never
+// expands anything: $VAR stays as written.
+package shellscript
 
-import (
-	"strings"
+import "strings"
 
-	"github.com/runbot/runbot/internal/shell"
-)
-
-// word is one shell word (or operator) of a physical line of a script, with
-// its byte offsets so an edit can replace exactly its text and nothing else.
-type word struct {
-	start, end int
-	// val is the word after quote removal; parameter expansions and command
+// Word is one shell word (or operator) of a physical line, with its byte
+// offsets in that line so an edit can replace exactly its text.
+type Word struct {
+	Start, End int
+	// Raw is the word as written: line[Start:End].
+	Raw string
+	// Val is the word after quote removal; parameter expansions and command
 	// substitutions are kept as written.
-	val string
-	// op marks an operator (|, &&, ;, >, 2>&1, ...) or a redirection's
+	Val string
+	// Op marks an operator (|, &&, ;, >, 2>&1, ...) or a redirection's
 	// target: text that is not an argument of the command.
-	op bool
-	// control marks an operator that ends the simple command (|, ||, &&, ;, &).
-	control bool
+	Op bool
+	// Control marks an operator that ends the simple command (|, ||, &&,
+	// ;, &, parentheses).
+	Control bool
 }
 
-// scriptLine is one physical line of a script, split into words.
-type scriptLine struct {
-	words []word
-	// cont says the line ends with a backslash that joins it to the next.
-	cont bool
+// Line is one physical line of a script, split into words.
+type Line struct {
+	Words []Word
+	// Cont says the line ends with a backslash that joins it to the next.
+	Cont bool
+	// Comment says a comment ends the line: a # that starts a word outside
+	// quotes. A comment continues nothing, whatever it ends with.
+	Comment bool
+	// Code is the offset where the line's shell text ends: the comment's #,
+	// the continuation backslash, or the end of the line (before a
+	// trailing carriage return).
+	Code int
 }
 
 const opChars = "|&;<>()"
 
-// scanLine splits one physical line into words the way a POSIX shell would,
-// closely enough to find and edit flags: quotes, backslash escapes, comments,
-// operators and a trailing line-continuation backslash. A quote left open at
-// the end of the line ends the word there; scripts that continue a quoted
-// string onto the next line are beyond what runbot edits.
-func scanLine(s string) scriptLine {
-	var out scriptLine
+// ScanLine splits one physical line into words the way a POSIX shell
+// would, closely enough to find and edit flags: quotes, backslash escapes,
+// comments, operators and a trailing line-continuation backslash. A quote
+// left open at the end of the line ends the word there; scripts that
+// continue a quoted string onto the next line are beyond what runbot reads.
+// A carriage return ending the line (a script saved with CRLF) is not part
+// of it.
+func ScanLine(s string) Line {
+	s = strings.TrimSuffix(s, "\r")
+	out := Line{Code: len(s)}
 	redirectTarget := false
+	add := func(w Word) {
+		w.Raw = s[w.Start:w.End]
+		out.Words = append(out.Words, w)
+	}
 	i := 0
 	for i < len(s) {
 		c := s[i]
@@ -45,15 +65,16 @@ func scanLine(s string) scriptLine {
 			i++
 			continue
 		case c == '#':
+			out.Comment, out.Code = true, i
 			return out
 		case c == '\\' && i == len(s)-1:
-			out.cont = true
+			out.Cont, out.Code = true, i
 			return out
 		}
 		if j := operatorEnd(s, i); j > i {
 			text := s[i:j]
 			redirect := strings.ContainsAny(text, "<>")
-			out.words = append(out.words, word{start: i, end: j, val: text, op: true, control: !redirect})
+			add(Word{Start: i, End: j, Val: text, Op: true, Control: !redirect})
 			// ">&2" and "2>&1" carry their target; "> file" does not.
 			carriesTarget := strings.Contains(text, "&") && (isDigit(s[j-1]) || s[j-1] == '-')
 			redirectTarget = redirect && !carriesTarget
@@ -70,8 +91,8 @@ func scanLine(s string) scriptLine {
 				break scan
 			case c == '\\':
 				if i == len(s)-1 {
-					out.cont = true
-					out.words = append(out.words, word{start: start, end: i, val: b.String(), op: redirectTarget})
+					out.Cont, out.Code = true, i
+					add(Word{Start: start, End: i, Val: b.String(), Op: redirectTarget})
 					return out
 				}
 				b.WriteByte(s[i+1])
@@ -96,7 +117,7 @@ func scanLine(s string) scriptLine {
 				i++
 			}
 		}
-		out.words = append(out.words, word{start: start, end: i, val: b.String(), op: redirectTarget})
+		add(Word{Start: start, End: i, Val: b.String(), Op: redirectTarget})
 		redirectTarget = false
 	}
 	return out
@@ -173,17 +194,3 @@ func matchingClose(s string, i int) int {
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-
-// quoteLike quotes val for the shell the way old (a word's text as written)
-// was quoted, so that replacing a value keeps the script's style: a value
-// that was in double quotes stays in double quotes.
-func quoteLike(old, val string) string {
-	switch {
-	case strings.HasPrefix(old, `"`):
-		r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`")
-		return `"` + r.Replace(val) + `"`
-	case strings.HasPrefix(old, `'`):
-		return "'" + strings.ReplaceAll(val, "'", `'\''`) + "'"
-	}
-	return shell.Quote(val)
-}

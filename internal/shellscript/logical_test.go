@@ -1,4 +1,4 @@
-package checks
+package shellscript
 
 import (
 	"os"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 )
+
+const fixtures = "../../testdata/sglang/"
 
 func TestLogicalLines(t *testing.T) {
 	script := strings.Join([]string{
@@ -23,7 +25,7 @@ func TestLogicalLines(t *testing.T) {
 		"next",               // 11
 		"url=http://h/#frag", // 12
 	}, "\n")
-	got := logicalLines("s.sh", script)
+	got := LogicalLines("s.sh", script)
 	var texts []string
 	for _, l := range got {
 		texts = append(texts, l.Text)
@@ -38,27 +40,43 @@ func TestLogicalLines(t *testing.T) {
 		"url=http://h/#frag",
 	}, texts)
 	require.Equal(t, []int{3, 5, 8, 9, 10, 11, 12}, []int{got[0].Line, got[1].Line, got[2].Line, got[3].Line, got[4].Line, got[5].Line, got[6].Line})
-	require.Equal(t, 6, got[1].lineAt(strings.Index(got[1].Text, "--tp-size")))
-	require.Equal(t, 5, got[1].lineAt(0))
+	require.Equal(t, 6, got[1].LineAt(strings.Index(got[1].Text, "--tp-size")))
+	require.Equal(t, 5, got[1].LineAt(0))
+
+	// The logical lines are the statements the word reader sees.
+	s := Parse(script)
+	var stmts []int
+	for _, st := range s.Statements() {
+		if len(s.Commands(st)) > 0 {
+			stmts = append(stmts, st.First+1)
+		}
+	}
+	require.Equal(t, []int{3, 5, 8, 9, 10, 11, 12}, stmts)
 }
 
 func TestLogicalLinesFixtureScript(t *testing.T) {
 	b, err := os.ReadFile(fixtures + "serve_dsv4_decode.sh")
 	require.NoError(t, err)
-	lines := logicalLines("serve_dsv4_decode.sh", string(b))
+	lines := LogicalLines("serve_dsv4_decode.sh", string(b))
 	exec := lines[len(lines)-1]
 	require.Equal(t, 15, exec.Line)
 	require.True(t, strings.HasPrefix(exec.Text, "exec /opt/sglang/venv/bin/python3 -m sglang.launch_server"))
-	require.Equal(t, 26, exec.lineAt(strings.Index(exec.Text, "--disaggregation-transfer-backend")))
-	words := shellWords(exec.Text)
-	v, ok := findFlag(words, "--disaggregation-transfer-backend")
-	require.True(t, ok)
-	require.Equal(t, "nixl", v)
-	_, ok = findFlag(words, "--disable-overlap-schedule")
-	require.False(t, ok)
+	require.Equal(t, 26, exec.LineAt(strings.Index(exec.Text, "--disaggregation-transfer-backend")))
 	for _, l := range lines {
 		require.NotContains(t, l.Text, "SYNTHETIC", "comments are dropped")
 	}
+
+	s := Parse(string(b))
+	f, err := s.LaunchFlag(nil, "--disaggregation-transfer-backend")
+	require.NoError(t, err)
+	require.Equal(t, ScriptFlag{Found: true, Value: "nixl", Line: 26}, f)
+	f, err = s.LaunchFlag(nil, "--disable-overlap-schedule")
+	require.NoError(t, err)
+	require.False(t, f.Found)
+	c, err := s.Launch(nil)
+	require.NoError(t, err)
+	require.Equal(t, 15, c.First+1)
+	require.Equal(t, 35, c.Last+1)
 }
 
 func TestUnitFileLines(t *testing.T) {
@@ -75,48 +93,12 @@ func TestUnitFileLines(t *testing.T) {
 		"# Environment=SGLANG_DISAGGREGATION_NIXL_BACKEND=LIBFABRIC",
 		"Environment=UCX_NET_DEVICES=mlx5_2:1",
 	}, "\n")
-	got := unitFileLines(out)
-	require.Equal(t, []scriptLine{
+	got := UnitFileLines(out)
+	require.Equal(t, []LogicalLine{
 		{File: "/etc/systemd/system/sglang-dsv4-decode.service", Line: 1, Text: "[Service]"},
 		{File: "/etc/systemd/system/sglang-dsv4-decode.service", Line: 3, Text: "Environment=SGLANG_DISAGGREGATION_NIXL_BACKEND=UCX"},
 		{File: "/etc/systemd/system/sglang-dsv4-decode.service", Line: 4, Text: "ExecStart=/root/serve_dsv4_decode.sh    --extra", starts: []int{38}},
 		{File: "/etc/systemd/system/sglang-dsv4-decode.service.d/override.conf", Line: 1, Text: "[Service]"},
 		{File: "/etc/systemd/system/sglang-dsv4-decode.service.d/override.conf", Line: 3, Text: "Environment=UCX_NET_DEVICES=mlx5_2:1"},
 	}, got)
-}
-
-func TestShellWords(t *testing.T) {
-	cases := map[string][]string{
-		`a b  c`:                            {"a", "b", "c"},
-		`--x='a b' --y="c d"`:               {"--x=a b", "--y=c d"},
-		`--x "it's" 'say "hi"'`:             {"--x", "it's", `say "hi"`},
-		`a\ b "\$HOME" "\q"`:                {"a b", "$HOME", `\q`},
-		`--model-path "$MODEL" ""`:          {"--model-path", "$MODEL", ""},
-		"python3\t-m\tsglang.launch_server": {"python3", "-m", "sglang.launch_server"},
-	}
-	for in, want := range cases {
-		require.Equal(t, want, shellWords(in), in)
-	}
-}
-
-func TestFindFlag(t *testing.T) {
-	cases := []struct {
-		words []string
-		flag  string
-		value string
-		found bool
-	}{
-		{[]string{"x", "--disable-overlap-schedule", "--enable-metrics"}, "--disable-overlap-schedule", "", true},
-		{[]string{"x", "--disable-overlap-schedule"}, "--disable-overlap-schedule", "", true},
-		{[]string{"x", "--decode-log-interval", "40"}, "--decode-log-interval", "40", true},
-		{[]string{"x", "--decode-log-interval=40"}, "--decode-log-interval", "40", true},
-		{[]string{"x", "--disable-overlap-schedule-v2"}, "--disable-overlap-schedule", "", false},
-		{[]string{"x", "--disable-overlap-schedule", "&&", "y"}, "--disable-overlap-schedule", "", true},
-		{[]string{"x", "--no-disable-overlap-schedule"}, "--disable-overlap-schedule", "", false},
-	}
-	for _, c := range cases {
-		v, ok := findFlag(c.words, c.flag)
-		require.Equal(t, c.found, ok, c.words)
-		require.Equal(t, c.value, v, c.words)
-	}
 }
