@@ -2,7 +2,6 @@ package runbooks
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote"
@@ -33,40 +32,26 @@ func (pr *PoolRunners) Runner(_ context.Context, h *inventory.Host) (remote.Runn
 }
 
 // SSHConfig translates an inventory host, with its jump hosts, into the
-// SSH runner's configuration.
+// SSH runner's configuration; remote.ConfigFor builds it.
 func (pr *PoolRunners) SSHConfig(h *inventory.Host) (remote.SSHConfig, error) {
-	cfg := sshConfigOf(h)
-	var chain []remote.SSHConfig
-	seen := map[string]bool{h.Name: true}
-	for j := h.Jump; j != ""; {
-		jh, err := pr.Inventory.Host(j)
+	return remote.ConfigFor(h.Name, func(name string) (remote.SSHHost, error) {
+		if name == h.Name {
+			return sshHostOf(h), nil
+		}
+		jh, err := pr.Inventory.Host(name)
 		if err != nil {
-			return cfg, fmt.Errorf("jump host of %s: %w", h.Name, err)
+			return remote.SSHHost{}, err
 		}
-		if seen[j] {
-			return cfg, fmt.Errorf("jump hosts of %s form a loop through %s", h.Name, j)
-		}
-		seen[j] = true
-		// The chain is dialled first hop first: the innermost jump first.
-		chain = append([]remote.SSHConfig{sshConfigOf(jh)}, chain...)
-		j = jh.Jump
-	}
-	cfg.Jump = chain
-	if pr.UserConfig != "" {
-		filled, err := cfg.FillFromUserConfig(pr.UserConfig)
-		if err != nil {
-			return cfg, fmt.Errorf("host %s: %w", h.Name, err)
-		}
-		cfg = filled
-	}
-	return cfg, nil
+		return sshHostOf(jh), nil
+	}, pr.UserConfig)
 }
 
-func sshConfigOf(h *inventory.Host) remote.SSHConfig {
-	return remote.SSHConfig{
+// sshHostOf copies an inventory host's SSH fields.
+func sshHostOf(h *inventory.Host) remote.SSHHost {
+	return remote.SSHHost{Jump: h.Jump, Config: remote.SSHConfig{
 		Name: h.Name, Address: h.Address, Port: h.Port, User: h.User,
 		IdentityFiles: h.IdentityFiles, PassphraseEnv: h.PassphraseEnv, PassphraseFile: h.PassphraseFile,
 		UseAgent: h.Agent, KnownHostsFiles: h.KnownHosts, PinnedHostKeys: h.HostKeys,
 		TrustOnFirstUse: h.TrustOnFirstUse, ConnectTimeout: h.ConnectTimeout,
-	}
+	}}
 }
