@@ -1,15 +1,12 @@
 package actions
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/runbot/runbot/internal/argspec"
-	"github.com/runbot/runbot/internal/shell"
 	"github.com/runbot/runbot/remote"
 )
 
@@ -28,12 +25,21 @@ var daemonReloadType = Type{
 	Timeout: time.Minute,
 }
 
-// daemonReloadLine is the one command the action runs.
-const daemonReloadLine = "systemctl daemon-reload"
-
 // DaemonReload makes systemd reload its unit files, through the target's
-// runner.
+// service manager.
 type DaemonReload struct{}
+
+// reloader returns the target's service manager when it has unit files to
+// reload.
+func reloader(env Env) (remote.UnitFileReloader, error) {
+	switch m := env.Target.Services.(type) {
+	case nil:
+		return nil, fmt.Errorf("daemon_reload on %s: the target has no service manager", env.Target.Name())
+	case remote.UnitFileReloader:
+		return m, nil
+	}
+	return nil, fmt.Errorf("daemon_reload on %s: the target's services are not managed by systemd: there are no unit files to reload", env.Target.Name())
+}
 
 // Plan implements Action. It says why the reload is needed: the runbook's
 // reason and which units systemd itself reports as changed on disk. It is
@@ -46,8 +52,12 @@ func (DaemonReload) Plan(ctx context.Context, env Env) (Plan, error) {
 	if len(units) == 0 && env.Target.Unit != "" {
 		units = []string{env.Target.Unit}
 	}
+	rl, err := reloader(env)
+	if err != nil {
+		return Plan{}, fmt.Errorf("plan %w", err)
+	}
 	why := args.String("reason")
-	if changed, err := needDaemonReload(ctx, env.Target.Runner, units); err != nil {
+	if changed, err := rl.NeedDaemonReload(ctx, units); err != nil {
 		why = join(why, fmt.Sprintf("(could not ask systemd which units changed: %v)", err))
 	} else if len(changed) > 0 {
 		why = join(why, fmt.Sprintf("systemd reports %s changed on disk (NeedDaemonReload=yes)", strings.Join(changed, ", ")))
@@ -58,60 +68,26 @@ func (DaemonReload) Plan(ctx context.Context, env Env) (Plan, error) {
 		Action:      daemonReloadType.Spec.Name,
 		Target:      env.Target.Name(),
 		Summary:     fmt.Sprintf("reload systemd's unit files on %s: %s", env.Target.Name(), why),
-		Commands:    []string{daemonReloadLine},
+		Commands:    []string{rl.DaemonReloadCall()},
 		Fingerprint: fingerprint("daemon_reload", env.Target.Host),
 	}, nil
 }
 
 // Apply implements Action.
 func (DaemonReload) Apply(ctx context.Context, env Env, plan Plan) (Applied, error) {
-	r := env.Target.Runner
-	out, err := r.Run(ctx, remote.Command{Line: daemonReloadLine})
+	rl, err := reloader(env)
 	if err != nil {
-		return Applied{}, fmt.Errorf("reload systemd on %s: %w", r.Host(), err)
+		return Applied{}, fmt.Errorf("apply %w", err)
 	}
-	if out.ExitCode != 0 {
-		return Applied{}, fmt.Errorf("reload systemd on %s: systemctl exited %d: %s", r.Host(), out.ExitCode, strings.TrimSpace(string(out.Stderr)))
+	started := time.Now()
+	if err := rl.DaemonReload(ctx); err != nil {
+		return Applied{}, err
 	}
-	return Applied{Plan: plan, Changed: true, Detail: fmt.Sprintf("systemd on %s reloaded its unit files in %s", r.Host(), round(out.Duration))}, nil
+	return Applied{Plan: plan, Changed: true, Detail: fmt.Sprintf("systemd on %s reloaded its unit files in %s", env.Target.Host, round(time.Since(started)))}, nil
 }
 
 // Rollback implements Action: there is nothing to undo.
 func (DaemonReload) Rollback(context.Context, Env, Applied) error { return ErrNotReversible }
-
-// needDaemonReload lists the units whose files changed since systemd last
-// read them.
-func needDaemonReload(ctx context.Context, r remote.Runner, units []string) ([]string, error) {
-	if len(units) == 0 {
-		return nil, nil
-	}
-	out, err := r.Run(ctx, remote.Command{Line: shell.Join(append([]string{"systemctl", "show", "-p", "Id,NeedDaemonReload", "--"}, units...)...)})
-	if err != nil {
-		return nil, err
-	}
-	if out.ExitCode != 0 {
-		return nil, fmt.Errorf("systemctl exited %d: %s", out.ExitCode, strings.TrimSpace(string(out.Stderr)))
-	}
-	// systemctl prints one block of properties per unit, blocks separated by
-	// an empty line.
-	var changed []string
-	id := ""
-	sc := bufio.NewScanner(bytes.NewReader(out.Stdout))
-	for sc.Scan() {
-		k, v, _ := strings.Cut(sc.Text(), "=")
-		switch k {
-		case "Id":
-			id = v
-		case "NeedDaemonReload":
-			if v == "yes" {
-				changed = append(changed, id)
-			}
-		case "":
-			id = ""
-		}
-	}
-	return changed, nil
-}
 
 func join(a, b string) string {
 	if a == "" {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/internal/argspec"
+	"github.com/runbot/runbot/remote"
 )
 
 // fakeSystemctl puts a systemctl script first on PATH: this machine has no
@@ -28,9 +29,17 @@ esac
 	return log
 }
 
+// systemdEnv is localEnv with systemd, through systemctl, as the target's
+// service manager.
+func systemdEnv(args argspec.Values) Env {
+	env := localEnv(args)
+	env.Target.Services = remote.Systemctl{Runner: env.Target.Runner}
+	return env
+}
+
 func TestDaemonReload(t *testing.T) {
 	log := fakeSystemctl(t, `Id=decode.service\nNeedDaemonReload=yes\n\nId=prefill.service\nNeedDaemonReload=no\n`, "0")
-	env := localEnv(argspec.Values{"units": []string{"decode.service", "prefill.service"}, "reason": "the decode drop-in changes"})
+	env := systemdEnv(argspec.Values{"units": []string{"decode.service", "prefill.service"}, "reason": "the decode drop-in changes"})
 	var a DaemonReload
 	plan, err := a.Plan(testCtx(t), env)
 	require.NoError(t, err)
@@ -49,7 +58,7 @@ func TestDaemonReload(t *testing.T) {
 
 func TestDaemonReloadSaysWhyWithoutChanges(t *testing.T) {
 	fakeSystemctl(t, `Id=decode.service\nNeedDaemonReload=no\n`, "0")
-	plan, err := DaemonReload{}.Plan(testCtx(t), localEnv(nil))
+	plan, err := DaemonReload{}.Plan(testCtx(t), systemdEnv(nil))
 	require.NoError(t, err)
 	require.False(t, plan.NoOp, "the file that needs the reload may be edited after planning")
 	require.Contains(t, plan.Summary, "a unit file or drop-in is to change before this step")
@@ -57,9 +66,25 @@ func TestDaemonReloadSaysWhyWithoutChanges(t *testing.T) {
 
 func TestDaemonReloadFailure(t *testing.T) {
 	fakeSystemctl(t, `Id=decode.service\nNeedDaemonReload=no\n`, "1")
-	env := localEnv(nil)
+	env := systemdEnv(nil)
 	plan, err := DaemonReload{}.Plan(testCtx(t), env)
 	require.NoError(t, err)
 	_, err = DaemonReload{}.Apply(testCtx(t), env, plan)
 	require.ErrorContains(t, err, "systemctl exited 1: Failed to reload daemon: Access denied")
+}
+
+// TestDaemonReloadNeedsUnitFiles: a host whose services are run by
+// configured commands has no unit files; nothing is reloaded behind its
+// service manager's back.
+func TestDaemonReloadNeedsUnitFiles(t *testing.T) {
+	log := fakeSystemctl(t, `Id=decode.service\nNeedDaemonReload=yes\n`, "0")
+	env := localEnv(nil)
+	_, err := DaemonReload{}.Plan(testCtx(t), env)
+	require.ErrorContains(t, err, "plan daemon_reload on decode@test-host: the target has no service manager")
+	env.Target.Services = remote.Commands{Runner: env.Target.Runner, ShowLine: "true", RestartLine: "true"}
+	_, err = DaemonReload{}.Plan(testCtx(t), env)
+	require.ErrorContains(t, err, "not managed by systemd")
+	_, err = DaemonReload{}.Apply(testCtx(t), env, Plan{Action: "daemon_reload"})
+	require.ErrorContains(t, err, "apply daemon_reload on decode@test-host: the target's services are not managed by systemd")
+	require.NoFileExists(t, log, "systemctl was never run")
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/runbot/runbot/internal/argspec"
-	"github.com/runbot/runbot/internal/shell"
 	"github.com/runbot/runbot/remote"
 )
 
@@ -115,7 +114,7 @@ func (SystemdRestart) Plan(ctx context.Context, env Env) (Plan, error) {
 	}
 	cmds := make([]string, len(units))
 	for i, u := range units {
-		cmds[i] = restartCommand(svc, u)
+		cmds[i] = svc.RestartCall(u)
 	}
 	summary := fmt.Sprintf("restart %s on %s", strings.Join(units, " then "), env.Target.Name())
 	switch {
@@ -319,22 +318,4 @@ func describeRestart(unit string, st remote.UnitState, took, wait time.Duration)
 		s += fmt.Sprintf("; systemd has restarted it %d time(s) on its own since, so it may be crash-looping", st.NRestarts)
 	}
 	return s
-}
-
-// restartCommand renders, for the plan, the command the service manager
-// will run to restart unit.
-func restartCommand(svc remote.ServiceManager, unit string) string {
-	switch m := svc.(type) {
-	case remote.Systemctl:
-		return shell.Join("systemctl", "restart", unit)
-	case *remote.Systemctl:
-		return shell.Join("systemctl", "restart", unit)
-	case remote.Commands:
-		return strings.ReplaceAll(m.RestartLine, "{unit}", shell.Quote(unit))
-	case *remote.Commands:
-		return strings.ReplaceAll(m.RestartLine, "{unit}", shell.Quote(unit))
-	case interface{ RestartCall(unit string) string }:
-		return m.RestartCall(unit)
-	}
-	return fmt.Sprintf("restart %s through %T", unit, svc)
 }

@@ -56,6 +56,8 @@ func (s services) Show(_ context.Context, unit string) (remote.UnitState, error)
 
 func (services) Restart(context.Context, string) error { return errors.New("not in this test") }
 
+func (services) RestartCall(unit string) string { return "restart " + unit }
+
 func writeScript(t *testing.T, body string, modified time.Time) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "serve_dsv4_decode.sh")

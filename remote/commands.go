@@ -32,6 +32,11 @@ func (c Commands) Restart(ctx context.Context, unit string) error {
 	return err
 }
 
+// RestartCall implements ServiceManager: the configured restart line.
+func (c Commands) RestartCall(unit string) string {
+	return strings.ReplaceAll(c.RestartLine, "{unit}", shell.Quote(unit))
+}
+
 func (c Commands) run(ctx context.Context, verb, tmpl, unit string) (Output, error) {
 	if tmpl == "" {
 		return Output{}, fmt.Errorf("%s unit %s on %s: no %s command configured for this host", verb, unit, c.Runner.Host(), verb)

@@ -93,10 +93,52 @@ func (d *DBus) Restart(ctx context.Context, unit string) error {
 	}
 }
 
-// RestartCall describes, for plans, the call Restart makes.
+// RestartCall implements ServiceManager.
 func (d *DBus) RestartCall(unit string) string {
 	return fmt.Sprintf("D-Bus org.freedesktop.systemd1.Manager.RestartUnit(%q, \"replace\")", unitName(unit))
 }
+
+// NeedDaemonReload implements UnitFileReloader: it reads each unit's
+// NeedDaemonReload property.
+func (d *DBus) NeedDaemonReload(ctx context.Context, units []string) ([]string, error) {
+	if len(units) == 0 {
+		return nil, nil
+	}
+	conn, err := d.connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read NeedDaemonReload on %s: %w", d.host(), err)
+	}
+	defer conn.Close()
+	var changed []string
+	for _, u := range units {
+		name := unitName(u)
+		props, err := conn.GetUnitPropertiesContext(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("read NeedDaemonReload of %s on %s: %w", name, d.host(), err)
+		}
+		if need, _ := props["NeedDaemonReload"].(bool); need {
+			changed = append(changed, name)
+		}
+	}
+	return changed, nil
+}
+
+// DaemonReload implements UnitFileReloader. Like `systemctl
+// daemon-reload`, it returns once systemd has reloaded.
+func (d *DBus) DaemonReload(ctx context.Context) error {
+	conn, err := d.connect(ctx)
+	if err != nil {
+		return fmt.Errorf("reload systemd on %s: %w", d.host(), err)
+	}
+	defer conn.Close()
+	if err := conn.ReloadContext(ctx); err != nil {
+		return fmt.Errorf("reload systemd on %s: %w", d.host(), err)
+	}
+	return nil
+}
+
+// DaemonReloadCall implements UnitFileReloader.
+func (d *DBus) DaemonReloadCall() string { return "D-Bus org.freedesktop.systemd1.Manager.Reload()" }
 
 func (d *DBus) connect(ctx context.Context) (*sdbus.Conn, error) {
 	if d.Connect != nil {

@@ -88,6 +88,8 @@ func TestDBusWithoutSystemBus(t *testing.T) {
 	require.ErrorContains(t, err, "show unit sglang-dsv4-decode.service on gpu-node-01: connect to systemd over the system bus")
 	err = d.Restart(ctx, "sglang-dsv4-decode")
 	require.ErrorContains(t, err, "restart unit sglang-dsv4-decode.service on gpu-node-01: connect to systemd")
+	err = d.DaemonReload(ctx)
+	require.ErrorContains(t, err, "reload systemd on gpu-node-01: connect to systemd")
 }
 
 // TestDBusOnPrivateBus runs DBus against a real dbus-daemon on which a
@@ -127,6 +129,37 @@ func TestDBusOnPrivateBus(t *testing.T) {
 	require.NoError(t, err, "systemd answers for units it cannot find")
 	require.Equal(t, "not-found", missing.LoadState)
 	require.Equal(t, `D-Bus org.freedesktop.systemd1.Manager.RestartUnit("x.service", "replace")`, d.RestartCall("x"))
+}
+
+// TestDBusDaemonReload: which units changed on disk, and the reload, go
+// through systemd's D-Bus API.
+func TestDBusDaemonReload(t *testing.T) {
+	addr := startBus(t)
+	sd := startFakeSystemd(t, addr)
+	d := &DBus{Name: "gpu-node-01", Connect: func(ctx context.Context) (*sdbus.Conn, error) {
+		return sdbus.NewConnection(func() (*dbus.Conn, error) { return dbus.Connect(addr, dbus.WithContext(ctx)) })
+	}}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+
+	changed, err := d.NeedDaemonReload(ctx, []string{"sglang-dsv4-decode", "missing"})
+	require.NoError(t, err)
+	require.Empty(t, changed)
+	sd.mu.Lock()
+	sd.needReload = true
+	sd.mu.Unlock()
+	changed, err = d.NeedDaemonReload(ctx, []string{"sglang-dsv4-decode", "missing"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"sglang-dsv4-decode.service"}, changed)
+
+	require.NoError(t, d.DaemonReload(ctx))
+	changed, err = d.NeedDaemonReload(ctx, []string{"sglang-dsv4-decode"})
+	require.NoError(t, err)
+	require.Empty(t, changed)
+	sd.mu.Lock()
+	require.Equal(t, 1, sd.reloads)
+	sd.mu.Unlock()
+	require.Equal(t, "D-Bus org.freedesktop.systemd1.Manager.Reload()", d.DaemonReloadCall())
 }
 
 // startBus runs a private dbus-daemon and returns its address.
@@ -172,12 +205,14 @@ func startBus(t *testing.T) string {
 type fakeSystemd struct {
 	conn *dbus.Conn
 
-	mu      sync.Mutex
-	result  string
-	pid     uint32
-	enter   time.Time
-	jobs    uint32
-	restart []string
+	mu         sync.Mutex
+	result     string
+	pid        uint32
+	enter      time.Time
+	jobs       uint32
+	restart    []string
+	needReload bool
+	reloads    int
 }
 
 func startFakeSystemd(t *testing.T, addr string) *fakeSystemd {
@@ -220,6 +255,15 @@ func (f *fakeSystemd) RestartUnit(name, mode string) (dbus.ObjectPath, *dbus.Err
 	return job, nil
 }
 
+// Reload is the D-Bus method behind `systemctl daemon-reload`.
+func (f *fakeSystemd) Reload() *dbus.Error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reloads++
+	f.needReload = false
+	return nil
+}
+
 type unitProperties struct{ f *fakeSystemd }
 
 // GetAll is org.freedesktop.DBus.Properties.GetAll for every unit path.
@@ -241,6 +285,7 @@ func (u unitProperties) GetAll(msg dbus.Message, iface string) (map[string]dbus.
 			"ActiveState":          dbus.MakeVariant("active"),
 			"SubState":             dbus.MakeVariant("running"),
 			"ActiveEnterTimestamp": dbus.MakeVariant(uint64(u.f.enter.UnixMicro())),
+			"NeedDaemonReload":     dbus.MakeVariant(u.f.needReload),
 		}, nil
 	case "org.freedesktop.systemd1.Service":
 		return map[string]dbus.Variant{

@@ -16,7 +16,33 @@ import (
 type ServiceManager interface {
 	Show(ctx context.Context, unit string) (UnitState, error)
 	Restart(ctx context.Context, unit string) error
+	// RestartCall describes, for plans, the command or call Restart(unit)
+	// makes, so that what is approved is what runs.
+	RestartCall(unit string) string
 }
+
+// UnitFileReloader is a ServiceManager that reads unit files and drop-ins
+// from disk, as systemd does, and can be told to read them again. Managers
+// without unit files (Commands) do not implement it.
+type UnitFileReloader interface {
+	ServiceManager
+	// NeedDaemonReload lists those of units whose files changed on disk
+	// since the manager last read them.
+	NeedDaemonReload(ctx context.Context, units []string) ([]string, error)
+	// DaemonReload makes the manager read every unit file again, like
+	// `systemctl daemon-reload`.
+	DaemonReload(ctx context.Context) error
+	// DaemonReloadCall describes, for plans, the command or call
+	// DaemonReload makes.
+	DaemonReloadCall() string
+}
+
+// The service managers and what they can do.
+var (
+	_ UnitFileReloader = Systemctl{}
+	_ UnitFileReloader = (*DBus)(nil)
+	_ ServiceManager   = Commands{}
+)
 
 // UnitState is the subset of `systemctl show` that diagnoses and actions use.
 type UnitState struct {
