@@ -146,7 +146,9 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *Report 
 		mu.Lock()
 		defer mu.Unlock()
 		finished[id] = true
-		if !verdictAt.IsZero() {
+		// A runbook without diagnoses has no verdict to settle early: its
+		// findings are the result, and they arrive with their steps.
+		if !verdictAt.IsZero() || len(rb.Diagnoses) == 0 {
 			return
 		}
 		partial := *rep
