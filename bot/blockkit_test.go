@@ -223,6 +223,6 @@ func BenchmarkRenderRunMessage(b *testing.B) {
 		rs.mu.Lock()
 		m := rs.view()
 		rs.mu.Unlock()
-		_ = renderBlocks(m.redact(r))
+		_ = renderBlocks(redactMessage(m, r))
 	}
 }

@@ -61,7 +61,7 @@ type messenger struct {
 }
 
 func (m *messenger) options(msg Message) []slack.MsgOption {
-	msg = msg.redact(m.redact)
+	msg = redactMessage(msg, m.redact)
 	return []slack.MsgOption{
 		slack.MsgOptionText(fallbackText(msg), false),
 		slack.MsgOptionBlocks(renderBlocks(msg)...),
@@ -113,7 +113,7 @@ func (m *messenger) ephemeral(ctx context.Context, channel, user string, msg Mes
 // respond posts msg to a slash command's or interaction's response_url,
 // visible only to the user who asked.
 func (m *messenger) respond(ctx context.Context, responseURL string, msg Message) error {
-	msg = msg.redact(m.redact)
+	msg = redactMessage(msg, m.redact)
 	blocks := renderBlocks(msg)
 	err := retryRateLimited(ctx, m.log, "response_url", func(ctx context.Context) error {
 		start := time.Now()
@@ -151,6 +151,6 @@ type commandReply struct {
 }
 
 func (m *messenger) reply(msg Message) commandReply {
-	msg = msg.redact(m.redact)
+	msg = redactMessage(msg, m.redact)
 	return commandReply{ResponseType: slack.ResponseTypeEphemeral, Text: fallbackText(msg), Blocks: renderBlocks(msg)}
 }

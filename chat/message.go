@@ -1,9 +1,14 @@
-package bot
+// Package chat is the seam between runbot and a chat platform: the
+// platform-neutral Message runbot posts, and the Chat interface a platform
+// implements to post, update and thread messages (Slack is the first, in
+// package bot; chattest records for tests). A Live keeps one posted
+// message up to date without flooding the platform.
+package chat
 
 // Message is what runbot posts, independent of Slack's Block Kit: a title
 // with a status, a few facts, sections of text and evidence, and buttons.
-// Every text is plain text, untrusted data included; blockkit.go escapes it
-// when it renders, so command output can never become a mention, a link or
+// Every text is plain text, untrusted data included; a platform escapes it
+// when it renders (Slack's blockkit.go), so command output can never become a mention, a link or
 // formatting. People are referred to by user ID (Users) and rendered as
 // mentions.
 type Message struct {
@@ -89,21 +94,22 @@ const (
 	StatusSkipped      Status = "skipped"
 )
 
-// redact returns a copy of m with every text passed through r.
-func (m Message) redact(r *Redactor) Message {
+// Map returns a copy of m with every text passed through f (a redactor):
+// title, facts, sections, lines and notes.
+func (m Message) Map(f func(string) string) Message {
 	out := m
-	out.Title = r.Redact(m.Title)
+	out.Title = f(m.Title)
 	out.Facts = make([]Fact, len(m.Facts))
-	for i, f := range m.Facts {
-		f.Text = r.Redact(f.Text)
-		out.Facts[i] = f
+	for i, fa := range m.Facts {
+		fa.Text = f(fa.Text)
+		out.Facts[i] = fa
 	}
 	out.Sections = make([]Section, len(m.Sections))
 	for i, s := range m.Sections {
-		s.Heading, s.Text, s.Code = r.Redact(s.Heading), r.Redact(s.Text), r.Redact(s.Code)
+		s.Heading, s.Text, s.Code = f(s.Heading), f(s.Text), f(s.Code)
 		lines := make([]Line, len(s.Lines))
 		for j, l := range s.Lines {
-			l.Text = r.Redact(l.Text)
+			l.Text = f(l.Text)
 			lines[j] = l
 		}
 		s.Lines = lines
@@ -111,7 +117,7 @@ func (m Message) redact(r *Redactor) Message {
 	}
 	out.Notes = make([]string, len(m.Notes))
 	for i, n := range m.Notes {
-		out.Notes[i] = r.Redact(n)
+		out.Notes[i] = f(n)
 	}
 	return out
 }

@@ -1,10 +1,10 @@
-package bot
+package chat
 
 import (
 	"strings"
 )
 
-// textIcons are the terminal counterparts of the Slack status emoji.
+// textIcons are the terminal counterparts of a platform's status icons.
 var textIcons = map[Status]string{
 	StatusRunning: "…", StatusOK: "✔", StatusInfo: "ℹ", StatusWarning: "⚠", StatusCritical: "✖",
 	StatusInconclusive: "?", StatusError: "✖", StatusWaiting: "⏳", StatusPending: "⏳",
@@ -12,7 +12,7 @@ var textIcons = map[Status]string{
 }
 
 // Text renders the message for a terminal: the same content, title,
-// sections and buttons as the Slack rendering, in plain text.
+// sections and buttons as a chat rendering, in plain text.
 func (m Message) Text() string {
 	var b strings.Builder
 	icon := func(s Status) string {

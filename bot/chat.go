@@ -1,0 +1,37 @@
+package bot
+
+import "github.com/runbot/runbot/chat"
+
+// The message model is the chat seam's (package chat); the bot renders it
+// as Block Kit.
+type (
+	Message     = chat.Message
+	Fact        = chat.Fact
+	Section     = chat.Section
+	Line        = chat.Line
+	Button      = chat.Button
+	ButtonStyle = chat.ButtonStyle
+	Status      = chat.Status
+)
+
+const (
+	StylePrimary = chat.StylePrimary
+	StyleDanger  = chat.StyleDanger
+
+	StatusNone         = chat.StatusNone
+	StatusRunning      = chat.StatusRunning
+	StatusOK           = chat.StatusOK
+	StatusInfo         = chat.StatusInfo
+	StatusWarning      = chat.StatusWarning
+	StatusCritical     = chat.StatusCritical
+	StatusInconclusive = chat.StatusInconclusive
+	StatusError        = chat.StatusError
+	StatusWaiting      = chat.StatusWaiting
+	StatusPending      = chat.StatusPending
+	StatusApproved     = chat.StatusApproved
+	StatusDenied       = chat.StatusDenied
+	StatusSkipped      = chat.StatusSkipped
+)
+
+// redactMessage returns a copy of m with every text passed through r.
+func redactMessage(m Message, r *Redactor) Message { return m.Map(r.Redact) }

@@ -1,0 +1,57 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/runbot/runbot/store"
+)
+
+// Ref says where a posted message is: the platform, the channel and the
+// platform's id of the message (Slack's ts). The store keeps it with a run.
+type Ref = store.MessageRef
+
+// Chat is a chat platform as runbot uses it: post a message (as a reply in
+// a thread when thread is set: the id of the thread's first message),
+// replace a posted message, and upload a file into a thread. A platform
+// renders Message its own way and redacts what it posts.
+type Chat interface {
+	Post(ctx context.Context, channel, thread string, m Message) (Ref, error)
+	Update(ctx context.Context, ref Ref, m Message) error
+	Upload(ctx context.Context, channel, thread string, f File) error
+}
+
+// File is an upload: a picture (the run's timeline) with its name, title
+// and the text that describes it to those who cannot see it.
+type File struct {
+	Name    string
+	Title   string
+	AltText string
+	Data    []byte
+}
+
+// RateLimitedError is a platform asking to wait before the next call.
+type RateLimitedError struct {
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *RateLimitedError) Error() string {
+	return fmt.Sprintf("rate limited; retry after %s: %v", e.RetryAfter, e.Err)
+}
+
+func (e *RateLimitedError) Unwrap() error { return e.Err }
+
+// RetryAfter returns how long err asks to wait, when it is a rate limit.
+func RetryAfter(err error) (time.Duration, bool) {
+	var rl *RateLimitedError
+	if errors.As(err, &rl) {
+		return rl.RetryAfter, true
+	}
+	return 0, false
+}
+
+// ErrNoChat is what Log answers: no chat platform is configured.
+var ErrNoChat = errors.New("no chat platform is configured")
