@@ -40,8 +40,8 @@ func probeWindows(events []step.Event) []probeWindow {
 // Attribution of a log line, the values of the "attribution" label of
 // log_match events.
 const (
-	AttrEcho        = "echo"
-	AttrUnexplained = "unexplained"
+	AttrEcho        = step.AttrEcho
+	AttrUnexplained = step.AttrUnexplained
 )
 
 // attribution says whether our own probe caused a log line, and how we know.

@@ -44,13 +44,14 @@ type HTTPProbeOutput struct {
 	URL         string        `expr:"url" json:"url" doc:"the URL that was probed"`
 }
 
-// Probe outcomes, the values of HTTPProbeOutput.Outcome.
+// Probe outcomes, the values of HTTPProbeOutput.Outcome and of the probe
+// event's outcome label.
 const (
-	OutcomeOK        = "ok"
-	OutcomeBadStatus = "bad_status"
-	OutcomeTimeout   = "timeout"
-	OutcomeRefused   = "refused"
-	OutcomeError     = "error"
+	OutcomeOK        = step.ProbeOK
+	OutcomeBadStatus = step.ProbeBadStatus
+	OutcomeTimeout   = step.ProbeTimeout
+	OutcomeRefused   = step.ProbeRefused
+	OutcomeError     = step.ProbeError
 )
 
 // Probe phases, the values of HTTPProbeOutput.Phase.
@@ -61,11 +62,10 @@ const (
 	PhaseNone      = "none"
 )
 
-// EventProbe is the kind of the event http_probe records for its request:
-// Time and End bound the exchange; Labels carry request_id, outcome, phase,
-// status, method and url. log_progress reads these events to recognise error
+// EventProbe is the kind of the event http_probe records for its request
+// (see step.EventProbe). log_progress reads these events to recognise error
 // lines that the probe itself caused.
-const EventProbe = "probe"
+const EventProbe = step.EventProbe
 
 // RequestIDHeader carries the probe's request id.
 const RequestIDHeader = "X-Request-Id"

@@ -81,20 +81,12 @@ type PatternSummary struct {
 	Rids        []string  `expr:"rids" json:"rids" doc:"distinct request ids named, oldest first"`
 }
 
-// Event kinds log_progress records.
+// Event kinds log_progress records; internal/step says what each carries.
 const (
-	// EventProgress is the last progress line: Time, Text, Labels ranks.
-	EventProgress = "progress"
-	// EventProgressRate counts progress lines in one bucket of the window:
-	// Time and End bound the bucket, Value is the count (zero buckets
-	// included: absence is evidence).
-	EventProgressRate = "progress_rate"
-	// EventStall spans from the last progress line to now when stalled.
-	EventStall = "stall"
-	// EventLogMatch is one occurrence of a pattern: Labels pattern, room,
-	// rid, attribution (echo or unexplained), by (id or time) and
-	// request_id (the probe's), Text the first line's message.
-	EventLogMatch = "log_match"
+	EventProgress     = step.EventProgress
+	EventProgressRate = step.EventProgressRate
+	EventStall        = step.EventStall
+	EventLogMatch     = step.EventLogMatch
 )
 
 var logProgressType = Type{

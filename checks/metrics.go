@@ -76,13 +76,10 @@ const (
 	VerdictSingleSample = "single-sample"
 )
 
-// Event kinds metrics_sample records.
+// Event kinds metrics_sample records; internal/step says what each carries.
 const (
-	// EventSample is one value of one series at one scrape: Value, with
-	// Labels metric (the name found) and series (its labels).
-	EventSample = "sample"
-	// EventScrapeError is a failed scrape; Text says why.
-	EventScrapeError = "scrape_error"
+	EventSample      = step.EventSample
+	EventScrapeError = step.EventScrapeError
 )
 
 var metricsSampleType = Type{

@@ -33,28 +33,28 @@ func FromReport(rep *runbooks.Report, opts Options) (*Chart, error) {
 		}
 		for _, ev := range tr.Events {
 			switch ev.Kind {
-			case kindProbe:
+			case step.EventProbe:
 				c.Probes = append(c.Probes, probeWindow(tr, ev))
-			case kindProgressRate:
+			case step.EventProgressRate:
 				l := laneOf()
 				l.Rate = append(l.Rate, Bucket{Start: ev.Time, End: ev.End, Count: ev.Value})
-			case kindProgress:
+			case step.EventProgress:
 				l := laneOf()
 				l.Last, l.LastLine = ev.Time, ev.Text
 				l.Progress = progressName(ev.Text)
-			case kindStall:
+			case step.EventStall:
 				l := laneOf()
 				l.Stalled = true
 				if !ev.End.IsZero() {
 					l.Measured = ev.End
 				}
-			case kindLogMatch:
+			case step.EventLogMatch:
 				l := laneOf()
 				l.Marks = append(l.Marks, Mark{
 					Time: ev.Time, Pattern: ev.Labels["pattern"], Attribution: attribution(ev.Labels["attribution"]),
 					RequestID: ev.Labels["request_id"], Room: ev.Labels["room"], Rid: ev.Labels["rid"], Text: ev.Text,
 				})
-			case kindSample:
+			case step.EventSample:
 				addSample(counters, &c.Counters, tr.Target, ev)
 			}
 		}

@@ -115,7 +115,7 @@ func metricsOf(cs []*Counter) []string {
 
 func TestFromReportEdges(t *testing.T) {
 	finished := time.Date(2026, 6, 18, 20, 44, 48, 0, time.UTC)
-	probe := step.Event{Kind: kindProbe, Time: finished.Add(-40 * time.Second), End: finished.Add(-5 * time.Second),
+	probe := step.Event{Kind: step.EventProbe, Time: finished.Add(-40 * time.Second), End: finished.Add(-5 * time.Second),
 		Labels: map[string]string{"outcome": "timeout", "phase": "first_byte", "status": "0", "request_id": "rb-1"}}
 	logRun := func(id, target string, evs ...step.Event) *runbooks.TargetRun {
 		return &runbooks.TargetRun{Step: id, Target: target, StartedAt: finished.Add(-time.Second), Events: evs}
@@ -151,8 +151,8 @@ func TestFromReportEdges(t *testing.T) {
 	})
 	t.Run("lanes of one target are told apart by step", func(t *testing.T) {
 		c, err := FromReport(rep(
-			logRun("batches", "decode", step.Event{Kind: kindProgress, Time: finished.Add(-time.Minute), Text: "Decode batch, #running-req: 1"}),
-			logRun("transfers", "decode", step.Event{Kind: kindLogMatch, Time: finished, Labels: map[string]string{"pattern": "aborts"}}),
+			logRun("batches", "decode", step.Event{Kind: step.EventProgress, Time: finished.Add(-time.Minute), Text: "Decode batch, #running-req: 1"}),
+			logRun("transfers", "decode", step.Event{Kind: step.EventLogMatch, Time: finished, Labels: map[string]string{"pattern": "aborts"}}),
 		), Options{})
 		require.NoError(t, err)
 		require.Equal(t, "decode · batches", c.Lanes[0].Name)
@@ -162,7 +162,7 @@ func TestFromReportEdges(t *testing.T) {
 	})
 	t.Run("series summed per sample", func(t *testing.T) {
 		s := func(at time.Time, series string, v float64) step.Event {
-			return step.Event{Kind: kindSample, Time: at, Value: v, Labels: map[string]string{"metric": "sglang:num_running_reqs", "series": series}}
+			return step.Event{Kind: step.EventSample, Time: at, Value: v, Labels: map[string]string{"metric": "sglang:num_running_reqs", "series": series}}
 		}
 		t1, t2 := finished.Add(-3*time.Second), finished.Add(-time.Second)
 		c, err := FromReport(rep(&runbooks.TargetRun{Step: "counters", Target: "decode", Events: []step.Event{

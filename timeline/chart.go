@@ -3,6 +3,8 @@ package timeline
 import (
 	"errors"
 	"time"
+
+	"github.com/runbot/runbot/internal/step"
 )
 
 // DefaultWindow is how much time a chart shows when Options.Window is zero:
@@ -130,7 +132,7 @@ type Window struct {
 }
 
 // OK reports whether the probe got a complete, expected answer.
-func (w Window) OK() bool { return w.Outcome == outcomeOK }
+func (w Window) OK() bool { return w.Outcome == step.ProbeOK }
 
 // Counter is one metric sampled on one target.
 type Counter struct {

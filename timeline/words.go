@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/runbot/runbot/internal/step"
 )
 
 // metricNames says what SGLang's gauges and counters mean, in the words an
@@ -45,11 +47,11 @@ func probeLabel(w Window) string {
 	took := duration(w.End.Sub(w.Start))
 	var what string
 	switch w.Outcome {
-	case outcomeOK:
+	case step.ProbeOK:
 		what = fmt.Sprintf("%d %s in %s", w.Status, http.StatusText(w.Status), took)
-	case outcomeBadStatus:
+	case step.ProbeBadStatus:
 		what = fmt.Sprintf("HTTP %d %s after %s", w.Status, http.StatusText(w.Status), took)
-	case outcomeTimeout:
+	case step.ProbeTimeout:
 		switch w.Phase {
 		case "connect":
 			what = "could not connect, gave up after " + took
@@ -62,9 +64,9 @@ func probeLabel(w Window) string {
 				what = "no answer, gave up after " + took
 			}
 		}
-	case outcomeRefused:
+	case step.ProbeRefused:
 		what = "connection refused"
-	case outcomeError:
+	case step.ProbeError:
 		what = "failed after " + took
 	default:
 		what = w.Outcome + " after " + took
