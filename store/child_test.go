@@ -272,9 +272,3 @@ var childModes = map[string]func(ctx context.Context, s *store.SQLite, in *bufio
 		return nil
 	},
 }
-
-// finalReportJSON is a run's result as the engine reports it: its outcome
-// and when it finished are set.
-func finalReportJSON(runID string) json.RawMessage {
-	return json.RawMessage(`{"run_id":"` + runID + `","outcome":"critical","started_at":"2026-11-29T08:30:00Z","finished_at":"2026-11-29T08:30:36Z","steps":[]}`)
-}

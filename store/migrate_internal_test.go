@@ -21,7 +21,7 @@ func openAtVersion(t *testing.T, ctx context.Context, path string, v int) *SQLit
 	require.Less(t, v, len(ms))
 	db, err := sql.Open("sqlite", dsn(path, 10*time.Second))
 	require.NoError(t, err)
-	s := &SQLite{db: db, now: time.Now, owner: processOwner(), writeSlot: make(chan struct{}, 1)}
+	s := &SQLite{db: db, now: time.Now, owner: processOwner(), alive: ownerAlive, writeSlot: make(chan struct{}, 1)}
 	require.NoError(t, s.applyMigrations(ctx, ms[:v]))
 	got, err := s.Version(ctx)
 	require.NoError(t, err)

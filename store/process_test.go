@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/store"
+	"github.com/runbot/runbot/store/storetest"
 )
 
 // Two processes race to move the same approved plans to applying, as two
@@ -73,7 +74,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 	path := dbPath(t)
 	// The child uses the real clock; the parent's fake clock starts at real
 	// time so that the child's hour-long lease is current for it.
-	c := &clock{t: time.Now().UTC()}
+	c := storetest.NewClockAt(time.Now().UTC())
 	s := openAt(t, path, store.WithNow(c.Now))
 
 	holder := startChild(t, "lock", path, "")

@@ -52,7 +52,7 @@ func (s *SQLite) MarkInterrupted(ctx context.Context) (Recovery, error) {
 	dead := func(owner string) bool {
 		a, ok := alive[owner]
 		if !ok {
-			a = ownerAlive(owner)
+			a = owner == s.owner || s.alive(owner)
 			alive[owner] = a
 		}
 		return !a

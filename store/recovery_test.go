@@ -11,6 +11,11 @@ import (
 	"github.com/runbot/runbot/store"
 )
 
+// These are the conformance suite's recovery scenarios (storetest, Recovery)
+// with real processes that really die: child processes of this test binary
+// that exit with rows claimed, so that the SQLite store's own liveness check
+// (a host-local pid and its start time, owner.go) is what tells them dead.
+
 // A process dies mid-remediation. The next process to start marks what it
 // left: the run interrupted, the plan interrupted (and never applicable
 // again), the work back in the queue. What belongs to live processes,

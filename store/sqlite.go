@@ -25,6 +25,8 @@ type SQLite struct {
 	// applying plans, started work), so that MarkInterrupted in another
 	// process can tell a live owner from a dead one.
 	owner string
+	// alive tells whether the owner of a row still runs.
+	alive func(owner string) bool
 	// writeSlot admits one write transaction of this process at a time.
 	// SQLite allows one writer anyway; queueing here hands the write lock
 	// over at once, where waiting inside SQLite's busy handler polls with
@@ -41,6 +43,8 @@ type options struct {
 	now         func() time.Time
 	busyTimeout time.Duration
 	dedupWindow time.Duration
+	owner       string
+	alive       func(owner string) bool
 }
 
 // WithNow sets the clock used for lock expiry, approval expiry and record
@@ -55,21 +59,37 @@ func WithBusyTimeout(d time.Duration) Option { return func(o *options) { o.busyT
 // folded into the run they already triggered. The default is one hour.
 func WithDedupWindow(d time.Duration) Option { return func(o *options) { o.dedupWindow = d } }
 
+// WithOwner sets the name the store writes into the rows it claims
+// (running runs, applying plans, started work). The default names this
+// process, "host/pid/start-time". With WithOwnerAlive, tests play several
+// processes in one, some of which die.
+func WithOwner(owner string) Option { return func(o *options) { o.owner = owner } }
+
+// WithOwnerAlive sets how MarkInterrupted tells whether the owner of a row
+// still runs; the store's own owner always does. The default asks /proc
+// whether the process named "host/pid/start-time" is alive.
+func WithOwnerAlive(alive func(owner string) bool) Option {
+	return func(o *options) { o.alive = alive }
+}
+
 // Open opens (creating if needed) the store at path and brings its schema up
 // to date.
 func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
-	o := options{now: time.Now, busyTimeout: 10 * time.Second, dedupWindow: time.Hour}
+	o := options{now: time.Now, busyTimeout: 10 * time.Second, dedupWindow: time.Hour, owner: processOwner(), alive: ownerAlive}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if path == "" || strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("open store: invalid path %q", path)
 	}
+	if o.owner == "" || o.alive == nil {
+		return nil, fmt.Errorf("open store %s: an owner and a liveness check are required", path)
+	}
 	db, err := sql.Open("sqlite", dsn(path, o.busyTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	s := &SQLite{db: db, now: o.now, dedupWindow: o.dedupWindow, owner: processOwner(), writeSlot: make(chan struct{}, 1)}
+	s := &SQLite{db: db, now: o.now, dedupWindow: o.dedupWindow, owner: o.owner, alive: o.alive, writeSlot: make(chan struct{}, 1)}
 	if err := s.migrate(ctx); err != nil {
 		_ = db.Close() // the migration error is the one to report
 		return nil, fmt.Errorf("open store %s: %w", path, err)
