@@ -1,9 +1,12 @@
 package runbooks_test
 
 import (
+	"context"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -14,11 +17,18 @@ import (
 	"github.com/runbot/runbot/runbooks"
 )
 
-// simDeployment starts a simulated PD deployment, fast-paced for tests,
-// and stops it when the test ends.
+// simDeployment starts a simulated PD deployment at the simulator's own
+// defaults and stops it when the test ends.
 func simDeployment(t *testing.T, args ...string) (dir string, inv *inventory.Inventory) {
 	t.Helper()
-	dir = simtest.Up(t, args...)
+	dir = t.TempDir()
+	simtest.Run(t, append([]string{"up", "--dir", dir}, args...)...)
+	t.Cleanup(func() {
+		// The test's context is already done when cleanups run.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = exec.CommandContext(ctx, simtest.Binary(t), "down", "--dir", dir).Run()
+	})
 	inv, err := inventory.Load(filepath.Join(dir, "inventory.yaml"))
 	require.NoError(t, err)
 	return dir, inv
@@ -28,10 +38,6 @@ func simCtl(t *testing.T, dir string, args ...string) {
 	t.Helper()
 	simtest.Run(t, append([]string{"ctl", "--dir", dir}, args...)...)
 }
-
-// wedgeParams keep the runbook's waits short: the diagnosis logic is the
-// same as with the production defaults.
-var wedgeParams = map[string]string{"deployment": "sim", "probe_timeout": "6s", "samples": "3", "sample_interval": "1s", "stall_after": "3s", "slow_first_token": "2s"}
 
 func runWedge(t *testing.T, inv *inventory.Inventory) *runbooks.Report {
 	t.Helper()
@@ -43,7 +49,8 @@ func runWedge(t *testing.T, inv *inventory.Inventory) *runbooks.Report {
 	pool := remote.NewPool()
 	t.Cleanup(func() { _ = pool.Close() })
 	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
-	p, err := e.Prepare(t.Context(), rb, wedgeParams)
+	// The runbook's production defaults: the 35 s probe included.
+	p, err := e.Prepare(t.Context(), rb, map[string]string{"deployment": "sim"})
 	require.NoError(t, err)
 	return e.Run(t.Context(), p, runbooks.RunOptions{})
 }
