@@ -23,7 +23,7 @@ type remedyEnv struct {
 	dir    string
 	script string
 	now    time.Time
-	st     *store.SQLite
+	st     store.Store
 	rem    *runbooks.Remediator
 	p      *runbooks.Prepared
 }

@@ -68,7 +68,7 @@ func newLogger(c config.Log) *slog.Logger {
 // daemon is everything serve started, for an orderly shutdown.
 type daemonParts struct {
 	log    *slog.Logger
-	st     *store.SQLite
+	st     store.Store
 	pool   *remote.Pool
 	bot    *bot.Bot
 	server *http.Server

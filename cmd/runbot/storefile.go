@@ -26,14 +26,16 @@ func defaultStorePath() string {
 	return filepath.Join(dir, "runbot", "runbot.db")
 }
 
-func openStore(ctx context.Context, path string, opts ...store.Option) (*store.SQLite, error) {
+// openStore opens the SQLite store at path and recovers what a dead process
+// left. Everything after it needs only the store.Store interface.
+func openStore(ctx context.Context, path string, opts ...store.Option) (store.Store, error) {
 	st, _, err := openRecovered(ctx, path, opts...)
 	return st, err
 }
 
 // openRecovered opens the store and returns what its recovery changed, for
 // serve to bring the Slack messages of those runs and plans up to date.
-func openRecovered(ctx context.Context, path string, opts ...store.Option) (*store.SQLite, store.Recovery, error) {
+func openRecovered(ctx context.Context, path string, opts ...store.Option) (store.Store, store.Recovery, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, store.Recovery{}, fmt.Errorf("create store directory: %w", err)
 	}
