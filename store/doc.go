@@ -3,7 +3,12 @@
 // log, cross-process locks, the alert inbox with its dedup state, and the
 // queue of accepted triggers.
 //
-// Callers use the Store interface; Open returns the SQLite implementation,
+// Callers use the Store interface, which speaks in the domain's terms
+// (message references with a platform, not Slack columns; trigger kinds from
+// TriggerKinds). Package store/storetest is its conformance suite: every
+// backend runs it, the SQLite one in sqlite_conformance_test.go.
+//
+// Open returns the SQLite implementation,
 // which keeps everything in one file that several goroutines and several
 // processes (a `runbot serve` and a `runbot run` beside it) may use at once.
 // It runs in WAL mode with busy_timeout, foreign keys on and
@@ -79,5 +84,7 @@
 // work) carry its owner, "host/pid/start-time". At startup MarkInterrupted
 // interrupts the rows of owners that no longer run; it leaves rows of live
 // processes alone. A plan interrupted while applying is never applied again
-// without a new plan and a new approval.
+// without a new plan and a new approval. WithOwner and WithOwnerAlive
+// replace the owner's name and the liveness check, so that a test can play
+// several processes in one and declare one of them dead.
 package store
