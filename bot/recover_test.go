@@ -82,10 +82,10 @@ func TestRecoveryUpdatesMessagesOfInterruptedPlansAndRuns(t *testing.T) {
 	require.NoError(t, err)
 
 	// A run in progress: its work claimed, its message posted.
-	w, _, err := h.store.Enqueue(ctx, store.Work{Trigger: store.TriggerSlack, Runbook: "stuck-worker", RequestedBy: requester,
+	_, _, err = h.store.Enqueue(ctx, store.Work{Trigger: store.TriggerSlack, Runbook: "stuck-worker", RequestedBy: requester,
 		Params: map[string]string{"host": "here", "dir": h.dir}})
 	require.NoError(t, err)
-	w, err = h.store.ClaimWork(ctx)
+	w, err := h.store.ClaimWork(ctx)
 	require.NoError(t, err)
 	cut, err := h.store.CreateRun(ctx, store.Run{Runbook: "stuck-worker", Trigger: store.TriggerSlack, RequestedBy: requester,
 		Params: w.Params, WorkID: w.ID})

@@ -399,10 +399,10 @@ func (s jsonState) text(t string) (escState, int, error) {
 				return nil, i, unexpected(c, "a value")
 			}
 		case jKey:
-			switch {
-			case c == '"':
+			switch c {
+			case '"':
 				s.pos, s.key = jString, true
-			case c == '}':
+			case '}':
 				s.stack, s.pos = s.stack[:len(s.stack)-1], jAfter
 			default:
 				return nil, i, unexpected(c, "an object key in double quotes")
@@ -733,7 +733,7 @@ func (t *Template) checkResult(out string) error {
 	case t.json:
 		var v any
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
-			return fmt.Errorf("the result is not valid JSON (%v): %s", err, out)
+			return fmt.Errorf("the result is not valid JSON (%w): %s", err, out)
 		}
 	case t.Escape == argspec.EscapeHeader:
 		return checkHeader(out)
