@@ -174,6 +174,14 @@ func (LogProgress) Run(ctx context.Context, env Env) (step.Result, error) {
 		source: src.desc, unitStart: started, unitStartErr: startErr,
 	}
 	o, events := a.run(entries)
+	// Every event names the progress pattern it belongs to, so that two
+	// reads of one log (early, and after a probe) make one timeline lane.
+	for i := range events {
+		if events[i].Labels == nil {
+			events[i].Labels = map[string]string{}
+		}
+		events[i].Labels["progress"] = a.progressText
+	}
 	o.Truncated = truncated
 	return step.Result{Values: o, Evidence: a.evidence(o), Events: events}, nil
 }

@@ -22,12 +22,41 @@ func FromReport(rep *runbooks.Report, opts Options) (*Chart, error) {
 	c := &Chart{Markers: slices.Clone(opts.Markers)}
 	slices.SortStableFunc(c.Markers, func(a, b Marker) int { return a.Time.Compare(b.Time) })
 	counters := map[string]*Counter{}
+	// One lane per target and progress pattern: a runbook may read the
+	// same log twice (early, and again after its probe). The later read covers the
+	// same window and more, so it decides the lane's last line, stall and
+	// rate; the marks of every read are kept, each once.
+	lanes := map[string]*Lane{}
+	laneStart := map[*Lane]time.Time{}
+	seenMark := map[*Lane]map[string]bool{}
 	for _, tr := range rep.Steps {
 		var lane *Lane
+		// newest says this run is the latest read of its lane so far: only
+		// then do its progress, stall and rate events count.
+		newest := false
 		laneOf := func() *Lane {
+			if lane != nil {
+				return lane
+			}
+			// Reads of one progress pattern on one target share a lane;
+			// anything else gets a lane per step.
+			key := tr.Target + "\x00step\x00" + tr.Step
+			for _, ev := range tr.Events {
+				if p := ev.Labels["progress"]; p != "" {
+					key = tr.Target + "\x00progress\x00" + p
+					break
+				}
+			}
+			lane = lanes[key]
 			if lane == nil {
-				lane = &Lane{Step: tr.Step, Target: tr.Target, Host: tr.Host, Measured: tr.StartedAt}
+				lane = &Lane{Step: tr.Step, Target: tr.Target, Host: tr.Host}
+				lanes[key], seenMark[lane] = lane, map[string]bool{}
 				c.Lanes = append(c.Lanes, lane)
+			}
+			if start, seen := laneStart[lane]; !seen || !tr.StartedAt.Before(start) {
+				// A newer read of the lane: what it says replaces the older.
+				laneStart[lane], newest = tr.StartedAt, true
+				lane.Step, lane.Measured, lane.Stalled, lane.Rate = tr.Step, tr.StartedAt, false, nil
 			}
 			return lane
 		}
@@ -36,20 +65,28 @@ func FromReport(rep *runbooks.Report, opts Options) (*Chart, error) {
 			case step.EventProbe:
 				c.Probes = append(c.Probes, probeWindow(tr, ev))
 			case step.EventProgressRate:
-				l := laneOf()
-				l.Rate = append(l.Rate, Bucket{Start: ev.Time, End: ev.End, Count: ev.Value})
+				if l := laneOf(); newest {
+					l.Rate = append(l.Rate, Bucket{Start: ev.Time, End: ev.End, Count: ev.Value})
+				}
 			case step.EventProgress:
-				l := laneOf()
-				l.Last, l.LastLine = ev.Time, ev.Text
-				l.Progress = progressName(ev.Text)
+				if l := laneOf(); newest {
+					l.Last, l.LastLine = ev.Time, ev.Text
+					l.Progress = progressName(ev.Text)
+				}
 			case step.EventStall:
-				l := laneOf()
-				l.Stalled = true
-				if !ev.End.IsZero() {
-					l.Measured = ev.End
+				if l := laneOf(); newest {
+					l.Stalled = true
+					if !ev.End.IsZero() {
+						l.Measured = ev.End
+					}
 				}
 			case step.EventLogMatch:
 				l := laneOf()
+				key := ev.Time.String() + "\x00" + ev.Labels["pattern"] + "\x00" + ev.Text
+				if seenMark[l][key] {
+					continue
+				}
+				seenMark[l][key] = true
 				l.Marks = append(l.Marks, Mark{
 					Time: ev.Time, Pattern: ev.Labels["pattern"], Attribution: attribution(ev.Labels["attribution"]),
 					RequestID: ev.Labels["request_id"], Room: ev.Labels["room"], Rid: ev.Labels["rid"], Text: ev.Text,

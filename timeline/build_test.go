@@ -160,6 +160,24 @@ func TestFromReportEdges(t *testing.T) {
 		require.Equal(t, "progress", c.Lanes[1].Progress, "no progress line seen")
 		require.Equal(t, Unexplained, c.Lanes[1].Marks[0].Attribution, "a line without attribution is not an echo")
 	})
+	t.Run("two reads of one log make one lane, the later deciding", func(t *testing.T) {
+		pl := map[string]string{"progress": "Decode batch"}
+		abort := step.Event{Kind: step.EventLogMatch, Time: finished.Add(-30 * time.Second), Text: "Decode transfer failed",
+			Labels: map[string]string{"pattern": "aborts", "attribution": "unexplained", "progress": "Decode batch"}}
+		early := logRun("decode_early", "decode",
+			step.Event{Kind: step.EventProgress, Time: finished.Add(-50 * time.Second), Text: "Decode batch, #running-req: 1", Labels: pl}, abort)
+		early.StartedAt = finished.Add(-40 * time.Second)
+		late := logRun("last_batch", "decode",
+			step.Event{Kind: step.EventProgress, Time: finished.Add(-50 * time.Second), Text: "Decode batch, #running-req: 1", Labels: pl},
+			step.Event{Kind: step.EventStall, Time: finished.Add(-50 * time.Second), End: finished, Labels: pl}, abort)
+		// The later read comes first in the report; it still decides.
+		c, err := FromReport(rep(late, early), Options{})
+		require.NoError(t, err)
+		require.Len(t, c.Lanes, 1)
+		require.Equal(t, "last_batch", c.Lanes[0].Step)
+		require.True(t, c.Lanes[0].Stalled, "the later read saw the stall")
+		require.Len(t, c.Lanes[0].Marks, 1, "a line both reads saw is one mark")
+	})
 	t.Run("series summed per sample", func(t *testing.T) {
 		s := func(at time.Time, series string, v float64) step.Event {
 			return step.Event{Kind: step.EventSample, Time: at, Value: v, Labels: map[string]string{"metric": "sglang:num_running_reqs", "series": series}}

@@ -75,5 +75,5 @@ func TestLiveWedgeTimeline(t *testing.T) {
 			echoes++
 		}
 	}
-	require.Equal(t, 1, echoes, "our timed-out chat probe echoed once")
+	require.Equal(t, 2, echoes, "each of our two timed-out chat probes echoed once")
 }
