@@ -115,7 +115,8 @@ func New(cfg Config, deps Deps) (*Bot, error) {
 	b.seen = newDedup(now, 30*time.Minute)
 	b.disp = &Dispatcher{
 		catalog: deps.Catalog, engine: deps.Engine, rem: deps.Remediator, store: deps.Store,
-		msgr: b.msgr, tasks: b.tasks, log: log, now: now,
+		recorder: &runbooks.Recorder{Engine: deps.Engine, Runs: deps.Store, Remediator: deps.Remediator},
+		msgr:     b.msgr, tasks: b.tasks, log: log, now: now,
 		channel: cfg.Channel, runTimeout: cfg.RunTimeout, applyTimeout: cfg.ApplyTimeout, gap: cfg.UpdateInterval,
 		slots: make(chan struct{}, cfg.MaxConcurrentRuns), runs: map[string]*runState{},
 		timeline: deps.Timeline, files: api,

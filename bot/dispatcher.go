@@ -78,10 +78,12 @@ type Dispatcher struct {
 	engine  *runbooks.Engine
 	rem     *runbooks.Remediator
 	store   store.Store
-	msgr    *messenger
-	tasks   *tasks
-	log     *slog.Logger
-	now     func() time.Time
+	// recorder is the one path that runs are recorded through.
+	recorder *runbooks.Recorder
+	msgr     *messenger
+	tasks    *tasks
+	log      *slog.Logger
+	now      func() time.Time
 
 	channel      string
 	runTimeout   time.Duration

@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -39,75 +38,62 @@ func (s *Scheduler) runAudit(ctx context.Context, e *scheduled) auditResult {
 	}
 	defer func() { <-d.slots }()
 
-	rb, err := d.runbook(e.Runbook)
-	var p *runbooks.Prepared
-	if err == nil {
-		p, err = d.engine.Prepare(ctx, rb, e.Params)
+	rb, nf := d.runbook(e.Runbook)
+	var (
+		decided     bool
+		post        bool
+		reason      string
+		signatureOf string
+	)
+	decide := func(ctx context.Context, run store.Run, rep *runbooks.Report) {
+		decided = true
+		signatureOf = signature(run.Outcome, rep)
+		rctx, cancel := recording(ctx, "reading the previous run of schedule "+e.Name)
+		prev, hasPrev, err := s.previous(rctx, e, run)
+		cancel()
+		post, reason = decidePost(e.Post, run.Outcome, signatureOf, prev, hasPrev)
+		if err != nil && !post {
+			// Better one message too many than a change nobody hears of.
+			s.log.Warn("previous run of the schedule not read; posting", "schedule", e.Name, "err", err)
+			post, reason = true, "the previous run could not be read"
+		}
 	}
-	params := e.Params
-	if p != nil {
-		params = p.Text
-	}
-	run, cerr := d.store.CreateRun(ctx, store.Run{
-		ID: runbooks.NewRunID(s.now()), Runbook: e.Runbook, Trigger: store.TriggerSchedule, RequestedBy: e.Name, Params: params,
+	out := d.recorder.Record(ctx, runbooks.Record{
+		ID: runbooks.NewRunID(s.now()), Runbook: e.Runbook, Book: rb, NotFound: nf, Params: e.Params,
+		Trigger: store.TriggerSchedule, RequestedBy: e.Name,
+		// A run that is not posted proposes nothing.
+		Propose: func(ctx context.Context, soFar runbooks.Recorded) bool {
+			if soFar.Err != nil {
+				return false
+			}
+			decide(ctx, soFar.Run, soFar.Report)
+			return post
+		},
 	})
-	if cerr != nil {
-		return auditResult{Err: fmt.Errorf("record run: %w", cerr)}
+	if out.Run.ID == "" {
+		return auditResult{Err: out.Err}
 	}
+	if out.Err != nil {
+		return auditResult{RunID: out.Run.ID, Err: out.Err}
+	}
+	run, rep := out.Run, out.Report
 	rs := newRunState(run, rb)
-	var rep *runbooks.Report
-	if err != nil {
-		rs.problem = "could not start: " + err.Error()
-		rctx, cancel := recording(ctx, "recording the end of run "+run.ID)
-		run, err = d.store.FinishRun(rctx, run.ID, store.RunFailed, store.OutcomeError, nil)
-		cancel()
-		if err != nil {
-			return auditResult{RunID: rs.run.ID, Err: fmt.Errorf("record run end: %w", err)}
-		}
-	} else {
-		rep = d.engine.Run(ctx, p, runbooks.RunOptions{RunID: run.ID, Trigger: string(store.TriggerSchedule)})
-		status := store.RunFinished
-		if ctx.Err() != nil {
-			status = store.RunCanceled
-		}
-		raw, err := json.Marshal(rep)
-		if err != nil {
-			return auditResult{RunID: run.ID, Err: fmt.Errorf("encode report: %w", err)}
-		}
-		// The deadline starts now, not with the run: a run may take
-		// longer than recording its end may.
-		rctx, cancel := recording(ctx, "recording the end of run "+run.ID)
-		run, err = d.store.FinishRun(rctx, run.ID, status, store.Outcome(rep.Outcome), raw)
-		cancel()
-		if err != nil {
-			return auditResult{RunID: rs.run.ID, Err: fmt.Errorf("record run end: %w", err)}
-		}
-		rs.report = rep
+	rs.report = rep
+	if out.StartErr != nil {
+		rs.problem = "could not start: " + out.StartErr.Error()
 	}
-	rs.run = run
-	res := auditResult{RunID: run.ID, Outcome: run.Outcome, Signature: signature(run.Outcome, rep)}
-
-	rctx, cancel := recording(ctx, "reading the previous run of schedule "+e.Name)
-	prev, hasPrev, err := s.previous(rctx, e, run)
-	cancel()
-	post, reason := decidePost(e.Post, run.Outcome, res.Signature, prev, hasPrev)
-	if err != nil && !post {
-		// Better one message too many than a change nobody hears of.
-		s.log.Warn("previous run of the schedule not read; posting", "schedule", e.Name, "err", err)
-		post, reason = true, "the previous run could not be read"
+	if !decided {
+		decide(ctx, run, rep)
 	}
-	res.Reason = reason
+	res := auditResult{RunID: run.ID, Outcome: run.Outcome, Signature: signatureOf, Reason: reason}
 	if !post {
 		return res
 	}
-	if rep != nil && ctx.Err() == nil {
-		prop, err := d.rem.Propose(ctx, p, rep, e.Name)
-		switch {
-		case err != nil:
-			rs.problem = "could not propose the remediation: " + err.Error()
-		case prop != nil:
-			rs.proposal, rs.plan = prop, prop.Plan
-		}
+	switch {
+	case out.ProposeErr != nil:
+		rs.problem = "could not propose the remediation: " + out.ProposeErr.Error()
+	case out.Proposal != nil:
+		rs.proposal, rs.plan = out.Proposal, out.Proposal.Plan
 	}
 	channel := e.Channel
 	if channel == "" {

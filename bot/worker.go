@@ -5,23 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
 
 // recordTimeout bounds one store write or one Slack update that records how
-// a run ended. Each gets its own deadline, started right before it, and
-// detached from the run's context: they happen even when the run's own
-// deadline has passed, however long the run took.
-const recordTimeout = 30 * time.Second
+// a run ended (runbooks.RecordTimeout).
+const recordTimeout = runbooks.RecordTimeout
 
 // recording returns a context for one write that records a run's end,
 // bounded by recordTimeout from now; the cause names what took too long.
 func recording(ctx context.Context, what string) (context.Context, context.CancelFunc) {
-	return context.WithTimeoutCause(context.WithoutCancel(ctx), recordTimeout,
-		fmt.Errorf("%s took longer than %s", what, recordTimeout))
+	return runbooks.RecordingContext(ctx, what)
 }
 
 // execute runs one claimed piece of work: it creates the run, posts its
@@ -49,89 +45,59 @@ func (d *Dispatcher) execute(ctx context.Context, w store.Work) {
 		pl.Channel = d.channel
 	}
 
-	// Validate again: the runbook or the inventory may have changed since
-	// the request was queued (or before a restart).
-	rb, err := d.runbook(w.Runbook)
-	var p *runbooks.Prepared
-	if err == nil {
-		p, err = d.engine.Prepare(ctx, rb, w.Params)
-	}
-	params := w.Params
-	if p != nil {
-		params = p.Text
-	}
-	run, cerr := d.store.CreateRun(ctx, store.Run{
-		ID: runbooks.NewRunID(d.now()), Runbook: w.Runbook, Trigger: w.Trigger, RequestedBy: w.RequestedBy, Params: params, WorkID: w.ID,
+	// Validate again (Record prepares): the runbook or the inventory may
+	// have changed since the request was queued (or before a restart).
+	rb, nf := d.runbook(w.Runbook)
+	var rs *runState
+	var release func()
+	out := d.recorder.Record(ctx, runbooks.Record{
+		ID: runbooks.NewRunID(d.now()), Runbook: w.Runbook, Book: rb, NotFound: nf, Params: w.Params,
+		Trigger: w.Trigger, RequestedBy: w.RequestedBy, WorkID: w.ID,
+		Created: func(ctx context.Context, run store.Run) {
+			rs, release, _ = d.hold(run.ID, func() (*runState, error) { return newRunState(run, rb), nil })
+			if w.Attempts > 1 {
+				rs.mu.Lock()
+				rs.notes = append(rs.notes, retryNote(w))
+				rs.mu.Unlock()
+			}
+			d.postRun(ctx, rs, pl)
+		},
+		Progress: func(ev runbooks.Event) {
+			rs.stepEvent(ev)
+			rs.publish()
+		},
 	})
-	if cerr != nil {
-		log.Error("record run", "err", cerr)
+	if rs == nil {
+		log.Error("record run", "err", out.Err)
 		return
 	}
-	log = log.With("run", run.ID)
-	rs, release, _ := d.hold(run.ID, func() (*runState, error) { return newRunState(run, rb), nil })
 	defer release()
-	if w.Attempts > 1 {
-		rs.mu.Lock()
-		rs.notes = append(rs.notes, retryNote(w))
-		rs.mu.Unlock()
+	log = log.With("run", out.Run.ID)
+	if out.Err != nil {
+		log.Error("record run", "err", out.Err)
 	}
-	d.postRun(ctx, rs, pl)
-
-	if err != nil {
-		log.Warn("run could not start", "err", err)
+	if out.StartErr != nil {
+		log.Warn("run could not start", "err", out.StartErr)
 		rs.mu.Lock()
-		rs.problem = "could not start: " + err.Error()
+		rs.problem = "could not start: " + out.StartErr.Error()
 		rs.mu.Unlock()
-		d.finish(ctx, rs, store.RunFailed, store.OutcomeError, nil)
 		d.showFinal(ctx, rs)
 		return
 	}
-
-	log.Info("run started")
-	rep := d.engine.Run(ctx, p, runbooks.RunOptions{RunID: run.ID, Trigger: string(w.Trigger), Progress: func(ev runbooks.Event) {
-		rs.stepEvent(ev)
-		rs.publish()
-	}})
-	status := store.RunFinished
-	if ctx.Err() != nil {
-		status = store.RunCanceled
-	}
-	raw, err := json.Marshal(rep)
-	if err != nil {
-		log.Error("encode report", "err", err)
-		raw = nil
-	}
-	d.finish(ctx, rs, status, store.Outcome(rep.Outcome), raw)
 	rs.mu.Lock()
-	rs.report = rep
-	rs.mu.Unlock()
-	log.Info("run finished", "outcome", rep.Outcome, "status", status)
-
-	if ctx.Err() == nil {
-		prop, err := d.rem.Propose(ctx, p, rep, w.RequestedBy)
-		rs.mu.Lock()
-		switch {
-		case err != nil:
-			log.Warn("remediation not proposed", "err", err)
-			rs.problem = "could not propose the remediation: " + err.Error()
-		case prop != nil:
-			log.Info("remediation proposed", "plan", prop.Plan.ID, "remediation", prop.Body.Remediation)
-			rs.proposal, rs.plan = prop, prop.Plan
-		}
-		rs.mu.Unlock()
+	rs.report = out.Report
+	switch {
+	case out.ProposeErr != nil:
+		log.Warn("remediation not proposed", "err", out.ProposeErr)
+		rs.problem = "could not propose the remediation: " + out.ProposeErr.Error()
+	case out.Proposal != nil:
+		log.Info("remediation proposed", "plan", out.Proposal.Plan.ID, "remediation", out.Proposal.Body.Remediation)
+		rs.proposal, rs.plan = out.Proposal, out.Proposal.Plan
 	}
+	rs.mu.Unlock()
+	log.Info("run finished", "outcome", out.Report.Outcome, "status", out.Run.Status)
 	d.showFinal(ctx, rs)
 	d.postTimeline(rs, pl)
-}
-
-// finish records how a run ended, under a deadline that starts now.
-func (d *Dispatcher) finish(ctx context.Context, rs *runState, status store.RunStatus, o store.Outcome, report json.RawMessage) {
-	id := rs.run.ID
-	rctx, cancel := recording(ctx, "recording the end of run "+id)
-	defer cancel()
-	if _, err := d.store.FinishRun(rctx, id, status, o, report); err != nil {
-		d.log.Error("record run end", "run", id, "err", err)
-	}
 }
 
 // showFinal brings a run's message up to date after the run ended, under a

@@ -4,37 +4,187 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/runbot/runbot/store"
 )
 
-// RunAndRecord runs p and keeps the run in st: the run is created before
-// the first step starts, so a crash leaves a trace, and finished with its
-// report and outcome.
+// RecordTimeout bounds one store write that records how a run ended. Each
+// such write gets its own deadline, started right before it and detached
+// from the run's context (RecordingContext): it happens even when the
+// run's own deadline has passed, however long the run took.
+const RecordTimeout = 30 * time.Second
+
+// RecordingContext returns a context for one write that records a run's
+// end, bounded by RecordTimeout from now and detached from ctx's
+// cancellation; the cause names what took too long.
+func RecordingContext(ctx context.Context, what string) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(context.WithoutCancel(ctx), RecordTimeout,
+		fmt.Errorf("%s took longer than %s", what, RecordTimeout))
+}
+
+// Record is one run to carry out and keep in the store, from any trigger:
+// the CLI, a chat command, an alert or a schedule. Record is the one path
+// that prepares, creates the run, runs it, stores its report, finishes it
+// (cancelled or done) and proposes its remediation; the hooks are what
+// differs between triggers.
+type Record struct {
+	// ID is the run's id (NewRunID); the store picks one when empty.
+	ID string
+	// Runbook is the name the run is recorded under. Prepared, when set,
+	// is run as is; otherwise Book is prepared with Params. When Book is
+	// nil, NotFound says why (the runbook is not in the catalog) and the
+	// run is recorded as one that could not start.
+	Runbook  string
+	Book     *Runbook
+	NotFound error
+	Params   map[string]string
+	Prepared *Prepared
+
+	Trigger     store.Trigger
+	RequestedBy string
+	// WorkID is the queued work the run carries out, if any.
+	WorkID string
+	// StartedAt is recorded as the run's start; the store's clock when
+	// zero.
+	StartedAt time.Time
+
+	// Created, when set, is told of the run once it is in the store,
+	// before it starts (also when it cannot start): post its message here.
+	Created func(ctx context.Context, run store.Run)
+	// Progress and Only are RunOptions'.
+	Progress func(Event)
+	Only     []string
+	// Propose, when set, is asked after the run was recorded (so far is
+	// what became of it) whether to propose the remediation its diagnosis
+	// asks for; nil means yes. No remediation is proposed without a
+	// Remediator, nor for a run whose context ended.
+	Propose func(ctx context.Context, soFar Recorded) bool
+}
+
+// Recorded says what became of a Record.
+type Recorded struct {
+	// Run is the run as the store last returned it: finished, or as
+	// created when recording its end failed. Its ID is empty when the run
+	// could not even be created (Err says why).
+	Run      store.Run
+	Prepared *Prepared
+	// Report is nil when the run could not start; StartErr says why (an
+	// unknown runbook, a bad param, an unresolvable target).
+	Report   *Report
+	StartErr error
+	// Proposal is the remediation proposed, if any; ProposeErr why
+	// proposing failed. Proposed says whether proposing was attempted.
+	Proposed   bool
+	Proposal   *Proposal
+	ProposeErr error
+	// Err is a failure to record: creating the run, encoding its report
+	// or recording its end.
+	Err error
+}
+
+// Recorder carries out Records: Engine runs them, Runs keeps them, and
+// Remediator, when set, proposes what their diagnoses ask for.
+type Recorder struct {
+	Engine     *Engine
+	Runs       store.Runs
+	Remediator *Remediator
+}
+
+// Record carries out one run and keeps it: the run is created before the
+// first step starts, so a crash leaves a trace, and finished with its
+// report and outcome, under a deadline that starts when the run ended.
+func (r *Recorder) Record(ctx context.Context, rec Record) Recorded {
+	var out Recorded
+	p := rec.Prepared
+	if p == nil {
+		switch {
+		case rec.Book == nil && rec.NotFound != nil:
+			out.StartErr = rec.NotFound
+		case rec.Book == nil:
+			out.StartErr = fmt.Errorf("unknown runbook %q", rec.Runbook)
+		default:
+			p, out.StartErr = r.Engine.Prepare(ctx, rec.Book, rec.Params)
+		}
+	}
+	out.Prepared = p
+	name, params := rec.Runbook, rec.Params
+	if p != nil {
+		params = p.Text
+		if name == "" {
+			name = p.Runbook.Name
+		}
+	}
+	run, err := r.Runs.CreateRun(ctx, store.Run{
+		ID: rec.ID, Runbook: name, Trigger: rec.Trigger, RequestedBy: rec.RequestedBy, Params: params, WorkID: rec.WorkID, StartedAt: rec.StartedAt,
+	})
+	if err != nil {
+		out.Err = fmt.Errorf("record run: %w", err)
+		return out
+	}
+	out.Run = run
+	if rec.Created != nil {
+		rec.Created(ctx, run)
+	}
+	if out.StartErr != nil {
+		rctx, cancel := RecordingContext(ctx, "recording the end of run "+run.ID)
+		defer cancel()
+		if fin, err := r.Runs.FinishRun(rctx, run.ID, store.RunFailed, store.OutcomeError, nil); err != nil {
+			out.Err = fmt.Errorf("record run end: %w", err)
+		} else {
+			out.Run = fin
+		}
+		return out
+	}
+
+	rep := r.Engine.Run(ctx, p, RunOptions{RunID: run.ID, Trigger: string(rec.Trigger), Progress: rec.Progress, Only: rec.Only})
+	out.Report = rep
+	status := store.RunFinished
+	if ctx.Err() != nil {
+		status = store.RunCanceled
+	}
+	raw, err := json.Marshal(rep)
+	if err != nil {
+		out.Err = fmt.Errorf("encode report: %w", err)
+		raw = nil
+	}
+	// The deadline starts now, not with the run: a run may take longer
+	// than recording its end may.
+	rctx, cancel := RecordingContext(ctx, "recording the end of run "+run.ID)
+	fin, ferr := r.Runs.FinishRun(rctx, run.ID, status, store.Outcome(rep.Outcome), raw)
+	cancel()
+	if ferr != nil {
+		if out.Err == nil {
+			out.Err = fmt.Errorf("record run result: %w", ferr)
+		}
+	} else {
+		out.Run = fin
+	}
+
+	if r.Remediator == nil || ctx.Err() != nil || (rec.Propose != nil && !rec.Propose(ctx, out)) {
+		return out
+	}
+	out.Proposed = true
+	out.Proposal, out.ProposeErr = r.Remediator.Propose(ctx, p, rep, rec.RequestedBy)
+	return out
+}
+
+// RunAndRecord runs p and keeps the run in st (Recorder.Record, without
+// proposing): the run is created before the first step starts, so a crash
+// leaves a trace, and finished with its report and outcome.
 func (e *Engine) RunAndRecord(ctx context.Context, st store.Runs, p *Prepared, opts RunOptions, requestedBy string) (*Report, error) {
 	trigger := store.Trigger(opts.Trigger)
 	if trigger == "" {
 		trigger = store.TriggerCLI
 	}
-	run, err := st.CreateRun(ctx, store.Run{ID: opts.RunID, Runbook: p.Runbook.Name, Trigger: trigger, RequestedBy: requestedBy, Params: p.Text, StartedAt: e.now()})
-	if err != nil {
-		return nil, fmt.Errorf("record run: %w", err)
+	r := &Recorder{Engine: e, Runs: st}
+	out := r.Record(ctx, Record{
+		ID: opts.RunID, Prepared: p, Trigger: trigger, RequestedBy: requestedBy, StartedAt: e.now(), Progress: opts.Progress, Only: opts.Only,
+	})
+	if out.Run.ID == "" {
+		return nil, out.Err
 	}
-	opts.RunID = run.ID
-	rep := e.Run(ctx, p, opts)
-	raw, err := json.Marshal(rep)
-	if err != nil {
-		return rep, fmt.Errorf("encode report: %w", err)
-	}
-	status := store.RunFinished
-	if ctx.Err() != nil {
-		status = store.RunCanceled
-	}
-	// The run is recorded even when the caller's context is gone.
-	if _, err := st.FinishRun(context.WithoutCancel(ctx), run.ID, status, store.Outcome(rep.Outcome), raw); err != nil {
-		return rep, fmt.Errorf("record run result: %w", err)
-	}
-	return rep, nil
+	return out.Report, out.Err
 }
 
 // ReportOf decodes the report kept with a stored run.
