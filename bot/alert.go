@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/store"
 )
@@ -64,6 +65,12 @@ func (c AlertsConfig) withDefaults() AlertsConfig {
 
 // AlertsOptions are the optional parts of Alerts.
 type AlertsOptions struct {
+	// Store keeps the alerts' state and deliveries (required).
+	Store store.Store
+	// Chat, when set, gets the alerts' messages (and their runs go in
+	// their threads); without it alerts are logged and their runs still
+	// run and are recorded.
+	Chat chat.Chat
 	// Heartbeat, when set, gets the intake loop registered as
 	// AlertsHeartbeat; the loop beats at least every few seconds while it
 	// makes progress.
@@ -109,6 +116,8 @@ const (
 type Alerts struct {
 	cfg     AlertsConfig
 	disp    *Dispatcher
+	store   store.Store
+	chat    chat.Chat
 	auth    alertAuth
 	routes  []route
 	generic *genericParser
@@ -136,20 +145,20 @@ type Alerts struct {
 // NewAlerts checks the configuration, loads the credentials and compiles
 // the routes (the configured ones, then the catalog's triggers.alerts).
 func NewAlerts(cfg AlertsConfig, d *Dispatcher, opts AlertsOptions) (*Alerts, error) {
-	if d == nil {
-		return nil, errors.New("alert webhook: a dispatcher is required")
+	if d == nil || opts.Store == nil {
+		return nil, errors.New("alert webhook: a dispatcher and a store are required")
 	}
 	cfg = cfg.withDefaults()
 	auth, err := newAlertAuth(cfg)
 	if err != nil {
 		return nil, err
 	}
-	routes, err := compileRoutes(cfg.Routes, d.catalog)
+	routes, err := compileRoutes(cfg.Routes, d.Catalog())
 	if err != nil {
 		return nil, fmt.Errorf("alert routes: %w", err)
 	}
 	a := &Alerts{
-		cfg: cfg, disp: d, auth: auth, routes: routes, queue: newAlertQueue(cfg.MaxQueue),
+		cfg: cfg, disp: d, store: opts.Store, chat: opts.Chat, auth: auth, routes: routes, queue: newAlertQueue(cfg.MaxQueue),
 		log: opts.Logger, now: opts.Now, beat: opts.Heartbeat,
 		wake: make(chan struct{}, 1), tracks: map[string]*alertTrack{}, handled: make(chan struct{}),
 	}
@@ -163,7 +172,7 @@ func NewAlerts(cfg AlertsConfig, d *Dispatcher, opts AlertsOptions) (*Alerts, er
 	}
 	a.log = a.log.With("component", "alerts")
 	if a.now == nil {
-		a.now = d.now
+		a.now = d.Now
 	}
 	a.metrics = newAlertMetrics(func() float64 { return float64(a.queue.depth()) }, cfg.MaxQueue)
 	if a.beat != nil {
@@ -276,7 +285,7 @@ func (a *Alerts) accept(ctx context.Context, alerts []Alert) (alertAck, error) {
 	}
 	a.mu.Unlock()
 	if !a.queue.reserve(starts) {
-		if err := a.queue.refresh(ctx, a.disp.store, now, 250*time.Millisecond); err != nil {
+		if err := a.queue.refresh(ctx, a.store, now, 250*time.Millisecond); err != nil {
 			a.log.Warn("alert queue not refreshed", "err", err)
 		}
 		if !a.queue.reserve(starts) {
@@ -296,7 +305,7 @@ func (a *Alerts) accept(ctx context.Context, alerts []Alert) (alertAck, error) {
 		}
 		var st store.AlertState
 		if rerr == nil {
-			st, rerr = a.disp.store.RecordAlert(ctx, al.Fingerprint, raw, now)
+			st, rerr = a.store.RecordAlert(ctx, al.Fingerprint, raw, now)
 		}
 		if rerr != nil {
 			// Free the slots of this alert and the ones not recorded.
@@ -401,7 +410,12 @@ func (a *Alerts) channel() string {
 	if a.cfg.Channel != "" {
 		return a.cfg.Channel
 	}
-	return a.disp.channel
+	return a.disp.Channel()
+}
+
+// liveMessage keeps the alert message at ref up to date.
+func (a *Alerts) liveMessage(ref chat.Ref) *liveMessage {
+	return newLiveMessage(a.chat, a.disp.Go, a.log, ref, a.disp.UpdateInterval())
 }
 
 // QueueDepth is how many alert runs are queued or running.

@@ -96,10 +96,10 @@ func newAlertHarness(t *testing.T, tweak ...func(*alertSetup)) *alertHarness {
 	botCfg := testConfig(t, h.rec)
 	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog, Groups: botCfg.Groups}
 	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h.bot, err = New(botCfg, Deps{Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Logger: logger})
+	h.bot, err = newTestBot(botCfg, testDeps{Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Logger: logger})
 	require.NoError(t, err)
 	h.beat = heartbeat.New(setup.now)
-	h.alerts, err = NewAlerts(setup.cfg, h.bot.Dispatcher(), AlertsOptions{Heartbeat: h.beat, Now: setup.now, Logger: logger})
+	h.alerts, err = NewAlerts(setup.cfg, h.bot.Dispatcher(), AlertsOptions{Store: st, Chat: h.bot.Dispatcher().Chat(), Heartbeat: h.beat, Now: setup.now, Logger: logger})
 	require.NoError(t, err)
 	require.NoError(t, h.reg.Register(h.alerts))
 	h.srv = httptest.NewServer(h.alerts.Handler())
@@ -182,7 +182,7 @@ func (h *alertHarness) settle() {
 	defer cancel()
 	for {
 		require.NoError(h.t, h.alerts.settled(ctx))
-		require.NoError(h.t, h.bot.tasks.Idle(ctx))
+		require.NoError(h.t, h.bot.disp.tasks.Idle(ctx))
 		h.alerts.mu.Lock()
 		n := h.alerts.inflight
 		h.alerts.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/store"
 )
 
@@ -147,7 +148,7 @@ func (a *Alerts) trigger(ctx context.Context, ev alertEvent) {
 	}
 	a.postAlert(ctx, t)
 	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	acc, err := a.disp.Submit(sctx, Request{
+	acc, err := a.disp.Enqueue(sctx, Request{
 		Key: t.key, Runbook: ev.route.Runbook, Params: ev.route.Params, RequestedBy: ev.alert.Source,
 		Source: store.TriggerAlert, Channel: t.channel, ThreadTS: t.ts, Payload: ev.raw,
 	})
@@ -185,13 +186,14 @@ func (a *Alerts) check(ctx context.Context, rt *routed) string {
 	if rt.Err != nil {
 		return fmt.Sprintf("params of %s from the alert: %v", rt.Runbook, rt.Err)
 	}
-	rb, err := a.disp.runbook(rt.Runbook)
-	if err != nil {
-		return err.Error()
-	}
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	if _, err := a.disp.engine.Prepare(ctx, rb, rt.Params); err != nil {
+	err := a.disp.Check(ctx, rt.Runbook, rt.Params)
+	var unknown *UnknownRunbookError
+	switch {
+	case errors.As(err, &unknown):
+		return err.Error()
+	case err != nil:
 		return "invalid params from the alert: " + err.Error()
 	}
 	return ""
@@ -238,9 +240,13 @@ func (a *Alerts) resolve(ctx context.Context, ev alertEvent) {
 	if channel == "" {
 		return
 	}
+	if a.chat == nil {
+		a.log.Info("alert resolved", "alert", t.alert.Name(), "fingerprint", t.alert.Fingerprint)
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, slackTimeout)
 	defer cancel()
-	if _, err := a.disp.msgr.post(ctx, channel, thread, t.resolvedView()); err != nil {
+	if _, err := a.chat.Post(ctx, channel, thread, t.resolvedView()); err != nil {
 		a.log.Warn("alert resolution not posted", "alert", t.alert.Name(), "fingerprint", t.alert.Fingerprint, "err", err)
 	}
 }
@@ -271,7 +277,7 @@ func (a *Alerts) track(ctx context.Context, ev alertEvent) *alertTrack {
 	if ev.state.RunID != "" {
 		ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 		defer cancel()
-		if run, err := a.disp.store.GetRun(ctx, ev.state.RunID); err == nil && run.WorkID != "" {
+		if run, err := a.store.GetRun(ctx, ev.state.RunID); err == nil && run.WorkID != "" {
 			a.adoptWork(ctx, t, run.WorkID)
 		}
 	}
@@ -284,7 +290,7 @@ func (a *Alerts) track(ctx context.Context, ev alertEvent) *alertTrack {
 // adoptWork links a track to work queued earlier and to the alert message
 // that work's run went under.
 func (a *Alerts) adoptWork(ctx context.Context, t *alertTrack, workID string) {
-	w, err := a.disp.store.GetWork(ctx, workID)
+	w, err := a.store.GetWork(ctx, workID)
 	if err != nil {
 		a.log.Warn("alert's work not found", "work", workID, "err", err)
 		return
@@ -301,7 +307,9 @@ func (a *Alerts) adoptWork(ctx context.Context, t *alertTrack, workID string) {
 			t.channel = pl.Channel
 		}
 		t.ts = pl.ThreadTS
-		t.live = newLiveMessage(a.disp.msgr, a.disp.tasks, a.log, t.channel, t.ts, a.disp.gap)
+		if a.chat != nil {
+			t.live = a.liveMessage(chat.Ref{Channel: t.channel, ID: t.ts})
+		}
 	}
 }
 
@@ -310,11 +318,11 @@ func (a *Alerts) adoptWork(ctx context.Context, t *alertTrack, workID string) {
 func (a *Alerts) runMessage(ctx context.Context, fp, channel string) (string, string) {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	st, err := a.disp.store.GetAlert(ctx, fp)
+	st, err := a.store.GetAlert(ctx, fp)
 	if err != nil || st.RunID == "" {
 		return channel, ""
 	}
-	run, err := a.disp.store.GetRun(ctx, st.RunID)
+	run, err := a.store.GetRun(ctx, st.RunID)
 	if err != nil || run.Message == nil {
 		return channel, ""
 	}
@@ -324,6 +332,10 @@ func (a *Alerts) runMessage(ctx context.Context, fp, channel string) (string, st
 // postAlert posts the alert's message; a run queued after it goes in its
 // thread. When Slack fails, the run goes on and posts on its own.
 func (a *Alerts) postAlert(ctx context.Context, t *alertTrack) {
+	if a.chat == nil {
+		a.log.Info("alert firing; no chat configured, its run is recorded and logged", "alert", t.alert.Name(), "runbook", t.route.Runbook)
+		return
+	}
 	if t.channel == "" {
 		a.log.Warn("no channel for alert messages (configure the alerts or the bot channel)", "alert", t.alert.Name())
 		return
@@ -336,14 +348,14 @@ func (a *Alerts) postAlert(ctx context.Context, t *alertTrack) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, slackTimeout)
 	defer cancel()
-	ts, err := a.disp.msgr.post(ctx, t.channel, "", t.view())
+	ref, err := a.chat.Post(ctx, t.channel, "", t.view())
 	if err != nil {
 		a.slackDown = a.now().Add(slackBackoff)
 		a.log.Warn("alert message not posted; its run posts on its own", "alert", t.alert.Name(), "err", err)
 		return
 	}
-	t.ts = ts
-	t.live = newLiveMessage(a.disp.msgr, a.disp.tasks, a.log, t.channel, ts, a.disp.gap)
+	t.ts = ref.ID
+	t.live = a.liveMessage(ref)
 }
 
 // showAlert brings the alert's message up to date. Updates are coalesced:
@@ -360,7 +372,7 @@ func (a *Alerts) showAlert(t *alertTrack) {
 func (a *Alerts) recover(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	states, err := a.disp.store.RecentAlerts(ctx, a.now().Add(-a.cfg.DedupWindow))
+	states, err := a.store.RecentAlerts(ctx, a.now().Add(-a.cfg.DedupWindow))
 	if err != nil {
 		return err
 	}
@@ -383,7 +395,7 @@ func (a *Alerts) recover(ctx context.Context) error {
 }
 
 func (a *Alerts) recoverOne(ctx context.Context, st store.AlertState) error {
-	deliveries, err := a.disp.store.AlertDeliveries(ctx, st.Fingerprint)
+	deliveries, err := a.store.AlertDeliveries(ctx, st.Fingerprint)
 	if err != nil || len(deliveries) == 0 {
 		return err
 	}
@@ -428,7 +440,7 @@ func (a *Alerts) housekeep(ctx context.Context) {
 	now := a.now()
 	if a.queue.depth() > 0 {
 		ctx, cancel := context.WithTimeout(ctx, storeTimeout)
-		err := a.queue.refresh(ctx, a.disp.store, now, 0)
+		err := a.queue.refresh(ctx, a.store, now, 0)
 		cancel()
 		if err != nil {
 			a.log.Warn("alert queue not refreshed", "err", err)

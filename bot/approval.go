@@ -80,7 +80,7 @@ func (d *Dispatcher) apply(ctx context.Context, rs *runState, planID, actor stri
 		rs.mu.Unlock()
 		rs.publish()
 	})
-	after, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	after, cancel := recording(ctx, "showing the outcome of plan "+planID)
 	defer cancel()
 	rs.mu.Lock()
 	rs.applying = false
@@ -121,7 +121,7 @@ func (d *Dispatcher) loadPlanState(ctx context.Context, planID string) (*runStat
 		return nil, err
 	}
 	if run.Message != nil {
-		rs.live = newLiveMessage(d.msgr, d.tasks, d.log, run.Message.Channel, run.Message.ID, d.gap)
+		rs.live = d.liveMessage(*run.Message)
 	}
 	return rs, nil
 }

@@ -16,20 +16,109 @@ import (
 	"github.com/runbot/runbot/store"
 )
 
-// Deps are the parts the bot drives. The Remediator's Groups decide who
-// may approve; pass it the same groups as Config.Groups.
+// Deps are the parts the Slack front drives besides the Dispatcher: the
+// catalog and engine for list and explain, the store for status and
+// history.
 type Deps struct {
-	Catalog    *runbooks.Catalog
-	Engine     *runbooks.Engine
-	Remediator *runbooks.Remediator
-	Store      store.Store
-	// Logger is slog.Default() when nil.
-	Logger *slog.Logger
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
-	// Timeline, when set, renders the timeline picture that is uploaded
-	// into a run's thread after its diagnosis (timeline.ForSlack).
-	Timeline TimelineFunc
+	Catalog *runbooks.Catalog
+	Engine  *runbooks.Engine
+	Store   store.Store
+}
+
+// Slack is the Slack platform built from the config: the Web API client,
+// the credentials, the redactor and the API metrics. It implements
+// chat.Chat (Block Kit, redacted): hand it to the Dispatcher, and both to
+// New for the slash command and the buttons.
+type Slack struct {
+	*slackChat
+	cfg      Config
+	log      *slog.Logger
+	now      func() time.Time
+	api      *slack.Client
+	metrics  *slackMetrics
+	verifier verifier
+	appToken Secret
+	redactor *Redactor
+	groups   *slackGroups
+}
+
+// NewSlack checks the configuration and loads the secrets. Logger is
+// slog.Default() and now time.Now when nil.
+func NewSlack(cfg Config, log *slog.Logger, now func() time.Time) (*Slack, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("slack bot config: %w", err)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("component", "slack")
+	if now == nil {
+		now = time.Now
+	}
+	botToken, err := cfg.BotToken.Load()
+	if err != nil {
+		return nil, fmt.Errorf("slack bot token (%s): %w", cfg.BotToken, err)
+	}
+	s := &Slack{cfg: cfg, log: log, now: now}
+	secrets := []Secret{botToken}
+	if cfg.Transport == TransportHTTP {
+		sig, err := cfg.SigningSecret.Load()
+		if err != nil {
+			return nil, fmt.Errorf("slack signing secret (%s): %w", cfg.SigningSecret, err)
+		}
+		s.verifier = verifier{secret: []byte(sig.Reveal()), now: now}
+		secrets = append(secrets, sig)
+	}
+	opts := []slack.Option{}
+	if cfg.Transport == TransportSocket {
+		if s.appToken, err = cfg.AppToken.Load(); err != nil {
+			return nil, fmt.Errorf("slack app token (%s): %w", cfg.AppToken, err)
+		}
+		opts = append(opts, slack.OptionAppLevelToken(s.appToken.Reveal()))
+		secrets = append(secrets, s.appToken)
+	}
+	if cfg.APIURL != "" {
+		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
+	}
+	s.api = slack.New(botToken.Reveal(), opts...)
+	if s.redactor, err = NewRedactor(cfg.Redact, secrets...); err != nil {
+		return nil, fmt.Errorf("slack bot config: %w", err)
+	}
+	s.metrics = newSlackMetrics()
+	api := meteredAPI{api: s.api, m: s.metrics}
+	msgr := &messenger{api: api, redact: s.redactor, log: log, metrics: s.metrics}
+	s.slackChat = &slackChat{msgr: msgr, files: api, log: log}
+	s.groups = &slackGroups{api: api, now: now, cache: map[string]groupEntry{}}
+	return s, nil
+}
+
+// DispatcherConfig is the part of the Slack config that tunes the
+// Dispatcher: the default channel, concurrency, timeouts, update pace.
+func (s *Slack) DispatcherConfig() DispatcherConfig {
+	return DispatcherConfig{
+		Channel: s.cfg.Channel, MaxConcurrentRuns: s.cfg.MaxConcurrentRuns,
+		RunTimeout: s.cfg.RunTimeout, ApplyTimeout: s.cfg.ApplyTimeout, UpdateInterval: s.cfg.UpdateInterval,
+	}
+}
+
+// RedactReport is the redaction of every Slack message applied to a
+// report, for what is drawn from it (the timeline picture).
+func (s *Slack) RedactReport(rep *runbooks.Report) (*runbooks.Report, error) {
+	return redactReport(rep, s.redactor)
+}
+
+// Describe implements prometheus.Collector: the bot's Slack API metrics.
+func (b *Bot) Describe(ch chan<- *prometheus.Desc) { b.metrics.Describe(ch) }
+
+// Collect implements prometheus.Collector.
+func (b *Bot) Collect(ch chan<- prometheus.Metric) { b.metrics.Collect(ch) }
+
+// Approvers resolves the groups Config.SlackUsergroups backs with Slack
+// user groups; set it as the Remediator's Directory so that votes are
+// checked against who is in the Slack group now.
+func (s *Slack) Approvers() runbooks.Directory {
+	return approverDirectory{ids: s.cfg.SlackUsergroups, groups: s.groups}
 }
 
 // Bot is runbot in Slack: the slash command, the run messages and the
@@ -48,7 +137,7 @@ type Bot struct {
 	engine   *runbooks.Engine
 	store    store.Store
 	disp     *Dispatcher
-	tasks    *tasks
+	slack    *Slack
 	seen     *dedup
 	// socketOptions tune the Socket Mode client (tests raise the ping
 	// interval: slacktest sends no pings).
@@ -59,85 +148,30 @@ type Bot struct {
 // Slack gives up after 3 seconds.
 const quickTimeout = 2500 * time.Millisecond
 
-// New checks the configuration, loads the secrets and builds the bot.
-func New(cfg Config, deps Deps) (*Bot, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("slack bot config: %w", err)
+// New builds the Slack front on the Slack platform s and the Dispatcher
+// d, which is built first (NewDispatcher, with s as its chat) and is
+// shared with the other triggers.
+func New(s *Slack, d *Dispatcher, deps Deps) (*Bot, error) {
+	if s == nil || d == nil {
+		return nil, errors.New("slack bot: the slack platform and a dispatcher are required")
 	}
-	if deps.Catalog == nil || deps.Engine == nil || deps.Remediator == nil || deps.Store == nil {
-		return nil, errors.New("slack bot: catalog, engine, remediator and store are required")
+	if deps.Catalog == nil || deps.Engine == nil || deps.Store == nil {
+		return nil, errors.New("slack bot: catalog, engine and store are required")
 	}
-	log := deps.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	log = log.With("component", "slack")
-	now := deps.Now
-	if now == nil {
-		now = time.Now
-	}
-	botToken, err := cfg.BotToken.Load()
-	if err != nil {
-		return nil, fmt.Errorf("slack bot token (%s): %w", cfg.BotToken, err)
-	}
-	b := &Bot{cfg: cfg, log: log, now: now, catalog: deps.Catalog, engine: deps.Engine, store: deps.Store}
-	secrets := []Secret{botToken}
-	if cfg.Transport == TransportHTTP {
-		sig, err := cfg.SigningSecret.Load()
-		if err != nil {
-			return nil, fmt.Errorf("slack signing secret (%s): %w", cfg.SigningSecret, err)
-		}
-		b.verifier = verifier{secret: []byte(sig.Reveal()), now: now}
-		secrets = append(secrets, sig)
-	}
-	opts := []slack.Option{}
-	if cfg.Transport == TransportSocket {
-		if b.appToken, err = cfg.AppToken.Load(); err != nil {
-			return nil, fmt.Errorf("slack app token (%s): %w", cfg.AppToken, err)
-		}
-		opts = append(opts, slack.OptionAppLevelToken(b.appToken.Reveal()))
-		secrets = append(secrets, b.appToken)
-	}
-	if cfg.APIURL != "" {
-		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
-	}
-	b.api = slack.New(botToken.Reveal(), opts...)
-	red, err := NewRedactor(cfg.Redact, secrets...)
-	if err != nil {
-		return nil, fmt.Errorf("slack bot config: %w", err)
-	}
-	b.tasks = newTasks(log)
-	b.metrics = newSlackMetrics()
-	api := meteredAPI{api: b.api, m: b.metrics}
-	b.msgr = &messenger{api: api, redact: red, log: log, metrics: b.metrics}
-	b.access = &access{rules: cfg.Access, groups: cfg.Groups, slack: &slackGroups{api: api, now: now, cache: map[string]groupEntry{}}}
-	b.seen = newDedup(now, 30*time.Minute)
-	b.disp = &Dispatcher{
-		catalog: deps.Catalog, engine: deps.Engine, rem: deps.Remediator, store: deps.Store,
-		recorder: &runbooks.Recorder{Engine: deps.Engine, Runs: deps.Store, Remediator: deps.Remediator},
-		msgr:     b.msgr, tasks: b.tasks, log: log, now: now,
-		channel: cfg.Channel, runTimeout: cfg.RunTimeout, applyTimeout: cfg.ApplyTimeout, gap: cfg.UpdateInterval,
-		slots: make(chan struct{}, cfg.MaxConcurrentRuns), runs: map[string]*runState{},
-		timeline: deps.Timeline, files: api,
+	b := &Bot{
+		cfg: s.cfg, log: s.log, now: s.now, api: s.api, msgr: s.msgr, metrics: s.metrics,
+		verifier: s.verifier, appToken: s.appToken, catalog: deps.Catalog, engine: deps.Engine, store: deps.Store, disp: d,
+		slack:  s,
+		access: &access{rules: s.cfg.Access, groups: s.cfg.Groups, slack: s.groups},
+		seen:   newDedup(s.now, 30*time.Minute),
 	}
 	return b, nil
 }
 
-// Describe implements prometheus.Collector: the bot's Slack API metrics.
-func (b *Bot) Describe(ch chan<- *prometheus.Desc) { b.metrics.Describe(ch) }
+// Approvers is the Slack platform's (Slack.Approvers).
+func (b *Bot) Approvers() runbooks.Directory { return b.slack.Approvers() }
 
-// Collect implements prometheus.Collector.
-func (b *Bot) Collect(ch chan<- prometheus.Metric) { b.metrics.Collect(ch) }
-
-// Approvers resolves the groups Config.SlackUsergroups backs with Slack
-// user groups; set it as the Remediator's Directory so that votes are
-// checked against who is in the Slack group now.
-func (b *Bot) Approvers() runbooks.Directory {
-	return approverDirectory{ids: b.cfg.SlackUsergroups, groups: b.access.slack}
-}
-
-// Dispatcher is the core that alerts and schedules submit runs to.
+// Dispatcher is the core the bot submits runs to.
 func (b *Bot) Dispatcher() *Dispatcher { return b.disp }
 
 // Handler serves Slack's HTTP requests: POST /slack/commands (slash
@@ -165,8 +199,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	return nil
 }
 
-// Shutdown stops taking new work and waits for runs, applies and message
-// updates in flight; when ctx ends first it cancels them.
+// Shutdown stops the dispatcher's work (Dispatcher.Shutdown).
 func (b *Bot) Shutdown(ctx context.Context) error {
-	return b.tasks.Shutdown(ctx)
+	return b.disp.Shutdown(ctx)
 }

@@ -67,7 +67,7 @@ func (b *Bot) explain(ctx context.Context, words []string) Message {
 	if len(words) == 0 {
 		return errorReply("Which runbook? `"+b.cfg.Command+" explain RUNBOOK`.", b.runbookList())
 	}
-	rb, err := b.disp.runbook(words[0])
+	rb, err := b.disp.Runbook(words[0])
 	if err != nil {
 		return errorReply(err.Error()+".", b.runbookList())
 	}

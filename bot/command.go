@@ -42,7 +42,7 @@ func (b *Bot) command(ctx context.Context, sc slack.SlashCommand) Message {
 		if len(words) < 2 {
 			return errorReply("Which runbook? `"+b.cfg.Command+" run RUNBOOK [key=value …]`.", b.runbookList())
 		}
-		rb, err := b.disp.runbook(words[1])
+		rb, err := b.disp.Runbook(words[1])
 		if err != nil {
 			return errorReply(err.Error()+".", "`"+b.cfg.Command+" list` shows them all.")
 		}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
@@ -80,10 +81,12 @@ type Dispatcher struct {
 	store   store.Store
 	// recorder is the one path that runs are recorded through.
 	recorder *runbooks.Recorder
-	msgr     *messenger
-	tasks    *tasks
-	log      *slog.Logger
-	now      func() time.Time
+	// chat posts the runs' messages; nil when no chat platform is
+	// configured: runs are recorded and logged.
+	chat  chat.Chat
+	tasks *tasks
+	log   *slog.Logger
+	now   func() time.Time
 
 	channel      string
 	runTimeout   time.Duration
@@ -92,13 +95,139 @@ type Dispatcher struct {
 	// slots bounds concurrent runs; work waits in the queue for one.
 	slots chan struct{}
 	// timeline, when set, draws the picture posted in a run's thread
-	// after its diagnosis; files uploads it.
+	// after its diagnosis, from the report as redact returns it.
 	timeline TimelineFunc
-	files    fileUploader
+	redact   func(*runbooks.Report) (*runbooks.Report, error)
 
 	mu sync.Mutex
 	// runs holds the state of runs whose message this process updates.
 	runs map[string]*runState
+}
+
+// DispatcherConfig tunes a Dispatcher; zero values take the defaults.
+type DispatcherConfig struct {
+	// Channel is where runs post when their request names no channel.
+	Channel string
+	// MaxConcurrentRuns bounds the runs in flight (default 8).
+	MaxConcurrentRuns int
+	// RunTimeout bounds one run (default 15m); ApplyTimeout one approved
+	// remediation (default 30m).
+	RunTimeout   time.Duration
+	ApplyTimeout time.Duration
+	// UpdateInterval is the least time between two updates of one message
+	// (default 1s).
+	UpdateInterval time.Duration
+}
+
+// DispatcherDeps are what a Dispatcher drives. Chat is optional: without
+// one, runs from every trigger are still queued, run, recorded and logged.
+type DispatcherDeps struct {
+	Catalog    *runbooks.Catalog
+	Engine     *runbooks.Engine
+	Remediator *runbooks.Remediator
+	Store      store.Store
+	Chat       chat.Chat
+	// Logger is slog.Default() when nil; Now is time.Now when nil.
+	Logger *slog.Logger
+	Now    func() time.Time
+	// Timeline, when set, renders the picture uploaded into a run's
+	// thread after its diagnosis (timeline.ForSlack); RedactReport, when
+	// set, is applied to the report first (the chat's redaction).
+	Timeline     TimelineFunc
+	RedactReport func(*runbooks.Report) (*runbooks.Report, error)
+}
+
+// NewDispatcher builds the core every trigger submits to. It knows no chat
+// platform: it posts through deps.Chat when there is one.
+func NewDispatcher(cfg DispatcherConfig, deps DispatcherDeps) (*Dispatcher, error) {
+	if deps.Catalog == nil || deps.Engine == nil || deps.Remediator == nil || deps.Store == nil {
+		return nil, errors.New("dispatcher: catalog, engine, remediator and store are required")
+	}
+	if cfg.MaxConcurrentRuns <= 0 {
+		cfg.MaxConcurrentRuns = 8
+	}
+	if cfg.RunTimeout <= 0 {
+		cfg.RunTimeout = 15 * time.Minute
+	}
+	if cfg.ApplyTimeout <= 0 {
+		cfg.ApplyTimeout = 30 * time.Minute
+	}
+	if cfg.UpdateInterval <= 0 {
+		cfg.UpdateInterval = time.Second
+	}
+	log := deps.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	now := deps.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Dispatcher{
+		catalog: deps.Catalog, engine: deps.Engine, rem: deps.Remediator, store: deps.Store,
+		recorder: &runbooks.Recorder{Engine: deps.Engine, Runs: deps.Store, Remediator: deps.Remediator},
+		chat:     deps.Chat, tasks: newTasks(log), log: log, now: now,
+		channel: cfg.Channel, runTimeout: cfg.RunTimeout, applyTimeout: cfg.ApplyTimeout, gap: cfg.UpdateInterval,
+		slots: make(chan struct{}, cfg.MaxConcurrentRuns), runs: map[string]*runState{},
+		timeline: deps.Timeline, redact: deps.RedactReport,
+	}, nil
+}
+
+// Catalog is the runbooks requests may name.
+func (d *Dispatcher) Catalog() *runbooks.Catalog { return d.catalog }
+
+// Channel is where runs post when their request names no channel.
+func (d *Dispatcher) Channel() string { return d.channel }
+
+// Now is the dispatcher's clock.
+func (d *Dispatcher) Now() time.Time { return d.now() }
+
+// Chat is the chat runs post to, or nil.
+func (d *Dispatcher) Chat() chat.Chat { return d.chat }
+
+// UpdateInterval is the least time between two updates of one message.
+func (d *Dispatcher) UpdateInterval() time.Duration { return d.gap }
+
+// RunTimeout bounds one run; ApplyTimeout one approved remediation.
+func (d *Dispatcher) RunTimeout() time.Duration   { return d.runTimeout }
+func (d *Dispatcher) ApplyTimeout() time.Duration { return d.applyTimeout }
+
+// Go runs fn in the background under its own deadline, tracked so that
+// Shutdown waits for it; it fails once Shutdown began.
+func (d *Dispatcher) Go(name string, timeout time.Duration, fn func(context.Context)) error {
+	return d.tasks.Go(name, timeout, fn)
+}
+
+// Shutdown stops taking new work and waits for runs, applies and message
+// updates in flight; when ctx ends first it cancels them.
+func (d *Dispatcher) Shutdown(ctx context.Context) error { return d.tasks.Shutdown(ctx) }
+
+// Runbook returns the named runbook, or an *UnknownRunbookError.
+func (d *Dispatcher) Runbook(name string) (*runbooks.Runbook, error) { return d.runbook(name) }
+
+// MayApprove says whether user is one of approvers, groups resolved as the
+// Remediator resolves them.
+func (d *Dispatcher) MayApprove(ctx context.Context, approvers []string, user string) (bool, error) {
+	return d.rem.MayApprove(ctx, approvers, user)
+}
+
+// Check validates a request as Submit does (the runbook exists, its params
+// are valid and its targets resolve) without queueing it.
+func (d *Dispatcher) Check(ctx context.Context, runbook string, params map[string]string) error {
+	rb, err := d.runbook(runbook)
+	if err != nil {
+		return err
+	}
+	_, err = d.engine.Prepare(ctx, rb, params)
+	return err
+}
+
+// liveMessage keeps the message at ref up to date, or is nil without chat.
+func (d *Dispatcher) liveMessage(ref chat.Ref) *liveMessage {
+	if d.chat == nil {
+		return nil
+	}
+	return newLiveMessage(d.chat, d.tasks.Go, d.log, ref, d.gap)
 }
 
 // Submit validates a request (the runbook exists, its params are valid and
@@ -116,6 +245,24 @@ func (d *Dispatcher) Submit(ctx context.Context, req Request) (Accepted, error) 
 	if _, err := d.engine.Prepare(ctx, rb, req.Params); err != nil {
 		return Accepted{}, err
 	}
+	return d.enqueue(ctx, rb, req)
+}
+
+// Enqueue queues a request that Check accepted, without validating it
+// again (an alert checks before it posts the message its run threads
+// under). The worker validates once more before it runs.
+func (d *Dispatcher) Enqueue(ctx context.Context, req Request) (Accepted, error) {
+	if !req.Source.Valid() {
+		return Accepted{}, fmt.Errorf("submit %s: invalid source %q", req.Runbook, req.Source)
+	}
+	rb, err := d.runbook(req.Runbook)
+	if err != nil {
+		return Accepted{}, err
+	}
+	return d.enqueue(ctx, rb, req)
+}
+
+func (d *Dispatcher) enqueue(ctx context.Context, rb *runbooks.Runbook, req Request) (Accepted, error) {
 	payload, err := json.Marshal(workPayload{Channel: req.Channel, ThreadTS: req.ThreadTS, ResponseURL: req.ResponseURL, Trigger: req.Payload})
 	if err != nil {
 		return Accepted{}, fmt.Errorf("submit %s: encode payload: %w", rb.Name, err)

@@ -59,6 +59,32 @@ type harness struct {
 	triggers atomic.Int64
 }
 
+// testDeps are the parts a test's bot is wired to.
+type testDeps struct {
+	Catalog    *runbooks.Catalog
+	Engine     *runbooks.Engine
+	Remediator *runbooks.Remediator
+	Store      store.Store
+	Logger     *slog.Logger
+}
+
+// newTestBot wires a bot as serve does: the Slack platform, the
+// dispatcher posting through it, and the Slack front on both.
+func newTestBot(cfg Config, deps testDeps) (*Bot, error) {
+	s, err := NewSlack(cfg, deps.Logger, nil)
+	if err != nil {
+		return nil, err
+	}
+	d, err := NewDispatcher(s.DispatcherConfig(), DispatcherDeps{
+		Catalog: deps.Catalog, Engine: deps.Engine, Remediator: deps.Remediator, Store: deps.Store,
+		Chat: s, Logger: deps.Logger, RedactReport: s.RedactReport,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return New(s, d, Deps{Catalog: deps.Catalog, Engine: deps.Engine, Store: deps.Store})
+}
+
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -125,7 +151,7 @@ func newHarnessWith(t *testing.T, runbookDir string, tweak ...func(*Config)) *ha
 	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
 	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog, Groups: cfg.Groups}
 	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h.bot, err = New(cfg, Deps{Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Logger: logger})
+	h.bot, err = newTestBot(cfg, testDeps{Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Logger: logger})
 	require.NoError(t, err)
 	rem.Directory = h.bot.Approvers() // as runbot serve does
 	h.srv = httptest.NewServer(h.bot.Handler())
@@ -246,7 +272,7 @@ func (h *harness) idle() {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	require.NoError(h.t, h.bot.tasks.Idle(ctx))
+	require.NoError(h.t, h.bot.disp.tasks.Idle(ctx))
 }
 
 // lastMessage is the newest content of the run message at ts: the last

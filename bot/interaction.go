@@ -49,10 +49,10 @@ func (b *Bot) interaction(cb slack.InteractionCallback) {
 		var err error
 		switch a.ActionID {
 		case actionDryRun:
-			err = b.tasks.Go("dry run", dryRunTimeout, func(ctx context.Context) { b.dryRun(ctx, c) })
+			err = b.disp.Go("dry run", dryRunTimeout, func(ctx context.Context) { b.dryRun(ctx, c) })
 		default:
 			approve := a.ActionID == actionApprove
-			err = b.tasks.Go("vote", b.cfg.ApplyTimeout, func(ctx context.Context) { b.vote(ctx, c, approve) })
+			err = b.disp.Go("vote", b.cfg.ApplyTimeout, func(ctx context.Context) { b.vote(ctx, c, approve) })
 		}
 		if err != nil {
 			b.log.Warn("click not handled", "action", a.ActionID, "err", err)
@@ -92,7 +92,7 @@ func (b *Bot) dryRun(ctx context.Context, c click) {
 	mayRun, err := b.access.allowed(ctx, run.Runbook, c.user, c.channel)
 	mayApprove := false
 	if err == nil && !mayRun {
-		mayApprove, err = b.disp.rem.MayApprove(ctx, plan.Policy.Approvers, c.user)
+		mayApprove, err = b.disp.MayApprove(ctx, plan.Policy.Approvers, c.user)
 	}
 	if err != nil || (!mayRun && !mayApprove) {
 		b.log.Info("dry run refused", "plan", c.planID, "user", c.user, "err", err)

@@ -2,12 +2,11 @@ package bot
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/slack-go/slack"
+	"github.com/runbot/runbot/chat"
 )
 
 // liveMessage keeps one posted Slack message up to date. Callers set the
@@ -17,11 +16,11 @@ import (
 // sender waits the Retry-After it was given and then sends whatever is
 // newest by then, so nothing is lost: the last state always arrives.
 type liveMessage struct {
-	msgr        *messenger
-	tasks       *tasks
-	log         *slog.Logger
-	channel, ts string
-	gap         time.Duration
+	chat chat.Chat
+	goFn goFunc
+	log  *slog.Logger
+	ref  chat.Ref
+	gap  time.Duration
 
 	mu      sync.Mutex
 	pending *Message
@@ -35,11 +34,15 @@ type liveMessage struct {
 // liveSendTimeout bounds one sender's life; it exits when idle anyway.
 const liveSendTimeout = 5 * time.Minute
 
-func newLiveMessage(msgr *messenger, t *tasks, log *slog.Logger, channel, ts string, gap time.Duration) *liveMessage {
+// goFunc runs fn in the background, tracked for shutdown (tasks.Go,
+// Dispatcher.Go).
+type goFunc func(name string, timeout time.Duration, fn func(context.Context)) error
+
+func newLiveMessage(c chat.Chat, goFn goFunc, log *slog.Logger, ref chat.Ref, gap time.Duration) *liveMessage {
 	done := make(chan struct{})
 	close(done)
 	// The message was just posted: the first update waits one gap too.
-	return &liveMessage{msgr: msgr, tasks: t, log: log, channel: channel, ts: ts, gap: gap, done: done, next: time.Now().Add(gap)}
+	return &liveMessage{chat: c, goFn: goFn, log: log, ref: ref, gap: gap, done: done, next: time.Now().Add(gap)}
 }
 
 // set makes m the content to send next, replacing any unsent content.
@@ -52,10 +55,10 @@ func (l *liveMessage) set(m Message) {
 	}
 	l.sending = true
 	l.done = make(chan struct{})
-	if err := l.tasks.Go("slack message update", liveSendTimeout, l.send); err != nil {
+	if err := l.goFn("chat message update", liveSendTimeout, l.send); err != nil {
 		l.sending = false
 		close(l.done)
-		l.log.Warn("slack message not updated", "channel", l.channel, "ts", l.ts, "err", err)
+		l.log.Warn("slack message not updated", "channel", l.ref.Channel, "ts", l.ref.ID, "err", err)
 	}
 }
 
@@ -97,21 +100,21 @@ func (l *liveMessage) send(ctx context.Context) {
 		l.pending = nil
 		l.mu.Unlock()
 
-		err := l.msgr.update(ctx, l.channel, l.ts, m)
+		err := l.chat.Update(ctx, l.ref, m)
 
 		l.mu.Lock()
 		l.next = time.Now().Add(l.gap)
-		var rl *slack.RateLimitedError
+		retryAfter, limited := chat.RetryAfter(err)
 		switch {
-		case errors.As(err, &rl):
-			l.next = time.Now().Add(max(rl.RetryAfter, l.gap, time.Second))
+		case limited:
+			l.next = time.Now().Add(max(retryAfter, l.gap, time.Second))
 			if l.pending == nil {
 				l.pending = &m
 			}
 			l.log.Warn("slack rate limit on chat.update; will send the newest content after Retry-After",
-				"channel", l.channel, "ts", l.ts, "retry_after", rl.RetryAfter)
+				"channel", l.ref.Channel, "ts", l.ref.ID, "retry_after", retryAfter)
 		case err != nil:
-			l.log.Warn("slack message update failed", "channel", l.channel, "ts", l.ts, "err", err)
+			l.log.Warn("slack message update failed", "channel", l.ref.Channel, "ts", l.ref.ID, "err", err)
 		}
 		l.mu.Unlock()
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/slack-go/slack"
 	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/chat"
 )
 
 // fakeSlack is an in-memory Slack Web API for tests inside a synctest
@@ -76,7 +78,7 @@ func newTestLive(api slackAPI, gap time.Duration) (*liveMessage, *tasks) {
 	log := quietLog()
 	ts := newTasks(log)
 	m := &messenger{api: api, log: log}
-	return newLiveMessage(m, ts, log, "C1", "1.1", gap), ts
+	return newLiveMessage(&slackChat{msgr: m, log: log}, ts.Go, log, chat.Ref{Platform: slackPlatform, Channel: "C1", ID: "1.1"}, gap), ts
 }
 
 func msg(n int) Message { return Message{Title: fmt.Sprintf("state %d", n)} }

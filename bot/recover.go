@@ -134,7 +134,7 @@ func (d *Dispatcher) recoveredState(ctx context.Context, runID string, rec store
 		}
 		rs.apply, rs.result = interruptedPlanText(plan, actions)
 	}
-	rs.live = newLiveMessage(d.msgr, d.tasks, d.log, run.Message.Channel, run.Message.ID, d.gap)
+	rs.live = d.liveMessage(*run.Message)
 	return rs, nil
 }
 

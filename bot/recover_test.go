@@ -90,9 +90,9 @@ func TestRecoveryUpdatesMessagesOfInterruptedPlansAndRuns(t *testing.T) {
 	cut, err := h.store.CreateRun(ctx, store.Run{Runbook: "stuck-worker", Trigger: store.TriggerSlack, RequestedBy: requester,
 		Params: w.Params, WorkID: w.ID})
 	require.NoError(t, err)
-	cutTS, err := h.bot.disp.msgr.post(ctx, opsChan, "", Message{Title: "Stuck worker", Status: StatusRunning})
+	cutRef, err := h.bot.disp.chat.Post(ctx, opsChan, "", Message{Title: "Stuck worker", Status: StatusRunning})
 	require.NoError(t, err)
-	require.NoError(t, h.store.SetRunMessage(ctx, cut.ID, store.MessageRef{Platform: slackPlatform, Channel: opsChan, ID: cutTS}))
+	require.NoError(t, h.store.SetRunMessage(ctx, cut.ID, cutRef))
 
 	// The process that held them dies.
 	for table, id := range map[string]string{"plans": plan.ID, "runs": cut.ID, "work": w.ID} {
@@ -120,7 +120,7 @@ func TestRecoveryUpdatesMessagesOfInterruptedPlansAndRuns(t *testing.T) {
 	require.NotContains(t, planMsg.Text(), "Remediation: applying")
 	require.False(t, hasButtons(planMsg), "nothing to approve on an interrupted plan")
 
-	cutMsg, ok := h.lastUpdate(cutTS)
+	cutMsg, ok := h.lastUpdate(cutRef.ID)
 	require.True(t, ok)
 	require.Contains(t, cutMsg.Text(), "interrupted: runbot restarted while this run was in progress, before its report was stored. It runs again as attempt 2 of 3, in a new message.")
 	require.Len(t, h.rec.Calls("chat.postMessage"), posts, "recovery updates messages; it posts none")

@@ -14,8 +14,10 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
 )
 
 // PostPolicy says when a scheduled audit's result is posted to Slack.
@@ -68,6 +70,13 @@ type SchedulerConfig struct {
 
 // SchedulerOptions are the optional parts of a Scheduler.
 type SchedulerOptions struct {
+	// Store is where the schedules' previous runs are read, for on_change
+	// and the summary; without one, every run is posted as if its
+	// previous run could not be read, and no summary is made.
+	Store store.Store
+	// Chat, when set, gets the audit summaries; without it they are
+	// logged. Runs post through the Dispatcher's chat.
+	Chat chat.Chat
 	// Heartbeat, when set, gets the cron loop registered as
 	// SchedulerHeartbeat.
 	Heartbeat *heartbeat.Monitor
@@ -103,6 +112,8 @@ type scheduled struct {
 type Scheduler struct {
 	cfg     SchedulerConfig
 	disp    *Dispatcher
+	store   store.Store
+	chat    chat.Chat
 	entries []*scheduled
 	loc     *time.Location
 	summary cron.Schedule
@@ -121,13 +132,13 @@ func NewScheduler(cfg SchedulerConfig, d *Dispatcher, opts SchedulerOptions) (*S
 	if d == nil {
 		return nil, errors.New("scheduler: a dispatcher is required")
 	}
-	s := &Scheduler{cfg: cfg, disp: d, log: opts.Logger, now: opts.Now, beat: opts.Heartbeat, metrics: newScheduleMetrics()}
+	s := &Scheduler{cfg: cfg, disp: d, store: opts.Store, chat: opts.Chat, log: opts.Logger, now: opts.Now, beat: opts.Heartbeat, metrics: newScheduleMetrics()}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
 	s.log = s.log.With("component", "scheduler")
 	if s.now == nil {
-		s.now = d.now
+		s.now = d.Now
 	}
 	s.audit = s.runAudit
 	s.loc = time.Local
@@ -177,7 +188,7 @@ func (s *Scheduler) allSchedules() []Schedule {
 	for _, sc := range out {
 		configured[sc.Runbook] = true
 	}
-	for _, rb := range s.disp.catalog.All() {
+	for _, rb := range s.disp.Catalog().All() {
 		if rb.Triggers.Schedule == "" || configured[rb.Name] {
 			continue
 		}
@@ -187,7 +198,7 @@ func (s *Scheduler) allSchedules() []Schedule {
 }
 
 func (s *Scheduler) compile(sc Schedule) (*scheduled, error) {
-	rb, err := s.disp.runbook(sc.Runbook)
+	rb, err := s.disp.Runbook(sc.Runbook)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +284,7 @@ func (s *Scheduler) fire(ctx context.Context, e *scheduled) {
 		s.log.Warn("scheduled audit skipped: the previous run is still going", "schedule", e.Name)
 		return
 	}
-	err := s.disp.tasks.Go("audit "+e.Name, s.disp.runTimeout, func(ctx context.Context) {
+	err := s.disp.Go("audit "+e.Name, s.disp.RunTimeout(), func(ctx context.Context) {
 		defer e.running.Store(false)
 		defer func() {
 			if r := recover(); r != nil {

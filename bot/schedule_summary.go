@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -20,7 +21,10 @@ const summaryWindow = 24 * time.Hour
 // audits show here, so silence is known to mean "all is well".
 func (s *Scheduler) summaryView(ctx context.Context) (Message, error) {
 	now := s.now()
-	runs, err := s.disp.store.ListRuns(ctx, store.RunFilter{Trigger: store.TriggerSchedule, Since: now.Add(-summaryWindow), Limit: 10000})
+	if s.store == nil {
+		return Message{}, errors.New("scheduler has no store")
+	}
+	runs, err := s.store.ListRuns(ctx, store.RunFilter{Trigger: store.TriggerSchedule, Since: now.Add(-summaryWindow), Limit: 10000})
 	if err != nil {
 		return Message{}, fmt.Errorf("list scheduled runs: %w", err)
 	}
@@ -87,9 +91,13 @@ func (s *Scheduler) postSummary(ctx context.Context) {
 	}
 	channel := s.cfg.SummaryChannel
 	if channel == "" {
-		channel = s.disp.channel
+		channel = s.disp.Channel()
 	}
-	if _, err := s.disp.msgr.post(ctx, channel, "", m); err != nil {
+	if s.chat == nil {
+		s.log.Info("audit summary (no chat configured)", "summary", m.Text())
+		return
+	}
+	if _, err := s.chat.Post(ctx, channel, "", m); err != nil {
 		s.log.Error("audit summary not posted", "channel", channel, "err", err)
 	}
 }

@@ -53,9 +53,9 @@ func newScheduleHarness(t *testing.T, cfg func(dir string) SchedulerConfig) *sch
 	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog, Groups: botCfg.Groups}
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h.bot, err = New(botCfg, Deps{Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Logger: logger})
+	h.bot, err = newTestBot(botCfg, testDeps{Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Logger: logger})
 	require.NoError(t, err)
-	h.sched, err = NewScheduler(cfg(h.dir), h.bot.Dispatcher(), SchedulerOptions{Logger: logger})
+	h.sched, err = NewScheduler(cfg(h.dir), h.bot.Dispatcher(), SchedulerOptions{Store: st, Chat: h.bot.Dispatcher().Chat(), Logger: logger})
 	require.NoError(t, err)
 	require.NoError(t, h.reg.Register(h.sched))
 	t.Cleanup(func() {
@@ -359,7 +359,7 @@ func TestScheduleRealTick(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 	require.NoError(t, err, "%d slack calls", len(calls))
-	require.NoError(t, h.bot.tasks.Idle(t.Context()))
+	require.NoError(t, h.bot.disp.tasks.Idle(t.Context()))
 	runs, err := h.store.ListRuns(t.Context(), store.RunFilter{Trigger: store.TriggerSchedule})
 	require.NoError(t, err)
 	require.NotEmpty(t, runs)

@@ -55,12 +55,12 @@ func TestSecretNeverPrints(t *testing.T) {
 
 func TestConfigNeedsTheRightSecrets(t *testing.T) {
 	t.Parallel()
-	_, err := New(Config{Transport: TransportHTTP, BotToken: SecretRef{Env: "X"}}, Deps{})
+	_, err := NewSlack(Config{Transport: TransportHTTP, BotToken: SecretRef{Env: "X"}}, nil, nil)
 	require.ErrorContains(t, err, "signing_secret")
-	_, err = New(Config{Transport: TransportSocket, BotToken: SecretRef{Env: "X"}}, Deps{})
+	_, err = NewSlack(Config{Transport: TransportSocket, BotToken: SecretRef{Env: "X"}}, nil, nil)
 	require.ErrorContains(t, err, "app_token")
-	_, err = New(Config{Transport: "pigeon"}, Deps{})
+	_, err = NewSlack(Config{Transport: "pigeon"}, nil, nil)
 	require.ErrorContains(t, err, `transport "pigeon"`)
-	_, err = New(Config{BotToken: SecretRef{Env: "X"}, SigningSecret: SecretRef{Env: "Y"}, Access: []AccessRule{{Runbooks: []string{"*"}, Groups: []string{"nope"}}}}, Deps{})
+	_, err = NewSlack(Config{BotToken: SecretRef{Env: "X"}, SigningSecret: SecretRef{Env: "Y"}, Access: []AccessRule{{Runbooks: []string{"*"}, Groups: []string{"nope"}}}}, nil, nil)
 	require.ErrorContains(t, err, `unknown group "nope"`)
 }

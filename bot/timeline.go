@@ -1,13 +1,11 @@
 package bot
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"time"
 
-	"github.com/slack-go/slack"
-
+	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/runbooks"
 )
 
@@ -16,15 +14,6 @@ import (
 // binary passes timeline.ForSlack; the bot takes a function because its
 // layering keeps it from importing the timeline package.
 type TimelineFunc func(rep *runbooks.Report) ([]byte, error)
-
-// fileUploader is the part of the Slack API the timeline upload uses:
-// slack-go's three-step upload (files.getUploadURLExternal, a POST of the
-// bytes, files.completeUploadExternal). *slack.Client implements it.
-type fileUploader interface {
-	UploadFileContext(ctx context.Context, params slack.UploadFileParameters) (*slack.FileSummary, error)
-}
-
-var _ fileUploader = (*slack.Client)(nil)
 
 // timelineTimeout bounds rendering and uploading one picture.
 const timelineTimeout = 2 * time.Minute
@@ -35,7 +24,7 @@ const timelineTimeout = 2 * time.Minute
 // slot; when it fails, the failure is logged and the thread gets one short
 // line saying so.
 func (d *Dispatcher) postTimeline(rs *runState, pl workPayload) {
-	if d.timeline == nil || d.files == nil {
+	if d.timeline == nil || d.chat == nil {
 		return
 	}
 	rs.mu.Lock()
@@ -55,7 +44,7 @@ func (d *Dispatcher) postTimeline(rs *runState, pl workPayload) {
 		if err := d.uploadTimeline(ctx, rep, ref.Channel, thread); err != nil {
 			log.Warn("timeline picture not posted", "err", err)
 			note := Message{Title: "Timeline picture not posted", Status: StatusWarning, Notes: []string{err.Error()}}
-			if _, perr := d.msgr.post(ctx, ref.Channel, thread, note); perr != nil {
+			if _, perr := d.chat.Post(ctx, ref.Channel, thread, note); perr != nil {
 				log.Warn("timeline failure not noted in the thread", "err", perr)
 			}
 		}
@@ -69,9 +58,11 @@ func (d *Dispatcher) uploadTimeline(ctx context.Context, rep *runbooks.Report, c
 	// The picture shows text from the report (log lines, params, probe
 	// labels), so it is redacted like every message: pixels in Slack are
 	// as readable as text.
-	rep, err := redactReport(rep, d.msgr.redact)
-	if err != nil {
-		return err
+	if d.redact != nil {
+		var err error
+		if rep, err = d.redact(rep); err != nil {
+			return err
+		}
 	}
 	png, err := d.timeline(rep)
 	if err != nil {
@@ -80,24 +71,15 @@ func (d *Dispatcher) uploadTimeline(ctx context.Context, rep *runbooks.Report, c
 	if len(png) == 0 {
 		return nil
 	}
-	params := slack.UploadFileParameters{
-		Filename: "timeline-" + rep.RunID + ".png",
-		FileSize: len(png),
-		Title:    "Timeline of run " + rep.RunID,
-		AltTxt: "Timeline of run " + rep.RunID + ": progress of each engine per minute, when it last made progress, " +
+	err = d.chat.Upload(ctx, channel, thread, chat.File{
+		Name:  "timeline-" + rep.RunID + ".png",
+		Title: "Timeline of run " + rep.RunID,
+		AltText: "Timeline of run " + rep.RunID + ": progress of each engine per minute, when it last made progress, " +
 			"this run's probes, and the error lines it found",
-		Channel:         channel,
-		ThreadTimestamp: thread,
-	}
-	err = retryRateLimited(ctx, d.log, "file upload", func(ctx context.Context) error {
-		// Each try uploads afresh: an upload URL is good for one upload.
-		params.Reader = bytes.NewReader(png)
-		_, err := d.files.UploadFileContext(ctx, params)
-		return err
+		Data: png,
 	})
 	if err != nil {
-		// An upload URL is pre-signed: keep it out of logs and Slack.
-		return fmt.Errorf("upload timeline to %s: %w", channel, stripURL(err))
+		return fmt.Errorf("upload timeline to %s: %w", channel, err)
 	}
 	return nil
 }

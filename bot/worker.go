@@ -126,30 +126,42 @@ func (d *Dispatcher) postRun(ctx context.Context, rs *runState, pl workPayload) 
 	run, msg := rs.run, rs.view()
 	rs.mu.Unlock()
 	log := d.log.With("run", run.ID)
+	if d.chat == nil {
+		log.Info("no chat configured: the run is recorded and logged", "runbook", run.Runbook, "trigger", run.Trigger)
+		return
+	}
 	if pl.Channel == "" {
 		log.Warn("run has no channel to post to (configure the bot's channel)")
 		return
 	}
-	ts, err := d.msgr.post(ctx, pl.Channel, pl.ThreadTS, msg)
+	ref, err := d.chat.Post(ctx, pl.Channel, pl.ThreadTS, msg)
 	if err != nil {
 		log.Warn("run message not posted", "channel", pl.Channel, "err", err)
 		if pl.ResponseURL != "" {
 			note := Message{Title: "Could not post the run in this channel", Status: StatusError, Sections: []Section{{
 				Text: fmt.Sprintf("Slack said: %v. Invite the bot to this channel (/invite) or run it from a channel it is in. The run goes on: see status %s.", err, run.ID),
 			}}}
-			if rerr := d.msgr.respond(ctx, pl.ResponseURL, note); rerr != nil {
+			if r, ok := d.chat.(responder); !ok {
+				log.Warn("requester not told: the chat cannot answer a response URL")
+			} else if rerr := r.Respond(ctx, pl.ResponseURL, note); rerr != nil {
 				log.Warn("requester not told", "err", rerr)
 			}
 		}
 		return
 	}
-	if err := d.store.SetRunMessage(ctx, run.ID, store.MessageRef{Platform: slackPlatform, Channel: pl.Channel, ID: ts}); err != nil {
+	if err := d.store.SetRunMessage(ctx, run.ID, ref); err != nil {
 		log.Warn("record run message", "err", err)
 	}
 	rs.mu.Lock()
-	rs.run.Message = &store.MessageRef{Platform: slackPlatform, Channel: pl.Channel, ID: ts}
-	rs.live = newLiveMessage(d.msgr, d.tasks, d.log, pl.Channel, ts, d.gap)
+	rs.run.Message = &ref
+	rs.live = d.liveMessage(ref)
 	rs.mu.Unlock()
+}
+
+// responder is a chat that can answer a command's response URL (Slack's
+// response_url), to tell the requester what went wrong.
+type responder interface {
+	Respond(ctx context.Context, responseURL string, m Message) error
 }
 
 // show publishes the run's state and waits until Slack has it.

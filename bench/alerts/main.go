@@ -162,10 +162,21 @@ func wire(o options, tmp string, rec *slackrec.Recorder, st store.Store) (*bot.A
 	}
 	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b, err := bot.New(bot.Config{
+	sl, err := bot.NewSlack(bot.Config{
 		Transport: bot.TransportHTTP, BotToken: botToken, SigningSecret: signing, Channel: "C0BENCH",
 		APIURL: rec.APIURL(), MaxConcurrentRuns: o.runs, UpdateInterval: o.update,
-	}, bot.Deps{Catalog: catalog, Engine: engine, Remediator: &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}, Store: st, Logger: log})
+	}, log, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	disp, err := bot.NewDispatcher(sl.DispatcherConfig(), bot.DispatcherDeps{
+		Catalog: catalog, Engine: engine, Remediator: &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}, Store: st,
+		Chat: sl, Logger: log, RedactReport: sl.RedactReport,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := bot.New(sl, disp, bot.Deps{Catalog: catalog, Engine: engine, Store: st})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -175,7 +186,7 @@ func wire(o options, tmp string, rec *slackrec.Recorder, st store.Store) (*bot.A
 			Match: map[string]string{"alertname": "BenchAlert"}, Runbook: "bench-probe",
 			Params: map[string]string{"host": "here", "instance": "{{ .labels.instance }}"},
 		}},
-	}, b.Dispatcher(), bot.AlertsOptions{Logger: log})
+	}, disp, bot.AlertsOptions{Store: st, Chat: sl, Logger: log})
 	return alerts, b, err
 }
 

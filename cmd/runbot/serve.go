@@ -70,6 +70,7 @@ type daemonParts struct {
 	log    *slog.Logger
 	st     store.Store
 	pool   *remote.Pool
+	disp   *bot.Dispatcher
 	bot    *bot.Bot
 	server *http.Server
 	loops  sync.WaitGroup
@@ -129,18 +130,37 @@ func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notif
 
 	runCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLoops()
+	// The dispatcher is the core every trigger submits to; Slack, when
+	// configured, is its chat and one of its triggers.
+	dcfg := bot.DispatcherConfig{MaxConcurrentRuns: cfg.Parallel}
+	ddeps := bot.DispatcherDeps{Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Logger: log, Timeline: timeline.ForSlack}
+	var sl *bot.Slack
 	if cfg.Slack != nil {
-		b, err := bot.New(slackConfig(cfg), bot.Deps{Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Logger: log, Timeline: timeline.ForSlack})
+		if sl, err = bot.NewSlack(slackConfig(cfg), log, nil); err != nil {
+			return err
+		}
+		dcfg = sl.DispatcherConfig()
+		ddeps.Chat, ddeps.RedactReport = sl, sl.RedactReport
+		rem.Directory = sl.Approvers()
+	}
+	if d.disp, err = bot.NewDispatcher(dcfg, ddeps); err != nil {
+		return err
+	}
+	// Before the workers start: the messages of recovered runs say which
+	// attempt their requeued work runs as next.
+	d.disp.ShowRecovered(runCtx, recovered)
+	if sl == nil {
+		if err := d.disp.Resume(runCtx); err != nil {
+			return fmt.Errorf("resume queued work: %w", err)
+		}
+	} else {
+		b, err := bot.New(sl, d.disp, bot.Deps{Catalog: catalog, Engine: eng, Store: st})
 		if err != nil {
 			return err
 		}
 		d.bot = b
-		rem.Directory = b.Approvers()
 		reg.MustRegister(b)
 		mux.Handle("/slack/", b.Handler())
-		// Before the workers start: the messages of recovered runs say
-		// which attempt their requeued work runs as next.
-		b.Dispatcher().ShowRecovered(runCtx, recovered)
 		d.loops.Go(func() {
 			if err := b.Run(runCtx); err != nil && runCtx.Err() == nil {
 				log.Error("slack bot stopped", "err", err)
@@ -148,7 +168,7 @@ func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notif
 		})
 		d.slackCheck(runCtx, cfg, ready)
 	}
-	if err := wireTriggers(runCtx, cfg, d, mux, reg, ready, catalog); err != nil {
+	if err := wireTriggers(runCtx, cfg, d, mux, reg, ready); err != nil {
 		return err
 	}
 	d.housekeeping(runCtx, live)
@@ -201,8 +221,8 @@ func (d *daemonParts) shutdown(grace time.Duration, notify notifier, stopLoops c
 	ctx, cancel := context.WithTimeoutCause(context.Background(), grace, errors.New("shutdown grace period over"))
 	defer cancel()
 	_ = d.server.Shutdown(ctx)
-	if d.bot != nil {
-		if err := d.bot.Shutdown(ctx); err != nil {
+	if d.disp != nil {
+		if err := d.disp.Shutdown(ctx); err != nil {
 			d.log.Warn("work still in flight at the end of the grace period was cancelled", "err", err)
 		}
 	}
@@ -253,8 +273,8 @@ func (d *daemonParts) housekeeping(ctx context.Context, live *heartbeat.Monitor)
 				for _, p := range expired {
 					d.log.Info("approval window closed", "plan", p.ID, "remediation", p.Remediation)
 				}
-				if d.bot != nil && len(expired) > 0 {
-					d.bot.Dispatcher().ShowExpired(expired)
+				if len(expired) > 0 {
+					d.disp.ShowExpired(expired)
 				}
 			} else if ctx.Err() == nil {
 				d.log.Warn("housekeeping failed", "err", err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,18 +9,13 @@ import (
 	"github.com/runbot/runbot/bot"
 	"github.com/runbot/runbot/config"
 	"github.com/runbot/runbot/internal/heartbeat"
-	"github.com/runbot/runbot/runbooks"
 )
 
 // wireTriggers mounts the alert webhook and starts the scheduler. Both
-// dispatch through the Slack bot, which posts their runs.
-func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *http.ServeMux, reg prometheus.Registerer, ready *heartbeat.Monitor, catalog *runbooks.Catalog) error {
-	if d.bot == nil {
-		if cfg.Alerts != nil || len(cfg.Schedules) > 0 {
-			return errors.New("alerts and schedules post their runs to Slack: configure slack too")
-		}
-		return nil
-	}
+// submit to the dispatcher; their messages go to its chat (Slack) when one
+// is configured, and are logged otherwise.
+func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *http.ServeMux, reg prometheus.Registerer, ready *heartbeat.Monitor) error {
+	disp := d.disp
 	if cfg.Alerts != nil {
 		a := cfg.Alerts
 		ac := bot.AlertsConfig{
@@ -31,7 +25,7 @@ func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *
 		for _, r := range a.Routes {
 			ac.Routes = append(ac.Routes, bot.AlertRoute{Match: r.Match, Runbook: r.Runbook, Params: r.Params})
 		}
-		alerts, err := bot.NewAlerts(ac, d.bot.Dispatcher(), bot.AlertsOptions{Heartbeat: ready, Logger: d.log})
+		alerts, err := bot.NewAlerts(ac, disp, bot.AlertsOptions{Store: d.st, Chat: disp.Chat(), Heartbeat: ready, Logger: d.log})
 		if err != nil {
 			return err
 		}
@@ -48,7 +42,7 @@ func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *
 	for _, s := range cfg.Schedules {
 		sc.Schedules = append(sc.Schedules, bot.Schedule{Runbook: s.Runbook, Cron: s.Cron, TimeZone: s.TimeZone, Params: s.Params, Post: bot.PostPolicy(s.Post), Channel: s.Channel})
 	}
-	sched, err := bot.NewScheduler(sc, d.bot.Dispatcher(), bot.SchedulerOptions{Heartbeat: ready, Logger: d.log})
+	sched, err := bot.NewScheduler(sc, disp, bot.SchedulerOptions{Store: d.st, Chat: disp.Chat(), Heartbeat: ready, Logger: d.log})
 	if err != nil {
 		return err
 	}

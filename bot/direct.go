@@ -1,0 +1,128 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
+)
+
+// Direct is a run that a trigger waits for (a scheduled audit), instead of
+// queueing it: it runs in one of the dispatcher's run slots, is recorded
+// through the same path as queued work, and is posted only when Post says
+// so.
+type Direct struct {
+	Runbook     string
+	Params      map[string]string
+	Source      store.Trigger
+	RequestedBy string
+	// Channel is where the run is posted; the dispatcher's when empty.
+	Channel string
+	// Post decides, once the run is recorded, whether to post it (and to
+	// propose the remediation its diagnosis asks for: a proposal nobody
+	// sees would only supersede the one that was shown), and with which
+	// note. Nil posts every run.
+	Post func(ctx context.Context, run store.Run, rep *runbooks.Report) (post bool, note string)
+}
+
+// DirectResult says what became of a Direct run.
+type DirectResult struct {
+	Run    store.Run
+	Report *runbooks.Report
+	// Posted says whether the run was posted to the chat; Note is what
+	// Post said.
+	Posted bool
+	Note   string
+	Err    error
+}
+
+// RunNow runs req in a run slot, records it and posts it as req.Post
+// decides. Without a chat, a run to post is logged instead.
+func (d *Dispatcher) RunNow(ctx context.Context, req Direct) DirectResult {
+	if !req.Source.Valid() {
+		return DirectResult{Err: fmt.Errorf("run %s: invalid source %q", req.Runbook, req.Source)}
+	}
+	select {
+	case d.slots <- struct{}{}:
+	case <-ctx.Done():
+		return DirectResult{Err: fmt.Errorf("wait for a run slot: %w", context.Cause(ctx))}
+	}
+	defer func() { <-d.slots }()
+
+	var (
+		decided bool
+		post    = true
+		note    string
+	)
+	decide := func(ctx context.Context, run store.Run, rep *runbooks.Report) {
+		decided = true
+		if req.Post != nil {
+			post, note = req.Post(ctx, run, rep)
+		}
+	}
+	rb, nf := d.runbook(req.Runbook)
+	out := d.recorder.Record(ctx, runbooks.Record{
+		ID: runbooks.NewRunID(d.now()), Runbook: req.Runbook, Book: rb, NotFound: nf, Params: req.Params,
+		Trigger: req.Source, RequestedBy: req.RequestedBy,
+		Propose: func(ctx context.Context, soFar runbooks.Recorded) bool {
+			if soFar.Err != nil {
+				return false
+			}
+			decide(ctx, soFar.Run, soFar.Report)
+			return post
+		},
+	})
+	if out.Run.ID == "" || out.Err != nil {
+		return DirectResult{Run: out.Run, Report: out.Report, Err: out.Err}
+	}
+	run, rep := out.Run, out.Report
+	if !decided {
+		decide(ctx, run, rep)
+	}
+	res := DirectResult{Run: run, Report: rep, Note: note}
+	if !post {
+		return res
+	}
+	rs := newRunState(run, rb)
+	rs.report = rep
+	switch {
+	case out.StartErr != nil:
+		rs.problem = "could not start: " + out.StartErr.Error()
+	case out.ProposeErr != nil:
+		rs.problem = "could not propose the remediation: " + out.ProposeErr.Error()
+	case out.Proposal != nil:
+		rs.proposal, rs.plan = out.Proposal, out.Proposal.Plan
+	}
+	m := rs.view()
+	if note != "" {
+		m.Notes = append(m.Notes, note)
+	}
+	if d.chat == nil {
+		d.log.Info("run result (no chat configured)", "run", run.ID, "runbook", run.Runbook, "outcome", run.Outcome, "note", note, "message", m.Text())
+		return res
+	}
+	channel := req.Channel
+	if channel == "" {
+		channel = d.channel
+	}
+	if channel == "" {
+		res.Err = errors.New("no channel to post to (configure the schedule's or the bot's channel)")
+		return res
+	}
+	pctx, cancel := recording(ctx, "posting run "+run.ID)
+	ref, err := d.chat.Post(pctx, channel, "", m)
+	cancel()
+	if err != nil {
+		res.Err = fmt.Errorf("post the result: %w", err)
+		return res
+	}
+	sctx, cancel := recording(ctx, "recording the message of run "+run.ID)
+	defer cancel()
+	if err := d.store.SetRunMessage(sctx, run.ID, ref); err != nil {
+		d.log.Warn("record run message", "run", run.ID, "err", err)
+	}
+	res.Posted = true
+	return res
+}

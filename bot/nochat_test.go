@@ -1,0 +1,100 @@
+package bot
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/chat"
+	"github.com/runbot/runbot/chat/chattest"
+	"github.com/runbot/runbot/inventory"
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
+)
+
+// newChatDispatcher builds a dispatcher on c (nil: no chat at all), with
+// no Slack anywhere.
+func newChatDispatcher(t *testing.T, c chat.Chat) (*Dispatcher, *store.SQLite, string) {
+	t.Helper()
+	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "runbot.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	catalog, problems, err := runbooks.LoadCatalog("testdata/runbooks")
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	inv, err := inventory.Load("testdata/inventory.yaml")
+	require.NoError(t, err)
+	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
+	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}
+	d, err := NewDispatcher(DispatcherConfig{Channel: opsChan, UpdateInterval: 10 * time.Millisecond}, DispatcherDeps{
+		Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Chat: c, Logger: slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, d.Shutdown(ctx))
+	})
+	return d, st, t.TempDir()
+}
+
+// The dispatcher runs, records and posts through any chat.Chat: here the
+// recording chat, not Slack.
+func TestDispatcherPostsThroughTheChatSeam(t *testing.T) {
+	t.Parallel()
+	rec := chattest.New()
+	d, st, dir := newChatDispatcher(t, rec)
+	acc, err := d.Submit(t.Context(), Request{
+		Key: "k1", Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": dir},
+		RequestedBy: "alertmanager", Source: store.TriggerAlert,
+	})
+	require.NoError(t, err)
+	require.NoError(t, d.tasks.Idle(t.Context()))
+	work, err := st.GetWork(t.Context(), acc.WorkID)
+	require.NoError(t, err)
+	require.Equal(t, store.WorkDone, work.State)
+	run, err := st.GetRun(t.Context(), work.RunID)
+	require.NoError(t, err)
+	require.Equal(t, store.RunFinished, run.Status)
+	require.NotNil(t, run.Message)
+	require.Equal(t, chattest.Platform, run.Message.Platform)
+
+	posts := rec.Posts()
+	require.Len(t, posts, 1)
+	require.Equal(t, opsChan, posts[0].Ref.Channel)
+	require.Contains(t, posts[0].Last().Text(), run.ID)
+}
+
+// Without any chat, queued and direct (scheduled) runs still run and are
+// recorded.
+func TestDispatcherWithoutChatRunsAndRecords(t *testing.T) {
+	t.Parallel()
+	d, st, dir := newChatDispatcher(t, nil)
+	acc, err := d.Submit(t.Context(), Request{
+		Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": dir},
+		RequestedBy: "alertmanager", Source: store.TriggerAlert,
+	})
+	require.NoError(t, err)
+	require.NoError(t, d.tasks.Idle(t.Context()))
+	work, err := st.GetWork(t.Context(), acc.WorkID)
+	require.NoError(t, err)
+	run, err := st.GetRun(t.Context(), work.RunID)
+	require.NoError(t, err)
+	require.Equal(t, store.RunFinished, run.Status)
+	require.Nil(t, run.Message)
+
+	res := d.RunNow(t.Context(), Direct{
+		Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": dir},
+		Source: store.TriggerSchedule, RequestedBy: "nightly",
+	})
+	require.NoError(t, res.Err)
+	require.False(t, res.Posted)
+	direct, err := st.GetRun(t.Context(), res.Run.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.RunFinished, direct.Status)
+	require.Equal(t, store.TriggerSchedule, direct.Trigger)
+}

@@ -1,0 +1,80 @@
+package bot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/slack-go/slack"
+
+	"github.com/runbot/runbot/chat"
+)
+
+// fileUploader is the part of the Slack API the timeline upload uses:
+// slack-go's three-step upload (files.getUploadURLExternal, a POST of the
+// bytes, files.completeUploadExternal). *slack.Client implements it.
+type fileUploader interface {
+	UploadFileContext(ctx context.Context, params slack.UploadFileParameters) (*slack.FileSummary, error)
+}
+
+var _ fileUploader = (*slack.Client)(nil)
+
+// slackChat is Slack as a chat.Chat: messages rendered as Block Kit and
+// redacted by the messenger, files uploaded with slack-go's three-step
+// upload.
+type slackChat struct {
+	msgr  *messenger
+	files fileUploader
+	log   *slog.Logger
+}
+
+var _ chat.Chat = (*slackChat)(nil)
+
+// Post implements chat.Chat; a Slack message's ID is its ts.
+func (c *slackChat) Post(ctx context.Context, channel, thread string, m Message) (chat.Ref, error) {
+	ts, err := c.msgr.post(ctx, channel, thread, m)
+	if err != nil {
+		return chat.Ref{}, err
+	}
+	return chat.Ref{Platform: slackPlatform, Channel: channel, ID: ts}, nil
+}
+
+// Update implements chat.Chat, once: a 429 comes back as a
+// *chat.RateLimitedError for the caller to wait out.
+func (c *slackChat) Update(ctx context.Context, ref chat.Ref, m Message) error {
+	err := c.msgr.update(ctx, ref.Channel, ref.ID, m)
+	var rl *slack.RateLimitedError
+	if errors.As(err, &rl) {
+		return &chat.RateLimitedError{RetryAfter: rl.RetryAfter, Err: err}
+	}
+	return err
+}
+
+// Upload implements chat.Chat.
+func (c *slackChat) Upload(ctx context.Context, channel, thread string, f chat.File) error {
+	if c.files == nil {
+		return errors.New("slack file upload is not configured")
+	}
+	params := slack.UploadFileParameters{
+		Filename: f.Name, FileSize: len(f.Data), Title: f.Title, AltTxt: f.AltText,
+		Channel: channel, ThreadTimestamp: thread,
+	}
+	err := retryRateLimited(ctx, c.log, "file upload", func(ctx context.Context) error {
+		// Each try uploads afresh: an upload URL is good for one upload.
+		params.Reader = bytes.NewReader(f.Data)
+		_, err := c.files.UploadFileContext(ctx, params)
+		return err
+	})
+	if err != nil {
+		// An upload URL is pre-signed: keep it out of logs and Slack.
+		return stripURL(err)
+	}
+	return nil
+}
+
+// Respond posts m to a slash command's response_url (the dispatcher tells
+// the requester there when a run's message cannot be posted).
+func (c *slackChat) Respond(ctx context.Context, responseURL string, m Message) error {
+	return c.msgr.respond(ctx, responseURL, m)
+}
