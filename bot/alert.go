@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/runbot/runbot/chat"
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/store"
 )
@@ -414,8 +415,8 @@ func (a *Alerts) channel() string {
 }
 
 // liveMessage keeps the alert message at ref up to date.
-func (a *Alerts) liveMessage(ref chat.Ref) *liveMessage {
-	return newLiveMessage(a.chat, a.disp.Go, a.log, ref, a.disp.UpdateInterval())
+func (a *Alerts) liveMessage(ref chat.Ref) *dispatch.Live {
+	return dispatch.NewLive(a.chat, a.disp.Go, a.log, ref, a.disp.UpdateInterval())
 }
 
 // QueueDepth is how many alert runs are queued or running.

@@ -182,7 +182,7 @@ func (h *alertHarness) settle() {
 	defer cancel()
 	for {
 		require.NoError(h.t, h.alerts.settled(ctx))
-		require.NoError(h.t, h.bot.disp.tasks.Idle(ctx))
+		require.NoError(h.t, h.bot.disp.Idle(ctx))
 		h.alerts.mu.Lock()
 		n := h.alerts.inflight
 		h.alerts.mu.Unlock()

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/runbot/runbot/dispatch"
 )
 
 // maxAlertLabels bounds the labels an alert's message lists.
@@ -51,7 +53,7 @@ func (t *alertTrack) view() Message {
 	m.Sections = append(m.Sections, labels)
 
 	run := Section{Heading: "Runbook " + t.route.Runbook}
-	if p := paramText(t.route.Params); p != "" {
+	if p := dispatch.ParamText(t.route.Params); p != "" {
 		run.Lines = append(run.Lines, Line{Text: p, Code: true})
 	}
 	switch {

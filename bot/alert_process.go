@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/runbot/runbot/chat"
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/store"
 )
 
@@ -41,7 +42,7 @@ type alertTrack struct {
 	problem string
 	channel string
 	ts      string
-	live    *liveMessage
+	live    *dispatch.Live
 }
 
 // Run is the intake loop: it first queues the runs of alerts that were
@@ -301,12 +302,11 @@ func (a *Alerts) adoptWork(ctx context.Context, t *alertTrack, workID string) {
 	if w.State != store.WorkDone {
 		a.queue.adopt(w.ID)
 	}
-	var pl workPayload
-	if json.Unmarshal(w.Payload, &pl) == nil && pl.ThreadTS != "" {
-		if pl.Channel != "" {
-			t.channel = pl.Channel
+	if channel, thread := dispatch.WorkThread(w); thread != "" {
+		if channel != "" {
+			t.channel = channel
 		}
-		t.ts = pl.ThreadTS
+		t.ts = thread
 		if a.chat != nil {
 			t.live = a.liveMessage(chat.Ref{Channel: t.channel, ID: t.ts})
 		}
@@ -362,7 +362,7 @@ func (a *Alerts) postAlert(ctx context.Context, t *alertTrack) {
 // a storm of repeats becomes one chat.update per update interval.
 func (a *Alerts) showAlert(t *alertTrack) {
 	if t.live != nil {
-		t.live.set(t.view())
+		t.live.Set(t.view())
 	}
 }
 

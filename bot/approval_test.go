@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/store"
 )
 
@@ -24,17 +25,17 @@ func TestApprovalByAllowedPeopleAppliesAndVerifies(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	run, ts := h.runOnce("")
-	value := buttonValue(t, h.lastMessage(ts), actionApprove)
+	value := buttonValue(t, h.lastMessage(ts), dispatch.ActionApprove)
 
 	// The requester may not approve under the two-person rule.
-	h.click(requester, actionApprove, value, ts)
+	h.click(requester, dispatch.ActionApprove, value, ts)
 	h.idle()
 	require.Len(t, h.ephemeralsTo(requester), 1)
 	require.Contains(t, h.ephemeralsTo(requester)[0], "two-person rule")
 	require.Equal(t, store.PlanProposed, h.planOf(run.ID).State)
 
 	// A stranger may not approve at all.
-	h.click(stranger, actionApprove, value, ts)
+	h.click(stranger, dispatch.ActionApprove, value, ts)
 	h.idle()
 	require.Len(t, h.ephemeralsTo(stranger), 1)
 	require.Contains(t, h.ephemeralsTo(stranger)[0], "You are not an approver of this remediation (approvers: @oncall)")
@@ -44,7 +45,7 @@ func TestApprovalByAllowedPeopleAppliesAndVerifies(t *testing.T) {
 	require.Empty(t, approvals, "refused votes are not counted")
 
 	// The first approver's vote counts, and the message says so.
-	h.click(approverA, actionApprove, value, ts)
+	h.click(approverA, dispatch.ActionApprove, value, ts)
 	h.idle()
 	require.Contains(t, strings.Join(h.ephemeralsTo(approverA), "\n"), "Approval recorded (1 of 2 needed)")
 	msg := h.lastMessage(ts).Text()
@@ -53,7 +54,7 @@ func TestApprovalByAllowedPeopleAppliesAndVerifies(t *testing.T) {
 	require.Zero(t, h.appliedCount())
 
 	// The second approver settles it; the remediation runs and is verified.
-	h.click(approverB, actionApprove, value, ts)
+	h.click(approverB, dispatch.ActionApprove, value, ts)
 	h.idle()
 	require.Equal(t, 1, h.appliedCount())
 	plan := h.planOf(run.ID)
@@ -86,13 +87,13 @@ func TestDoubleClickAppliesOnce(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	run, ts := h.runOnce("")
-	value := buttonValue(t, h.lastMessage(ts), actionApprove)
-	h.click(approverA, actionApprove, value, ts)
+	value := buttonValue(t, h.lastMessage(ts), dispatch.ActionApprove)
+	h.click(approverA, dispatch.ActionApprove, value, ts)
 	h.idle()
 
 	// The settling approver clicks twice before either click is handled.
-	h.click(approverB, actionApprove, value, ts)
-	h.click(approverB, actionApprove, value, ts)
+	h.click(approverB, dispatch.ActionApprove, value, ts)
+	h.click(approverB, dispatch.ActionApprove, value, ts)
 	h.idle()
 	require.Equal(t, 1, h.appliedCount(), "applied exactly once")
 	require.Equal(t, store.PlanDone, h.planOf(run.ID).State)
@@ -106,7 +107,7 @@ func TestDoubleClickAppliesOnce(t *testing.T) {
 	require.Equal(t, 1, refusals)
 
 	// A late click after the remediation changes nothing either.
-	h.click(approverA, actionApprove, value, ts)
+	h.click(approverA, dispatch.ActionApprove, value, ts)
 	h.idle()
 	require.Equal(t, 1, h.appliedCount())
 }
@@ -115,15 +116,15 @@ func TestDenyClosesThePlan(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	run, ts := h.runOnce("")
-	value := buttonValue(t, h.lastMessage(ts), actionDeny)
-	h.click(approverA, actionDeny, value, ts)
+	value := buttonValue(t, h.lastMessage(ts), dispatch.ActionDeny)
+	h.click(approverA, dispatch.ActionDeny, value, ts)
 	h.idle()
 	require.Equal(t, store.PlanDenied, h.planOf(run.ID).State)
 	final := h.lastMessage(ts)
 	require.False(t, hasButtons(final))
 	require.Contains(t, final.Text(), "Denied by <@"+approverA+">")
 
-	h.click(approverB, actionApprove, value, ts)
+	h.click(approverB, dispatch.ActionApprove, value, ts)
 	h.idle()
 	require.Contains(t, strings.Join(h.ephemeralsTo(approverB), "\n"), "This plan is denied")
 	require.Zero(t, h.appliedCount())
@@ -134,7 +135,7 @@ func TestStaleHashIsRefused(t *testing.T) {
 	h := newHarness(t)
 	run, ts := h.runOnce("")
 	plan := h.planOf(run.ID)
-	h.click(approverA, actionApprove, plan.ID+"|"+strings.Repeat("0", 64), ts)
+	h.click(approverA, dispatch.ActionApprove, plan.ID+"|"+strings.Repeat("0", 64), ts)
 	h.idle()
 	require.Contains(t, strings.Join(h.ephemeralsTo(approverA), "\n"), "This plan changed since it was shown to you")
 	require.Equal(t, store.PlanProposed, h.planOf(run.ID).State)
@@ -147,9 +148,9 @@ func TestDryRunShowsThePlanToApproversOnly(t *testing.T) {
 		c.Access = []AccessRule{{Runbooks: []string{"stuck-worker"}, Users: []string{requester}}}
 	})
 	run, ts := h.runOnce("")
-	value := buttonValue(t, h.lastMessage(ts), actionDryRun)
+	value := buttonValue(t, h.lastMessage(ts), dispatch.ActionDryRun)
 
-	h.click(approverA, actionDryRun, value, ts)
+	h.click(approverA, dispatch.ActionDryRun, value, ts)
 	h.idle()
 	got := h.ephemeralsTo(approverA)
 	require.Len(t, got, 1)
@@ -158,7 +159,7 @@ func TestDryRunShowsThePlanToApproversOnly(t *testing.T) {
 	require.Contains(t, got[0], "Nothing was changed")
 	require.NotContains(t, got[0], "Re-check", "the targets did not change")
 
-	h.click(stranger, actionDryRun, value, ts)
+	h.click(stranger, dispatch.ActionDryRun, value, ts)
 	h.idle()
 	require.Contains(t, strings.Join(h.ephemeralsTo(stranger), "\n"), "Only people who may run stuck-worker or approve this plan")
 	require.Zero(t, h.appliedCount())
@@ -172,7 +173,7 @@ func TestExpiredPlanLosesItsButtons(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	run, ts := h.runOnce("")
-	value := buttonValue(t, h.lastMessage(ts), actionApprove)
+	value := buttonValue(t, h.lastMessage(ts), dispatch.ActionApprove)
 	require.True(t, hasButtons(h.lastMessage(ts)))
 	plan := h.planOf(run.ID)
 
@@ -189,7 +190,7 @@ func TestExpiredPlanLosesItsButtons(t *testing.T) {
 	require.False(t, hasButtons(final), "no Approve button on a plan that can no longer run")
 	require.Contains(t, final.Text(), "Plan is expired")
 
-	h.click(approverA, actionApprove, value, ts)
+	h.click(approverA, dispatch.ActionApprove, value, ts)
 	h.idle()
 	require.Contains(t, strings.Join(h.ephemeralsTo(approverA), "\n"), "expired")
 	require.Equal(t, store.PlanExpired, h.planOf(run.ID).State)
@@ -220,8 +221,8 @@ func TestApproverGroupBackedBySlackUserGroup(t *testing.T) {
 			h := newHarness(t, func(c *Config) { c.SlackUsergroups = map[string]string{"oncall": "S0ONCALL"} })
 			tc.setup(h)
 			run, ts := h.runOnce("")
-			value := buttonValue(t, h.lastMessage(ts), actionApprove)
-			h.click(rotating, actionApprove, value, ts)
+			value := buttonValue(t, h.lastMessage(ts), dispatch.ActionApprove)
+			h.click(rotating, dispatch.ActionApprove, value, ts)
 			h.idle()
 			require.Contains(t, strings.Join(h.ephemeralsTo(rotating), "\n"), tc.reply)
 			approvals, err := h.store.Approvals(t.Context(), h.planOf(run.ID).ID)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/actions"
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
@@ -90,17 +91,19 @@ func wedgeReport(t testing.TB) *runbooks.Report {
 
 var fixedPlanTime = time.Date(2026, 6, 18, 20, 44, 49, 0, time.UTC)
 
-func wedgeState(t testing.TB) *runState {
+// wedgeRun is the state of the wedge's run with its proposal, as the
+// dispatcher holds it.
+type wedgeRun struct {
+	view *dispatch.View
+	prop *runbooks.Proposal
+	plan store.Plan
+}
+
+func wedgeState(t testing.TB) *wedgeRun {
 	t.Helper()
 	rep := wedgeReport(t)
 	run := store.Run{ID: rep.RunID, Runbook: rep.Runbook, Trigger: store.TriggerSlack, RequestedBy: "U0REQ", Params: rep.Params, Status: store.RunFinished}
-	rs := newRunState(run, nil)
-	rs.title = rep.Title
-	rs.report = rep
-	rs.stepOrder = []string{"health", "chat", "counters", "last_batch", "backend", "overlap"}
-	for _, tr := range rep.Steps {
-		rs.steps[tr.Step] = append(rs.steps[tr.Step], tr)
-	}
+	view := dispatch.NewView(run, nil).Title(rep.Title).Steps("health", "chat", "counters", "last_batch", "backend", "overlap").Report(rep)
 	body := runbooks.PlanBody{
 		Runbook: "sglang-pd-wedge", Remediation: "disable_overlap_and_restart", Diagnosis: "pd_transfer_wedge", Deployment: "dsv4",
 		Params: rep.Params, Verify: []string{"health", "chat", "last_batch"}, Rollback: "on_failed_verify",
@@ -114,15 +117,15 @@ func wedgeState(t testing.TB) *runState {
 	plan := store.Plan{ID: "p-20260618-204449-77aa01", RunID: rep.RunID, Remediation: body.Remediation, Deployment: "dsv4",
 		Hash: "9d8699a7a3a9b7bc69e3c8bd20ccb61fb1acde15ca21ef0159fb6db7721c94b4", RequestedBy: "U0REQ", State: store.PlanProposed, CreatedAt: fixedPlanTime,
 		Policy: store.Policy{Approvers: []string{"@sre-oncall"}, TwoPerson: true, ExpiresAt: fixedPlanTime.Add(15 * time.Minute)}}
-	rs.proposal = &runbooks.Proposal{Plan: plan, Body: body}
-	rs.plan = plan
-	return rs
+	prop := &runbooks.Proposal{Plan: plan, Body: body}
+	view.Proposal(prop, plan, nil)
+	return &wedgeRun{view: view, prop: prop, plan: plan}
 }
 
 func TestGoldenCriticalRunWithApprovalButtons(t *testing.T) {
 	t.Parallel()
 	rs := wedgeState(t)
-	blocks := golden(t, "wedge-proposed", rs.view())
+	blocks := golden(t, "wedge-proposed", rs.view.Message())
 	// The buttons carry the plan id and the hash of the plan shown.
 	last := blocks[len(blocks)-1].(*slack.ActionBlock)
 	for _, e := range last.Elements.ElementSet {
@@ -134,28 +137,30 @@ func TestGoldenRemediationApplied(t *testing.T) {
 	t.Parallel()
 	rs := wedgeState(t)
 	rs.plan.State = store.PlanDone
-	rs.approvals = []store.Approval{{PlanID: rs.plan.ID, User: "U0AAA", Decision: store.Approve, PlanHash: rs.plan.Hash, At: fixedPlanTime.Add(time.Minute)}}
-	rs.apply = []runbooks.ApplyEvent{
+	approvals := []store.Approval{{PlanID: rs.plan.ID, User: "U0AAA", Decision: store.Approve, PlanHash: rs.plan.Hash, At: fixedPlanTime.Add(time.Minute)}}
+	rs.view.Proposal(rs.prop, rs.plan, approvals)
+	apply := []runbooks.ApplyEvent{
 		{Stage: "precheck", Detail: "re-running sglang-pd-wedge to confirm pd_transfer_wedge still holds"},
 		{Stage: "action", Detail: "edit /root/serve_dsv4_decode.sh on decode@gpu-1: add --disable-overlap-schedule"},
 		{Stage: "action", Detail: "restart sglang-dsv4-decode.service on gpu-1"},
 		{Stage: "verify", Detail: "re-running health, chat, last_batch"},
 	}
-	rs.result = &runbooks.ApplyResult{PlanID: rs.plan.ID, State: store.PlanDone, Recovered: true, Message: "verified: the symptom is gone",
+	result := &runbooks.ApplyResult{PlanID: rs.plan.ID, State: store.PlanDone, Recovered: true, Message: "verified: the symptom is gone",
 		Verify: &runbooks.Report{Findings: []runbooks.FindingResult{{ID: "aborts_are_echoes", Severity: runbooks.Info, Summary: "0 transfer aborts since the restart."}}}}
-	golden(t, "wedge-applied", rs.view())
+	rs.view.Applied(apply, result)
+	golden(t, "wedge-applied", rs.view.Message())
 }
 
 func TestGoldenRunInProgress(t *testing.T) {
 	t.Parallel()
-	rs := newRunState(store.Run{ID: "r-20260618-204412-3f9a1c", Runbook: "sglang-pd-wedge", Trigger: store.TriggerAlert, RequestedBy: "alertmanager",
+	rs := dispatch.NewView(store.Run{ID: "r-20260618-204412-3f9a1c", Runbook: "sglang-pd-wedge", Trigger: store.TriggerAlert, RequestedBy: "alertmanager",
 		Params: map[string]string{"deployment": "dsv4"}}, nil)
-	rs.title = "SGLang PD decode wedge"
-	rs.stepOrder = []string{"health", "chat", "counters", "last_batch"}
-	rs.stepEvent(runbooks.Event{Kind: "step_finished", Run: &runbooks.TargetRun{Step: "health", Target: "router", Host: "gpu-1", Status: step.OK, Duration: 12 * time.Millisecond}})
-	rs.stepEvent(runbooks.Event{Kind: "step_started", Run: &runbooks.TargetRun{Step: "chat", Target: "router", Host: "gpu-1"}})
-	rs.stepEvent(runbooks.Event{Kind: "step_finished", Run: &runbooks.TargetRun{Step: "counters", Target: "decode", Host: "gpu-1", Status: step.Error, Error: "ssh: handshake failed: host key mismatch"}})
-	golden(t, "wedge-running", rs.view())
+	rs.Title("SGLang PD decode wedge")
+	rs.Steps("health", "chat", "counters", "last_batch")
+	rs.Event(runbooks.Event{Kind: "step_finished", Run: &runbooks.TargetRun{Step: "health", Target: "router", Host: "gpu-1", Status: step.OK, Duration: 12 * time.Millisecond}})
+	rs.Event(runbooks.Event{Kind: "step_started", Run: &runbooks.TargetRun{Step: "chat", Target: "router", Host: "gpu-1"}})
+	rs.Event(runbooks.Event{Kind: "step_finished", Run: &runbooks.TargetRun{Step: "counters", Target: "decode", Host: "gpu-1", Status: step.Error, Error: "ssh: handshake failed: host key mismatch"}})
+	golden(t, "wedge-running", rs.Message())
 }
 
 // Hostile command output renders as text: no mentions, no links, no
@@ -193,7 +198,7 @@ func TestGoldenTruncatedToSlackLimits(t *testing.T) {
 	for i := range 60 {
 		m.Sections = append(m.Sections, Section{Heading: fmt.Sprintf("finding %d", i)})
 	}
-	m.Buttons = []Button{{ID: actionApprove, Label: "Approve", Value: "p-1|abc"}}
+	m.Buttons = []Button{{ID: dispatch.ActionApprove, Label: "Approve", Value: "p-1|abc"}}
 	m.Notes = []string{"small print"}
 	blocks := golden(t, "truncated", m)
 	raw := marshalBlocks(t, blocks)
@@ -205,8 +210,8 @@ func TestGoldenTruncatedToSlackLimits(t *testing.T) {
 func TestGoldenDryRun(t *testing.T) {
 	t.Parallel()
 	rs := wedgeState(t)
-	m := Message{Title: "Dry run: disable_overlap_and_restart on dsv4", Status: StatusInfo, Sections: planSections(&rs.proposal.Body),
-		Notes: []string{"Nothing was changed. Plan " + rs.plan.ID + ", hash " + short(rs.plan.Hash) + "."}}
+	m := Message{Title: "Dry run: disable_overlap_and_restart on dsv4", Status: StatusInfo, Sections: dispatch.PlanSections(&rs.prop.Body),
+		Notes: []string{"Nothing was changed. Plan " + rs.plan.ID + ", hash " + dispatch.ShortHash(rs.plan.Hash) + "."}}
 	golden(t, "dry-run", m)
 }
 
@@ -220,9 +225,7 @@ func BenchmarkRenderRunMessage(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		rs.mu.Lock()
-		m := rs.view()
-		rs.mu.Unlock()
+		m := rs.view.Message()
 		_ = renderBlocks(redactMessage(m, r))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
@@ -93,10 +94,10 @@ func NewSlack(cfg Config, log *slog.Logger, now func() time.Time) (*Slack, error
 	return s, nil
 }
 
-// DispatcherConfig is the part of the Slack config that tunes the
+// dispatch.Config is the part of the Slack config that tunes the
 // Dispatcher: the default channel, concurrency, timeouts, update pace.
-func (s *Slack) DispatcherConfig() DispatcherConfig {
-	return DispatcherConfig{
+func (s *Slack) DispatcherConfig() dispatch.Config {
+	return dispatch.Config{
 		Channel: s.cfg.Channel, MaxConcurrentRuns: s.cfg.MaxConcurrentRuns,
 		RunTimeout: s.cfg.RunTimeout, ApplyTimeout: s.cfg.ApplyTimeout, UpdateInterval: s.cfg.UpdateInterval,
 	}

@@ -1,6 +1,23 @@
 package bot
 
-import "github.com/runbot/runbot/chat"
+import (
+	"github.com/runbot/runbot/chat"
+	"github.com/runbot/runbot/dispatch"
+)
+
+// The dispatch core's requests and results, as the Slack front and the
+// triggers here use them.
+type (
+	Dispatcher          = dispatch.Dispatcher
+	Request             = dispatch.Request
+	Accepted            = dispatch.Accepted
+	UnknownRunbookError = dispatch.UnknownRunbookError
+	Vote                = dispatch.Vote
+	VoteResult          = dispatch.VoteResult
+	Direct              = dispatch.Direct
+	DirectResult        = dispatch.DirectResult
+	TimelineFunc        = dispatch.TimelineFunc
+)
 
 // The message model is the chat seam's (package chat); the bot renders it
 // as Block Kit.

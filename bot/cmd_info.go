@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/runbooks"
 )
 
@@ -105,14 +106,14 @@ func (b *Bot) explain(ctx context.Context, words []string) Message {
 	m.Sections = append(m.Sections, Section{Heading: "Steps", Lines: steps})
 	var findings []Line
 	for _, f := range rb.Findings {
-		findings = append(findings, Line{Status: severityStatus(f.Severity), Text: f.ID + " when " + f.When})
+		findings = append(findings, Line{Status: dispatch.SeverityStatus(f.Severity), Text: f.ID + " when " + f.When})
 	}
 	for _, d := range rb.Diagnoses {
 		t := "diagnosis " + d.ID + " when " + d.When
 		if d.Remediate != "" {
 			t += ", proposes " + d.Remediate
 		}
-		findings = append(findings, Line{Status: severityStatus(d.Severity), Text: t})
+		findings = append(findings, Line{Status: dispatch.SeverityStatus(d.Severity), Text: t})
 	}
 	if len(findings) > 0 {
 		m.Sections = append(m.Sections, Section{Heading: "Findings and diagnoses", Lines: findings})

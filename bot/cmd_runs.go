@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/store"
 )
 
@@ -33,19 +34,13 @@ func (b *Bot) status(ctx context.Context, words []string) Message {
 	case err != nil:
 		return errorReply("Could not read the run: " + err.Error())
 	}
-	var m Message
-	if rs := b.disp.active(run.ID); rs != nil {
-		rs.mu.Lock()
-		m = rs.view()
-		rs.mu.Unlock()
-	} else {
+	m, ok := b.disp.ActiveView(run.ID)
+	if !ok {
 		rb, _ := b.catalog.Get(run.Runbook)
-		rs, err := loadRunState(run, rb, nil)
-		if err != nil {
+		if m, err = dispatch.StoredView(run, rb); err != nil {
 			return errorReply(err.Error())
 		}
-		m = rs.view()
-		if run.Status != store.RunRunning && rs.report == nil {
+		if run.Status != store.RunRunning && len(run.Report) == 0 {
 			m.Status = StatusError
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
@@ -128,6 +129,6 @@ func TestShutdownRefusesNewWork(t *testing.T) {
 	defer cancel()
 	require.NoError(t, h.bot.Shutdown(ctx))
 	_, err := h.bot.Dispatcher().Submit(t.Context(), Request{Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": h.dir}, Source: store.TriggerSchedule})
-	require.True(t, errors.Is(err, errShuttingDown), "%v", err)
+	require.True(t, errors.Is(err, dispatch.ErrShuttingDown), "%v", err)
 	require.ErrorContains(t, err, "queued as", "the request is kept for the next start")
 }

@@ -1,12 +1,7 @@
-// Package bot is runbot's Slack front: the /runbot slash command, the run
-// messages that fill in live as steps finish and end with the diagnosis and
-// its evidence, and the Approve / Deny / Dry-run buttons of a proposed
-// remediation. It speaks to Slack over HTTP (signed requests) or Socket
-// Mode with the same handlers.
-//
-// The Dispatcher is the reusable core every trigger goes through: a Slack
-// command, an alert or a schedule submits a Request; the Dispatcher queues
-// it durably (deduplicated by the request's key), runs it after the
-// trigger was acknowledged, records it in the store and keeps one Slack
-// message per run up to date.
+// Package bot is runbot's Slack front and its other triggers: the
+// /runbot slash command, the Approve / Deny / Dry-run buttons of a
+// proposed remediation, Slack as a chat.Chat (Block Kit, redacted, over
+// HTTP or Socket Mode with the same handlers), the Alertmanager receiver
+// and the scheduler. Every trigger only builds requests and calls the
+// dispatch core (package dispatch), which runs, records and posts them.
 package bot

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
@@ -55,6 +56,8 @@ type harness struct {
 	dir  string
 	logs *syncBuffer
 	now  func() time.Time
+	// draw, when set (withTimeline), renders the timeline picture.
+	draw TimelineFunc
 	// triggers numbers trigger ids.
 	triggers atomic.Int64
 }
@@ -66,6 +69,7 @@ type testDeps struct {
 	Remediator *runbooks.Remediator
 	Store      store.Store
 	Logger     *slog.Logger
+	Timeline   TimelineFunc
 }
 
 // newTestBot wires a bot as serve does: the Slack platform, the
@@ -75,9 +79,9 @@ func newTestBot(cfg Config, deps testDeps) (*Bot, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := NewDispatcher(s.DispatcherConfig(), DispatcherDeps{
+	d, err := dispatch.New(s.DispatcherConfig(), dispatch.Deps{
 		Catalog: deps.Catalog, Engine: deps.Engine, Remediator: deps.Remediator, Store: deps.Store,
-		Chat: s, Logger: deps.Logger, RedactReport: s.RedactReport,
+		Chat: s, Logger: deps.Logger, Timeline: deps.Timeline, RedactReport: s.RedactReport,
 	})
 	if err != nil {
 		return nil, err
@@ -151,7 +155,13 @@ func newHarnessWith(t *testing.T, runbookDir string, tweak ...func(*Config)) *ha
 	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
 	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog, Groups: cfg.Groups}
 	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h.bot, err = newTestBot(cfg, testDeps{Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Logger: logger})
+	h.bot, err = newTestBot(cfg, testDeps{Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Logger: logger,
+		Timeline: func(rep *runbooks.Report) ([]byte, error) {
+			if h.draw == nil {
+				return nil, nil
+			}
+			return h.draw(rep)
+		}})
 	require.NoError(t, err)
 	rem.Directory = h.bot.Approvers() // as runbot serve does
 	h.srv = httptest.NewServer(h.bot.Handler())
@@ -272,7 +282,7 @@ func (h *harness) idle() {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	require.NoError(h.t, h.bot.disp.tasks.Idle(ctx))
+	require.NoError(h.t, h.bot.disp.Idle(ctx))
 }
 
 // lastMessage is the newest content of the run message at ts: the last

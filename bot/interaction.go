@@ -8,6 +8,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/store"
 )
 
@@ -36,7 +37,7 @@ func (b *Bot) interaction(cb slack.InteractionCallback) {
 		channel = cb.Channel.ID
 	}
 	for _, a := range cb.ActionCallback.BlockActions {
-		if a.ActionID != actionApprove && a.ActionID != actionDeny && a.ActionID != actionDryRun {
+		if a.ActionID != dispatch.ActionApprove && a.ActionID != dispatch.ActionDeny && a.ActionID != dispatch.ActionDryRun {
 			continue
 		}
 		if a.ActionTs != "" && !b.seen.first(cb.User.ID+"/"+a.ActionID+"/"+a.ActionTs) {
@@ -48,10 +49,10 @@ func (b *Bot) interaction(cb slack.InteractionCallback) {
 		b.log.Info("button clicked", "user", c.user, "action", a.ActionID, "plan", planID)
 		var err error
 		switch a.ActionID {
-		case actionDryRun:
+		case dispatch.ActionDryRun:
 			err = b.disp.Go("dry run", dryRunTimeout, func(ctx context.Context) { b.dryRun(ctx, c) })
 		default:
-			approve := a.ActionID == actionApprove
+			approve := a.ActionID == dispatch.ActionApprove
 			err = b.disp.Go("vote", b.cfg.ApplyTimeout, func(ctx context.Context) { b.vote(ctx, c, approve) })
 		}
 		if err != nil {

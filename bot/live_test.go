@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/chat"
+	"github.com/runbot/runbot/dispatch"
 )
 
 // fakeSlack is an in-memory Slack Web API for tests inside a synctest
@@ -74,11 +75,31 @@ func (f *fakeSlack) sent() []fakeCall {
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func newTestLive(api slackAPI, gap time.Duration) (*liveMessage, *tasks) {
+// bgTasks runs a Live's senders in a test and waits for them, as the
+// dispatcher's tasks do.
+type bgTasks struct{ wg sync.WaitGroup }
+
+func (b *bgTasks) Go(_ string, timeout time.Duration, fn func(context.Context)) error {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		fn(ctx)
+	}()
+	return nil
+}
+
+func (b *bgTasks) Idle(context.Context) error {
+	b.wg.Wait()
+	return nil
+}
+
+func newTestLive(api slackAPI, gap time.Duration) (*dispatch.Live, *bgTasks) {
 	log := quietLog()
-	ts := newTasks(log)
+	ts := &bgTasks{}
 	m := &messenger{api: api, log: log}
-	return newLiveMessage(&slackChat{msgr: m, log: log}, ts.Go, log, chat.Ref{Platform: slackPlatform, Channel: "C1", ID: "1.1"}, gap), ts
+	return dispatch.NewLive(&slackChat{msgr: m, log: log}, ts.Go, log, chat.Ref{Platform: slackPlatform, Channel: "C1", ID: "1.1"}, gap), ts
 }
 
 func msg(n int) Message { return Message{Title: fmt.Sprintf("state %d", n)} }
@@ -91,10 +112,10 @@ func TestLiveMessageCoalescesToOneUpdatePerGap(t *testing.T) {
 		start := time.Now()
 		// 50 states over 5 seconds, one every 100ms.
 		for i := 1; i <= 50; i++ {
-			live.set(msg(i))
+			live.Set(msg(i))
 			time.Sleep(100 * time.Millisecond)
 		}
-		require.NoError(t, live.flush(t.Context()))
+		require.NoError(t, live.Flush(t.Context()))
 		require.NoError(t, ts.Idle(t.Context()))
 
 		sent := api.sent()
@@ -115,12 +136,12 @@ func TestLiveMessageWaitsOutRateLimitAndLosesNothing(t *testing.T) {
 		api := &fakeSlack{limited: []time.Duration{7 * time.Second}}
 		live, ts := newTestLive(api, time.Second)
 		start := time.Now()
-		live.set(msg(1))
+		live.Set(msg(1))
 		// While the sender waits out the rate limit, newer states arrive.
 		time.Sleep(3 * time.Second)
-		live.set(msg(2))
-		live.set(msg(3))
-		require.NoError(t, live.flush(t.Context()))
+		live.Set(msg(2))
+		live.Set(msg(3))
+		require.NoError(t, live.Flush(t.Context()))
 		require.NoError(t, ts.Idle(t.Context()))
 
 		sent := api.sent()
@@ -135,8 +156,8 @@ func TestLiveMessageRetriesTheSameContentAfter429(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := &fakeSlack{limited: []time.Duration{2 * time.Second, 3 * time.Second}}
 		live, ts := newTestLive(api, time.Second)
-		live.set(msg(1))
-		require.NoError(t, live.flush(t.Context()))
+		live.Set(msg(1))
+		require.NoError(t, live.Flush(t.Context()))
 		require.NoError(t, ts.Idle(t.Context()))
 		sent := api.sent()
 		require.Len(t, sent, 1)

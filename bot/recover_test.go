@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
 
@@ -44,7 +45,7 @@ func TestRunLongerThanTheRecordDeadlineEndsDone(t *testing.T) {
 	require.Equal(t, store.RunFinished, run.Status, h.logs.String())
 	require.Equal(t, store.OutcomeOK, run.Outcome)
 	require.NotEmpty(t, run.Report, "the report is stored")
-	require.Greater(t, run.FinishedAt.Sub(run.StartedAt), recordTimeout, "the run outlasted the record deadline")
+	require.Greater(t, run.FinishedAt.Sub(run.StartedAt), runbooks.RecordTimeout, "the run outlasted the record deadline")
 	w, err := h.store.GetWork(t.Context(), run.WorkID)
 	require.NoError(t, err)
 	require.Equal(t, store.WorkDone, w.State)
@@ -90,7 +91,7 @@ func TestRecoveryUpdatesMessagesOfInterruptedPlansAndRuns(t *testing.T) {
 	cut, err := h.store.CreateRun(ctx, store.Run{Runbook: "stuck-worker", Trigger: store.TriggerSlack, RequestedBy: requester,
 		Params: w.Params, WorkID: w.ID})
 	require.NoError(t, err)
-	cutRef, err := h.bot.disp.chat.Post(ctx, opsChan, "", Message{Title: "Stuck worker", Status: StatusRunning})
+	cutRef, err := h.bot.disp.Chat().Post(ctx, opsChan, "", Message{Title: "Stuck worker", Status: StatusRunning})
 	require.NoError(t, err)
 	require.NoError(t, h.store.SetRunMessage(ctx, cut.ID, cutRef))
 

@@ -15,6 +15,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/runbot/runbot/chat"
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
@@ -227,7 +228,7 @@ func (s *Scheduler) compile(sc Schedule) (*scheduled, error) {
 		return nil, fmt.Errorf("cron %q: %w", sc.Cron, err)
 	}
 	if sc.Name == "" {
-		sc.Name = strings.TrimSpace(rb.Name + " " + paramText(sc.Params))
+		sc.Name = strings.TrimSpace(rb.Name + " " + dispatch.ParamText(sc.Params))
 	}
 	sc.Params = maps.Clone(sc.Params)
 	return &scheduled{Schedule: sc, sched: sched}, nil

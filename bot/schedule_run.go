@@ -36,7 +36,7 @@ func (s *Scheduler) runAudit(ctx context.Context, e *scheduled) auditResult {
 		Runbook: e.Runbook, Params: e.Params, Source: store.TriggerSchedule, RequestedBy: e.Name, Channel: e.Channel,
 		Post: func(ctx context.Context, run store.Run, rep *runbooks.Report) (bool, string) {
 			res.Signature = signature(run.Outcome, rep)
-			rctx, cancel := recording(ctx, "reading the previous run of schedule "+e.Name)
+			rctx, cancel := runbooks.RecordingContext(ctx, "reading the previous run of schedule "+e.Name)
 			prev, hasPrev, err := s.previous(rctx, e, run)
 			cancel()
 			post, reason := decidePost(e.Post, run.Outcome, res.Signature, prev, hasPrev)

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
@@ -207,7 +208,7 @@ func TestScheduleFromRunbooks(t *testing.T) {
 func TestNewSchedulerRefusesMistakes(t *testing.T) {
 	t.Parallel()
 	catalog := testCatalog(t, "testdata/schedule/runbooks")
-	d := &Dispatcher{catalog: catalog, log: slog.New(slog.DiscardHandler), now: time.Now}
+	d := testDispatcher(t, catalog, dispatch.Config{})
 	ok := Schedule{Runbook: "nightly-audit", Cron: "0 3 * * *", Params: map[string]string{"host": "here"}}
 	for name, tc := range map[string]struct {
 		mod  func(*Schedule)
@@ -233,6 +234,19 @@ func TestNewSchedulerRefusesMistakes(t *testing.T) {
 	require.ErrorContains(t, err, `summary schedule "daily"`)
 }
 
+// testDispatcher is a dispatcher over catalog for tests that never run
+// anything through it: it has no engine targets and no store.
+func testDispatcher(t *testing.T, catalog *runbooks.Catalog, cfg dispatch.Config) *Dispatcher {
+	t.Helper()
+	var noStore store.Store = (*store.SQLite)(nil)
+	d, err := dispatch.New(cfg, dispatch.Deps{
+		Catalog: catalog, Engine: &runbooks.Engine{}, Remediator: &runbooks.Remediator{}, Store: noStore,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err)
+	return d
+}
+
 // bubbleScheduler builds, inside a synctest bubble, a scheduler whose
 // audits are fake: they run fn and are recorded with the (fake) time.
 type bubbleScheduler struct {
@@ -249,7 +263,7 @@ func newBubbleScheduler(t *testing.T, cfg SchedulerConfig, fn func(n int)) *bubb
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	b := &bubbleScheduler{reg: prometheus.NewRegistry(), beat: heartbeat.New(nil)}
-	b.d = &Dispatcher{catalog: testCatalog(t, "testdata/schedule/runbooks"), tasks: newTasks(log), log: log, now: time.Now, runTimeout: time.Hour}
+	b.d = testDispatcher(t, testCatalog(t, "testdata/schedule/runbooks"), dispatch.Config{RunTimeout: time.Hour})
 	var err error
 	b.s, err = NewScheduler(cfg, b.d, SchedulerOptions{Heartbeat: b.beat, Logger: log})
 	require.NoError(t, err)
@@ -278,7 +292,7 @@ func (b *bubbleScheduler) run(t *testing.T, d time.Duration) {
 	require.Empty(t, b.beat.Check(), "the scheduler loop beats")
 	cancel()
 	require.NoError(t, <-done)
-	require.NoError(t, b.d.tasks.Shutdown(t.Context()))
+	require.NoError(t, b.d.Shutdown(t.Context()))
 }
 
 func (b *bubbleScheduler) calls() []string {
@@ -359,7 +373,7 @@ func TestScheduleRealTick(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 	require.NoError(t, err, "%d slack calls", len(calls))
-	require.NoError(t, h.bot.disp.tasks.Idle(t.Context()))
+	require.NoError(t, h.bot.disp.Idle(t.Context()))
 	runs, err := h.store.ListRuns(t.Context(), store.RunFilter{Trigger: store.TriggerSchedule})
 	require.NoError(t, err)
 	require.NotEmpty(t, runs)

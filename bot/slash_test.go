@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/store"
 )
 
@@ -46,14 +47,14 @@ func TestSlashCommandRunsRunbookAndPostsDiagnosis(t *testing.T) {
 	} {
 		require.Contains(t, text, want)
 	}
-	value := buttonValue(t, final, actionApprove)
+	value := buttonValue(t, final, dispatch.ActionApprove)
 	plans, err := h.store.ListPlans(t.Context(), store.PlanFilter{RunID: run.ID})
 	require.NoError(t, err)
 	require.Len(t, plans, 1)
 	require.Equal(t, store.PlanProposed, plans[0].State)
 	require.Equal(t, plans[0].ID+"|"+plans[0].Hash, value, "the button carries the plan id and the hash shown")
-	require.Equal(t, value, buttonValue(t, final, actionDeny))
-	require.Equal(t, value, buttonValue(t, final, actionDryRun))
+	require.Equal(t, value, buttonValue(t, final, dispatch.ActionDeny))
+	require.Equal(t, value, buttonValue(t, final, dispatch.ActionDryRun))
 	require.LessOrEqual(t, len(final.Blocks()), maxBlocks)
 	require.Zero(t, h.appliedCount(), "nothing is applied without approval")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/store"
 )
 
@@ -62,7 +63,7 @@ func TestSocketEventHandlersMatchHTTP(t *testing.T) {
 	plan := h.planOf(run.ID)
 	cb := slack.InteractionCallback{Type: slack.InteractionTypeBlockActions, User: slack.User{ID: approverA}}
 	cb.Container.ChannelID = opsChan
-	cb.ActionCallback.BlockActions = []*slack.BlockAction{{ActionID: actionApprove, Value: plan.ID + "|" + plan.Hash, ActionTs: "1700000200.000001"}}
+	cb.ActionCallback.BlockActions = []*slack.BlockAction{{ActionID: dispatch.ActionApprove, Value: plan.ID + "|" + plan.Hash, ActionTs: "1700000200.000001"}}
 	evt = socketmode.Event{Type: socketmode.EventTypeInteractive, Data: cb, Request: &socketmode.Request{Type: "interactive", EnvelopeID: "env-3"}}
 	require.NoError(t, h.bot.socketEvent(t.Context(), acks, evt))
 	require.Equal(t, "env-3", acks.acks[2].envelope)

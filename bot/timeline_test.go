@@ -124,7 +124,7 @@ func testPNG(t *testing.T) []byte {
 // withTimeline gives the harness' bot a timeline renderer, as the binary
 // does with timeline.ForSlack.
 func withTimeline(h *harness, f *fakeTimeline) {
-	h.bot.disp.timeline = f.draw
+	h.draw = f.draw
 }
 
 // The timeline picture goes into the run's thread after the message shows

@@ -30,6 +30,7 @@ import (
 
 	"github.com/runbot/runbot/bot"
 	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
@@ -169,7 +170,7 @@ func wire(o options, tmp string, rec *slackrec.Recorder, st store.Store) (*bot.A
 	if err != nil {
 		return nil, nil, err
 	}
-	disp, err := bot.NewDispatcher(sl.DispatcherConfig(), bot.DispatcherDeps{
+	disp, err := dispatch.New(sl.DispatcherConfig(), dispatch.Deps{
 		Catalog: catalog, Engine: engine, Remediator: &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}, Store: st,
 		Chat: sl, Logger: log, RedactReport: sl.RedactReport,
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/bot"
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote"
 	"github.com/runbot/runbot/runbooks"
@@ -222,7 +223,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 		return errors.New("the diagnosis proposed no remediation")
 	}
 	done(fmt.Sprintf("diagnosed %s in %s", rep.Diagnoses[0].ID, rep.FinishedAt.Sub(rep.StartedAt).Round(100*time.Millisecond)))
-	msg := bot.Preview(run, rb, rep, prop, nil, nil)
+	msg := dispatch.Preview(run, rb, rep, prop, nil, nil)
 	d.out.printf("\nThis is what runbot posts to Slack:\n\n%s", msg.Text())
 	d.out.printf("\n[ Dry-run diff ]\n%s\n", indent(prop.Body.Diff(), "  "))
 	d.slack(ctx, msg)
@@ -251,7 +252,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 		return fmt.Errorf("the fix did not verify: %s", result.Message)
 	}
 	approvals, _ := st.Approvals(ctx, prop.Plan.ID)
-	final := bot.Preview(run, rb, rep, prop, approvals, result)
+	final := dispatch.Preview(run, rb, rep, prop, approvals, result)
 	d.out.printf("\nThe Slack message's remediation part then reads:\n\n%s", remediationPart(final).Text())
 	d.slack(ctx, final)
 	done("recovered: " + result.Message)

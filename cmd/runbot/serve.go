@@ -22,6 +22,7 @@ import (
 
 	"github.com/runbot/runbot/bot"
 	"github.com/runbot/runbot/config"
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote"
@@ -132,8 +133,8 @@ func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notif
 	defer stopLoops()
 	// The dispatcher is the core every trigger submits to; Slack, when
 	// configured, is its chat and one of its triggers.
-	dcfg := bot.DispatcherConfig{MaxConcurrentRuns: cfg.Parallel}
-	ddeps := bot.DispatcherDeps{Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Logger: log, Timeline: timeline.ForSlack}
+	dcfg := dispatch.Config{MaxConcurrentRuns: cfg.Parallel}
+	ddeps := dispatch.Deps{Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Logger: log, Timeline: timeline.ForSlack}
 	var sl *bot.Slack
 	if cfg.Slack != nil {
 		if sl, err = bot.NewSlack(slackConfig(cfg), log, nil); err != nil {
@@ -143,7 +144,7 @@ func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notif
 		ddeps.Chat, ddeps.RedactReport = sl, sl.RedactReport
 		rem.Directory = sl.Approvers()
 	}
-	if d.disp, err = bot.NewDispatcher(dcfg, ddeps); err != nil {
+	if d.disp, err = dispatch.New(dcfg, ddeps); err != nil {
 		return err
 	}
 	// Before the workers start: the messages of recovered runs say which

@@ -16,7 +16,11 @@ const mod = "github.com/runbot/runbot/"
 var allowed = map[string][]string{
 	"cmd/runbot":     {"*"},
 	"cmd/sglang-sim": {"sim"},
-	"bot":            {"runbooks", "store", "inventory", "remote", "checks", "actions", "config", "chat", "internal/"},
+	"bot":            {"runbooks", "store", "inventory", "remote", "checks", "actions", "config", "chat", "dispatch", "internal/"},
+	// dispatch is the core every trigger goes through: it runs and
+	// records through runbooks and posts through chat, and knows no
+	// platform and no trigger.
+	"dispatch": {"runbooks", "store", "chat", "internal/"},
 	// chat is the seam between runbot and a chat platform: the message
 	// model and the interface; it knows the store's message references
 	// and nothing else of runbot. chattest records for tests.
@@ -103,6 +107,11 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"chat/chattest", "chat", true},
 		{"chat/chattest", "bot", false},
 		{"runbooks", "chat", false},
+		{"dispatch", "bot", false},
+		{"dispatch", "chat", true},
+		{"runbooks", "dispatch", false},
+		{"chat", "dispatch", false},
+		{"bot", "dispatch", true},
 		{"store/storetest", "runbooks", false},
 		{"store", "store/storetest", false},
 		{"checks", "internal/shellscript", true},

@@ -1,4 +1,4 @@
-package bot
+package dispatch
 
 import (
 	"context"
@@ -16,6 +16,9 @@ import (
 	"github.com/runbot/runbot/store"
 )
 
+// opsChan is the channel runs post to.
+const opsChan = "C0OPS"
+
 // newChatDispatcher builds a dispatcher on c (nil: no chat at all), with
 // no Slack anywhere.
 func newChatDispatcher(t *testing.T, c chat.Chat) (*Dispatcher, *store.SQLite, string) {
@@ -23,14 +26,14 @@ func newChatDispatcher(t *testing.T, c chat.Chat) (*Dispatcher, *store.SQLite, s
 	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "runbot.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	catalog, problems, err := runbooks.LoadCatalog("testdata/runbooks")
+	catalog, problems, err := runbooks.LoadCatalog("../bot/testdata/runbooks")
 	require.NoError(t, err)
 	require.Empty(t, problems)
-	inv, err := inventory.Load("testdata/inventory.yaml")
+	inv, err := inventory.Load("../bot/testdata/inventory.yaml")
 	require.NoError(t, err)
 	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
 	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}
-	d, err := NewDispatcher(DispatcherConfig{Channel: opsChan, UpdateInterval: 10 * time.Millisecond}, DispatcherDeps{
+	d, err := New(Config{Channel: opsChan, UpdateInterval: 10 * time.Millisecond}, Deps{
 		Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Chat: c, Logger: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)

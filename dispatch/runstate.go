@@ -1,9 +1,10 @@
-package bot
+package dispatch
 
 import (
 	"sync"
 	"time"
 
+	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
@@ -38,7 +39,7 @@ type runState struct {
 	// rest of the evidence arrives; verdictAt is when it was settled.
 	verdict   []runbooks.DiagnosisResult
 	verdictAt time.Time
-	live      *liveMessage
+	live      *Live
 }
 
 func newRunState(run store.Run, rb *runbooks.Runbook) *runState {
@@ -97,6 +98,67 @@ func (rs *runState) publish() {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if rs.live != nil {
-		rs.live.set(rs.view())
+		rs.live.Set(rs.view())
 	}
 }
+
+// StoredView is the message of a stored run as its stored report shows
+// it, for a run no process here carries out.
+func StoredView(run store.Run, rb *runbooks.Runbook) (chat.Message, error) {
+	rs, err := loadRunState(run, rb, nil)
+	if err != nil {
+		return chat.Message{}, err
+	}
+	return rs.view(), nil
+}
+
+// View builds a run's message the way the dispatcher does, from its parts:
+// for previews, and for tests of how a chat platform renders it.
+type View struct{ rs *runState }
+
+// NewView starts the view of run (rb, when known, gives the title and the
+// order of the steps).
+func NewView(run store.Run, rb *runbooks.Runbook) *View { return &View{rs: newRunState(run, rb)} }
+
+// Title overrides the title; Steps the order of the steps.
+func (v *View) Title(t string) *View { v.rs.title = t; return v }
+
+// Steps sets the order the steps are listed in.
+func (v *View) Steps(ids ...string) *View { v.rs.stepOrder = ids; return v }
+
+// Event records a progress event as the run's message does.
+func (v *View) Event(ev runbooks.Event) *View { v.rs.stepEvent(ev); return v }
+
+// Report is the run's report, with its steps.
+func (v *View) Report(rep *runbooks.Report) *View {
+	v.rs.report = rep
+	for _, tr := range rep.Steps {
+		v.rs.steps[tr.Step] = append(v.rs.steps[tr.Step], tr)
+	}
+	return v
+}
+
+// Proposal is the remediation proposed, in the state plan, with its
+// approvals.
+func (v *View) Proposal(prop *runbooks.Proposal, plan store.Plan, approvals []store.Approval) *View {
+	v.rs.proposal, v.rs.plan, v.rs.approvals = prop, plan, approvals
+	return v
+}
+
+// Applied is how applying it went so far, and its result when it ended.
+func (v *View) Applied(events []runbooks.ApplyEvent, res *runbooks.ApplyResult) *View {
+	v.rs.apply, v.rs.result = events, res
+	return v
+}
+
+// Message renders the view.
+func (v *View) Message() chat.Message { return v.rs.view() }
+
+// PlanSections are the sections that show a plan (its diff and commands).
+func PlanSections(body *runbooks.PlanBody) []chat.Section { return planSections(body) }
+
+// ShortHash is how a plan hash is shown.
+func ShortHash(hash string) string { return short(hash) }
+
+// ErrShuttingDown is returned for work offered after Shutdown began.
+var ErrShuttingDown = errShuttingDown

@@ -1,4 +1,4 @@
-package bot
+package dispatch
 
 import (
 	"context"
@@ -9,21 +9,21 @@ import (
 	"github.com/runbot/runbot/chat"
 )
 
-// liveMessage keeps one posted Slack message up to date. Callers set the
+// Live keeps one posted chat message up to date. Callers set the
 // newest content as often as they like; a sender sends the newest content
 // at most once per gap (Slack allows about one chat.update per second per
 // message), so intermediate states coalesce. When Slack answers 429, the
 // sender waits the Retry-After it was given and then sends whatever is
 // newest by then, so nothing is lost: the last state always arrives.
-type liveMessage struct {
+type Live struct {
 	chat chat.Chat
-	goFn goFunc
+	goFn GoFunc
 	log  *slog.Logger
 	ref  chat.Ref
 	gap  time.Duration
 
 	mu      sync.Mutex
-	pending *Message
+	pending *chat.Message
 	sending bool
 	// next is the earliest time the next update may be sent.
 	next time.Time
@@ -34,19 +34,21 @@ type liveMessage struct {
 // liveSendTimeout bounds one sender's life; it exits when idle anyway.
 const liveSendTimeout = 5 * time.Minute
 
-// goFunc runs fn in the background, tracked for shutdown (tasks.Go,
+// GoFunc runs fn in the background, tracked for shutdown (tasks.Go,
 // Dispatcher.Go).
-type goFunc func(name string, timeout time.Duration, fn func(context.Context)) error
+type GoFunc func(name string, timeout time.Duration, fn func(context.Context)) error
 
-func newLiveMessage(c chat.Chat, goFn goFunc, log *slog.Logger, ref chat.Ref, gap time.Duration) *liveMessage {
+// NewLive keeps the message at ref up to date through c, sending from
+// background tasks started with goFn, at most once per gap.
+func NewLive(c chat.Chat, goFn GoFunc, log *slog.Logger, ref chat.Ref, gap time.Duration) *Live {
 	done := make(chan struct{})
 	close(done)
 	// The message was just posted: the first update waits one gap too.
-	return &liveMessage{chat: c, goFn: goFn, log: log, ref: ref, gap: gap, done: done, next: time.Now().Add(gap)}
+	return &Live{chat: c, goFn: goFn, log: log, ref: ref, gap: gap, done: done, next: time.Now().Add(gap)}
 }
 
-// set makes m the content to send next, replacing any unsent content.
-func (l *liveMessage) set(m Message) {
+// Set makes m the content to send next, replacing any unsent content.
+func (l *Live) Set(m chat.Message) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.pending = &m
@@ -58,12 +60,12 @@ func (l *liveMessage) set(m Message) {
 	if err := l.goFn("chat message update", liveSendTimeout, l.send); err != nil {
 		l.sending = false
 		close(l.done)
-		l.log.Warn("slack message not updated", "channel", l.ref.Channel, "ts", l.ref.ID, "err", err)
+		l.log.Warn("chat message not updated", "channel", l.ref.Channel, "ts", l.ref.ID, "err", err)
 	}
 }
 
-// flush waits until the newest content was sent (or given up on).
-func (l *liveMessage) flush(ctx context.Context) error {
+// Flush waits until the newest content was sent (or given up on).
+func (l *Live) Flush(ctx context.Context) error {
 	l.mu.Lock()
 	done := l.done
 	l.mu.Unlock()
@@ -75,7 +77,7 @@ func (l *liveMessage) flush(ctx context.Context) error {
 	}
 }
 
-func (l *liveMessage) send(ctx context.Context) {
+func (l *Live) send(ctx context.Context) {
 	for {
 		l.mu.Lock()
 		if l.pending == nil || ctx.Err() != nil {
@@ -111,10 +113,10 @@ func (l *liveMessage) send(ctx context.Context) {
 			if l.pending == nil {
 				l.pending = &m
 			}
-			l.log.Warn("slack rate limit on chat.update; will send the newest content after Retry-After",
+			l.log.Warn("chat rate limit on a message update; will send the newest content after Retry-After",
 				"channel", l.ref.Channel, "ts", l.ref.ID, "retry_after", retryAfter)
 		case err != nil:
-			l.log.Warn("slack message update failed", "channel", l.ref.Channel, "ts", l.ref.ID, "err", err)
+			l.log.Warn("chat message update failed", "channel", l.ref.Channel, "ts", l.ref.ID, "err", err)
 		}
 		l.mu.Unlock()
 	}

@@ -1,4 +1,4 @@
-package bot
+package dispatch
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
@@ -138,7 +139,7 @@ func (d *Dispatcher) postRun(ctx context.Context, rs *runState, pl workPayload) 
 	if err != nil {
 		log.Warn("run message not posted", "channel", pl.Channel, "err", err)
 		if pl.ResponseURL != "" {
-			note := Message{Title: "Could not post the run in this channel", Status: StatusError, Sections: []Section{{
+			note := chat.Message{Title: "Could not post the run in this channel", Status: chat.StatusError, Sections: []chat.Section{{
 				Text: fmt.Sprintf("Slack said: %v. Invite the bot to this channel (/invite) or run it from a channel it is in. The run goes on: see status %s.", err, run.ID),
 			}}}
 			if r, ok := d.chat.(responder); !ok {
@@ -161,7 +162,7 @@ func (d *Dispatcher) postRun(ctx context.Context, rs *runState, pl workPayload) 
 // responder is a chat that can answer a command's response URL (Slack's
 // response_url), to tell the requester what went wrong.
 type responder interface {
-	Respond(ctx context.Context, responseURL string, m Message) error
+	Respond(ctx context.Context, responseURL string, m chat.Message) error
 }
 
 // show publishes the run's state and waits until Slack has it.
@@ -173,7 +174,7 @@ func (d *Dispatcher) show(ctx context.Context, rs *runState) {
 	if live == nil {
 		return
 	}
-	if err := live.flush(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	if err := live.Flush(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		d.log.Warn("run message not brought up to date", "run", rs.run.ID, "err", err)
 	}
 }

@@ -1,4 +1,4 @@
-package bot
+package dispatch
 
 import (
 	"context"
@@ -104,8 +104,8 @@ type Dispatcher struct {
 	runs map[string]*runState
 }
 
-// DispatcherConfig tunes a Dispatcher; zero values take the defaults.
-type DispatcherConfig struct {
+// Config tunes a Dispatcher; zero values take the defaults.
+type Config struct {
 	// Channel is where runs post when their request names no channel.
 	Channel string
 	// MaxConcurrentRuns bounds the runs in flight (default 8).
@@ -119,9 +119,9 @@ type DispatcherConfig struct {
 	UpdateInterval time.Duration
 }
 
-// DispatcherDeps are what a Dispatcher drives. Chat is optional: without
+// Deps are what a Dispatcher drives. Chat is optional: without
 // one, runs from every trigger are still queued, run, recorded and logged.
-type DispatcherDeps struct {
+type Deps struct {
 	Catalog    *runbooks.Catalog
 	Engine     *runbooks.Engine
 	Remediator *runbooks.Remediator
@@ -137,9 +137,9 @@ type DispatcherDeps struct {
 	RedactReport func(*runbooks.Report) (*runbooks.Report, error)
 }
 
-// NewDispatcher builds the core every trigger submits to. It knows no chat
+// New builds the core every trigger submits to. It knows no chat
 // platform: it posts through deps.Chat when there is one.
-func NewDispatcher(cfg DispatcherConfig, deps DispatcherDeps) (*Dispatcher, error) {
+func New(cfg Config, deps Deps) (*Dispatcher, error) {
 	if deps.Catalog == nil || deps.Engine == nil || deps.Remediator == nil || deps.Store == nil {
 		return nil, errors.New("dispatcher: catalog, engine, remediator and store are required")
 	}
@@ -222,12 +222,38 @@ func (d *Dispatcher) Check(ctx context.Context, runbook string, params map[strin
 	return err
 }
 
+// Idle waits until no background work (run, apply, message update) is in
+// flight; new work may start after.
+func (d *Dispatcher) Idle(ctx context.Context) error { return d.tasks.Idle(ctx) }
+
+// ActiveView is the message of a run this process is carrying out, as it
+// stands now; ok is false when the run is not in flight here.
+func (d *Dispatcher) ActiveView(runID string) (m chat.Message, ok bool) {
+	rs := d.active(runID)
+	if rs == nil {
+		return chat.Message{}, false
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.view(), true
+}
+
+// WorkThread says where queued work's run posts: the channel and the thread
+// its request named (an alert's message), as Submit kept them.
+func WorkThread(w store.Work) (channel, thread string) {
+	var pl workPayload
+	if len(w.Payload) == 0 || json.Unmarshal(w.Payload, &pl) != nil {
+		return "", ""
+	}
+	return pl.Channel, pl.ThreadTS
+}
+
 // liveMessage keeps the message at ref up to date, or is nil without chat.
-func (d *Dispatcher) liveMessage(ref chat.Ref) *liveMessage {
+func (d *Dispatcher) liveMessage(ref chat.Ref) *Live {
 	if d.chat == nil {
 		return nil
 	}
-	return newLiveMessage(d.chat, d.tasks.Go, d.log, ref, d.gap)
+	return NewLive(d.chat, d.tasks.Go, d.log, ref, d.gap)
 }
 
 // Submit validates a request (the runbook exists, its params are valid and

@@ -1,4 +1,4 @@
-package bot
+package dispatch
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func (d *Dispatcher) postTimeline(rs *runState, pl workPayload) {
 	err := d.tasks.Go("timeline upload", timelineTimeout, func(ctx context.Context) {
 		if err := d.uploadTimeline(ctx, rep, ref.Channel, thread); err != nil {
 			log.Warn("timeline picture not posted", "err", err)
-			note := Message{Title: "Timeline picture not posted", Status: StatusWarning, Notes: []string{err.Error()}}
+			note := chat.Message{Title: "Timeline picture not posted", Status: chat.StatusWarning, Notes: []string{err.Error()}}
 			if _, perr := d.chat.Post(ctx, ref.Channel, thread, note); perr != nil {
 				log.Warn("timeline failure not noted in the thread", "err", perr)
 			}

@@ -1,26 +1,27 @@
-package bot
+package dispatch
 
 import (
 	"context"
 	"fmt"
 	"strings"
 
+	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/runbooks"
 )
 
 // DryRun shows what a plan would change without changing anything: the
 // stored plan's diff and commands, checked against a fresh plan made from
 // the targets' current state.
-func (d *Dispatcher) DryRun(ctx context.Context, planID string) (Message, error) {
+func (d *Dispatcher) DryRun(ctx context.Context, planID string) (chat.Message, error) {
 	prop, err := d.rem.LoadProposal(ctx, planID)
 	if err != nil {
-		return Message{}, fmt.Errorf("dry run of plan %s: %w", planID, err)
+		return chat.Message{}, fmt.Errorf("dry run of plan %s: %w", planID, err)
 	}
 	body := prop.Body
-	m := Message{Title: fmt.Sprintf("Dry run: %s on %s", body.Remediation, body.Deployment), Status: StatusInfo, More: "runbot show " + prop.Plan.RunID}
+	m := chat.Message{Title: fmt.Sprintf("Dry run: %s on %s", body.Remediation, body.Deployment), Status: chat.StatusInfo, More: "runbot show " + prop.Plan.RunID}
 	m.Sections = planSections(&body)
 	if note := d.recheck(ctx, prop); note != "" {
-		m.Sections = append(m.Sections, Section{Status: StatusWarning, Heading: "Re-check", Text: note})
+		m.Sections = append(m.Sections, chat.Section{Status: chat.StatusWarning, Heading: "Re-check", Text: note})
 	}
 	m.Notes = []string{"Nothing was changed. Plan " + prop.Plan.ID + ", hash " + short(prop.Plan.Hash) + "."}
 	return m, nil
@@ -58,10 +59,10 @@ func (d *Dispatcher) recheck(ctx context.Context, prop *runbooks.Proposal) strin
 }
 
 // planSections shows each planned action with its diff or its commands.
-func planSections(body *runbooks.PlanBody) []Section {
-	var out []Section
+func planSections(body *runbooks.PlanBody) []chat.Section {
+	var out []chat.Section
 	for _, a := range body.Actions {
-		s := Section{Heading: a.Plan.Summary}
+		s := chat.Section{Heading: a.Plan.Summary}
 		if a.Plan.NoOp {
 			s.Text = "Already in place; nothing to do."
 		}
@@ -72,12 +73,12 @@ func planSections(body *runbooks.PlanBody) []Section {
 			s.Code = strings.Join(a.Plan.Commands, "\n")
 		}
 		if a.Plan.Reversible {
-			s.Lines = append(s.Lines, Line{Text: "reversible: rolled back if verification fails"})
+			s.Lines = append(s.Lines, chat.Line{Text: "reversible: rolled back if verification fails"})
 		}
 		out = append(out, s)
 	}
 	if len(body.Verify) > 0 {
-		out = append(out, Section{Heading: "Then verifies with", Text: strings.Join(body.Verify, ", ") + "\n" + body.RollbackPlan()})
+		out = append(out, chat.Section{Heading: "Then verifies with", Text: strings.Join(body.Verify, ", ") + "\n" + body.RollbackPlan()})
 	}
 	return out
 }

@@ -1,0 +1,26 @@
+package dispatch
+
+import (
+	"github.com/runbot/runbot/chat"
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
+)
+
+// Preview builds the message the bot would post for a finished run, its
+// proposal (if any) and the outcome of applying it (if any). The CLI's demo
+// prints it, so what a terminal shows is exactly what Slack would.
+func Preview(run store.Run, rb *runbooks.Runbook, rep *runbooks.Report, prop *runbooks.Proposal, approvals []store.Approval, result *runbooks.ApplyResult) chat.Message {
+	rs := newRunState(run, rb)
+	rs.report = rep
+	for _, tr := range rep.Steps {
+		rs.steps[tr.Step] = append(rs.steps[tr.Step], tr)
+	}
+	if prop != nil {
+		rs.proposal, rs.plan, rs.approvals = prop, prop.Plan, approvals
+		if result != nil {
+			rs.plan.State = result.State
+		}
+	}
+	rs.result = result
+	return rs.view()
+}

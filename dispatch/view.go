@@ -1,0 +1,312 @@
+package dispatch
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/runbot/runbot/chat"
+	"github.com/runbot/runbot/internal/step"
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
+)
+
+// Action ids of the approval buttons.
+const (
+	ActionApprove = "runbot_approve"
+	ActionDeny    = "runbot_deny"
+	ActionDryRun  = "runbot_dryrun"
+)
+
+// view renders the run's message. Callers hold rs.mu.
+func (rs *runState) view() chat.Message {
+	m := chat.Message{Title: rs.title, Status: rs.status(), More: "runbot show " + rs.run.ID}
+	m.Facts = runFacts(rs.run, rs.report)
+	if rs.report == nil {
+		m.Sections = append(m.Sections, rs.verdictSections()...)
+		m.Sections = append(m.Sections, rs.stepsSection(true))
+	} else {
+		m.Sections = append(m.Sections, reportSections(rs.report)...)
+		m.Sections = append(m.Sections, rs.stepsSection(false))
+	}
+	if rs.problem != "" {
+		m.Sections = append(m.Sections, chat.Section{Heading: "Problem", Status: chat.StatusError, Text: rs.problem})
+	}
+	if rs.proposal != nil {
+		m.Sections = append(m.Sections, rs.proposalSection())
+		if rs.plan.State == store.PlanProposed {
+			m.Buttons = approvalButtons(rs.proposal, rs.plan)
+		}
+	}
+	if rs.applying || rs.result != nil || rs.applyErr != "" {
+		m.Sections = append(m.Sections, rs.applySection())
+	}
+	m.Notes = append(m.Notes, rs.notes...)
+	return m
+}
+
+// verdictSections show the diagnoses that the steps finished so far
+// already decide, before the slowest steps are done. Callers hold rs.mu.
+func (rs *runState) verdictSections() []chat.Section {
+	if rs.verdictAt.IsZero() {
+		return nil
+	}
+	after := rs.verdictAt.Sub(rs.run.StartedAt).Round(100 * time.Millisecond)
+	if len(rs.verdict) == 0 {
+		return []chat.Section{{Heading: fmt.Sprintf("No diagnosis holds (settled after %s); the rest of the evidence is still arriving.", after), Status: chat.StatusInfo}}
+	}
+	var out []chat.Section
+	for _, d := range rs.verdict {
+		s := chat.Section{Heading: "Diagnosis: " + d.Summary, Status: SeverityStatus(d.Severity),
+			Lines: []chat.Line{{Text: fmt.Sprintf("settled after %s by the steps finished so far; the rest of the evidence is still arriving", after)}}}
+		if len(d.Findings) > 0 {
+			s.Lines = append(s.Lines, chat.Line{Text: "based on: " + strings.Join(d.Findings, ", ")})
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func (rs *runState) status() chat.Status {
+	switch {
+	case rs.report != nil:
+		return OutcomeStatus(rs.report.Outcome)
+	case rs.problem != "":
+		return chat.StatusError
+	}
+	return chat.StatusRunning
+}
+
+// OutcomeStatus is the status icon of a run outcome.
+func OutcomeStatus(o runbooks.Outcome) chat.Status {
+	switch o {
+	case runbooks.OutcomeOK:
+		return chat.StatusOK
+	case runbooks.OutcomeCritical:
+		return chat.StatusCritical
+	case runbooks.OutcomeInconclusive:
+		return chat.StatusInconclusive
+	}
+	return chat.StatusNone
+}
+
+// SeverityStatus is the status icon of a finding severity.
+func SeverityStatus(s runbooks.Severity) chat.Status {
+	switch s {
+	case runbooks.Critical:
+		return chat.StatusCritical
+	case runbooks.Warning:
+		return chat.StatusWarning
+	}
+	return chat.StatusInfo
+}
+
+func runFacts(run store.Run, rep *runbooks.Report) []chat.Fact {
+	facts := []chat.Fact{{Label: "Run", Text: run.ID, Code: true}}
+	if run.Trigger == store.TriggerSlack {
+		facts = append(facts, chat.Fact{Label: "Requested by", User: run.RequestedBy})
+	} else {
+		facts = append(facts, chat.Fact{Label: "Trigger", Text: strings.TrimSpace(string(run.Trigger) + " " + run.RequestedBy)})
+	}
+	if p := ParamText(run.Params); p != "" {
+		facts = append(facts, chat.Fact{Label: "Params", Text: p, Code: true})
+	}
+	if rep != nil && !rep.FinishedAt.IsZero() {
+		facts = append(facts, chat.Fact{Label: "Took", Text: rep.FinishedAt.Sub(rep.StartedAt).Round(time.Millisecond).String()})
+	}
+	return facts
+}
+
+// ParamText shows params as key=value, sorted, leaving out empty ones.
+func ParamText(params map[string]string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		if params[k] != "" {
+			parts = append(parts, k+"="+params[k])
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// reportSections shows the diagnoses, then each finding with its evidence,
+// then what could not be decided.
+func reportSections(rep *runbooks.Report) []chat.Section {
+	var out []chat.Section
+	for _, d := range rep.Diagnoses {
+		s := chat.Section{Heading: "Diagnosis: " + d.Summary, Status: SeverityStatus(d.Severity)}
+		if len(d.Findings) > 0 {
+			s.Lines = append(s.Lines, chat.Line{Text: "based on: " + strings.Join(d.Findings, ", ")})
+		}
+		out = append(out, s)
+	}
+	for _, f := range rep.Findings {
+		s := chat.Section{Heading: f.Summary, Status: SeverityStatus(f.Severity)}
+		for _, e := range f.Evidence {
+			s.Lines = append(s.Lines, chat.Line{Text: e})
+		}
+		out = append(out, s)
+	}
+	if len(rep.Inconclusive) > 0 {
+		s := chat.Section{Heading: "Could not decide", Status: chat.StatusInconclusive}
+		for _, f := range rep.Inconclusive {
+			s.Lines = append(s.Lines, chat.Line{Text: f.ID + ": " + f.Reason})
+		}
+		out = append(out, s)
+	}
+	if len(rep.Findings) == 0 && len(rep.Diagnoses) == 0 && len(rep.Inconclusive) == 0 {
+		out = append(out, chat.Section{Heading: "Nothing found", Status: chat.StatusOK})
+	}
+	return out
+}
+
+// stepsSection lists every step run while the run goes; afterwards only
+// the ones that did not run, under a count.
+func (rs *runState) stepsSection(live bool) chat.Section {
+	s := chat.Section{Heading: "Steps"}
+	total, ran := 0, 0
+	for _, id := range rs.stepOrder {
+		runs := rs.steps[id]
+		if len(runs) == 0 && live {
+			s.Lines = append(s.Lines, chat.Line{Status: chat.StatusPending, Text: id + ": waiting"})
+		}
+		for _, tr := range runs {
+			total++
+			if tr.Status.Ran() {
+				ran++
+			}
+			if live || (tr.Status != "" && !tr.Status.Ran()) {
+				s.Lines = append(s.Lines, stepLine(tr))
+			}
+		}
+	}
+	if !live {
+		s.Text = fmt.Sprintf("%d of %d step runs completed.", ran, total)
+	}
+	return s
+}
+
+func stepLine(tr *runbooks.TargetRun) chat.Line {
+	where := tr.Target
+	if tr.Host != "" && tr.Host != tr.Target {
+		where += "@" + tr.Host
+	}
+	text := tr.Step + " on " + where
+	switch tr.Status {
+	case "":
+		return chat.Line{Status: chat.StatusRunning, Text: text + ": running"}
+	case step.OK:
+		d := tr.Duration
+		if d == 0 {
+			// A report read back from the store keeps only milliseconds.
+			d = time.Duration(tr.DurationMS) * time.Millisecond
+		}
+		return chat.Line{Status: chat.StatusOK, Text: fmt.Sprintf("%s: ok in %s", text, d.Round(time.Millisecond))}
+	case step.Skipped:
+		return chat.Line{Status: chat.StatusSkipped, Text: text + ": skipped: " + tr.Error}
+	}
+	return chat.Line{Status: chat.StatusError, Text: fmt.Sprintf("%s: %s: %s", text, tr.Status, tr.Error)}
+}
+
+func (rs *runState) proposalSection() chat.Section {
+	p, body := rs.plan, rs.proposal.Body
+	s := chat.Section{Heading: fmt.Sprintf("Proposed remediation: %s on %s", body.Remediation, body.Deployment), Status: planStatus(p.State)}
+	for _, a := range body.Actions {
+		text := a.Plan.Summary
+		if a.Plan.NoOp {
+			text += " (already in place)"
+		}
+		s.Lines = append(s.Lines, chat.Line{Text: text})
+	}
+	pol := p.Policy
+	need := fmt.Sprintf("needs %d approval(s) from %s", pol.Needed(), strings.Join(pol.Approvers, ", "))
+	if pol.TwoPerson {
+		need += "; two-person rule: the requester cannot approve"
+	}
+	if !pol.ExpiresAt.IsZero() {
+		need += "; expires " + pol.ExpiresAt.UTC().Format("15:04 MST")
+	}
+	s.Lines = append(s.Lines, chat.Line{Text: need})
+	if len(body.Actions) > 0 {
+		s.Lines = append(s.Lines, chat.Line{Text: body.RollbackPlan()})
+	}
+	var approved, denied []string
+	for _, a := range rs.approvals {
+		if a.PlanHash != p.Hash {
+			continue
+		}
+		if a.Decision == store.Approve {
+			approved = append(approved, a.User)
+		} else {
+			denied = append(denied, a.User)
+		}
+	}
+	if len(approved) > 0 {
+		s.Lines = append(s.Lines, chat.Line{Status: chat.StatusApproved, Text: fmt.Sprintf("Approved (%d of %d) by", len(approved), pol.Needed()), Users: approved})
+	}
+	if len(denied) > 0 {
+		s.Lines = append(s.Lines, chat.Line{Status: chat.StatusDenied, Text: "Denied by", Users: denied})
+	}
+	switch p.State {
+	case store.PlanExpired, store.PlanSuperseded, store.PlanInterrupted:
+		// The other states show in the approvals or the apply section.
+		s.Lines = append(s.Lines, chat.Line{Text: "Plan is " + strings.ReplaceAll(string(p.State), "_", " ")})
+	}
+	if body.Escalate != "" {
+		s.Lines = append(s.Lines, chat.Line{Status: chat.StatusWarning, Text: body.Escalate})
+	}
+	return s
+}
+
+func planStatus(s store.PlanState) chat.Status {
+	switch s {
+	case store.PlanProposed:
+		return chat.StatusWaiting
+	case store.PlanApproved, store.PlanApplying, store.PlanVerifying:
+		return chat.StatusApproved
+	case store.PlanDone, store.PlanNotNeeded:
+		return chat.StatusOK
+	case store.PlanDenied:
+		return chat.StatusDenied
+	case store.PlanExpired, store.PlanSuperseded:
+		return chat.StatusSkipped
+	}
+	return chat.StatusError
+}
+
+// approvalButtons carry the plan id and the hash of the plan shown, so an
+// approval is bound to exactly what the approver saw.
+func approvalButtons(prop *runbooks.Proposal, p store.Plan) []chat.Button {
+	value := p.ID + "|" + p.Hash
+	return []chat.Button{
+		{ID: ActionApprove, Label: "Approve", Value: value, Style: chat.StylePrimary,
+			Confirm: fmt.Sprintf("Approve %s on %s? It runs once enough approvers agree.", prop.Body.Remediation, prop.Body.Deployment)},
+		{ID: ActionDeny, Label: "Deny", Value: value, Style: chat.StyleDanger},
+		{ID: ActionDryRun, Label: "Dry-run diff", Value: value},
+	}
+}
+
+func (rs *runState) applySection() chat.Section {
+	s := chat.Section{Heading: "Remediation: applying", Status: chat.StatusRunning}
+	for _, ev := range rs.apply {
+		s.Lines = append(s.Lines, chat.Line{Text: ev.Stage + ": " + ev.Detail})
+	}
+	if r := rs.result; r != nil {
+		s.Heading = "Remediation: " + strings.ReplaceAll(string(r.State), "_", " ")
+		s.Status = planStatus(r.State)
+		if r.Message != "" {
+			s.Lines = append(s.Lines, chat.Line{Status: s.Status, Text: r.Message})
+		}
+		if r.Verify != nil {
+			for _, f := range r.Verify.Findings {
+				s.Lines = append(s.Lines, chat.Line{Status: SeverityStatus(f.Severity), Text: "after the fix: " + f.Summary})
+			}
+		}
+	}
+	if rs.applyErr != "" {
+		s.Status = chat.StatusError
+		s.Lines = append(s.Lines, chat.Line{Status: chat.StatusError, Text: rs.applyErr})
+	}
+	return s
+}
