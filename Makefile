@@ -23,8 +23,12 @@ build:
 test-deps:
 	@scripts/test-deps.sh
 
+# The scenario matrix (runbooks.TestScenarioMatrix) writes its table of
+# faults x conditions to bin/scenario-matrix.txt; it is shown after the run.
 test: test-deps
-	$(GO) test -race -count=1 -timeout 20m ./...
+	@mkdir -p $(BIN)
+	RUNBOT_MATRIX_OUT=$(CURDIR)/$(BIN)/scenario-matrix.txt $(GO) test -race -count=1 -timeout 20m ./...
+	@echo "scenario matrix (sglang-pd-wedge at its defaults, simulator at its defaults):"; cat $(BIN)/scenario-matrix.txt
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
