@@ -26,7 +26,7 @@ test-deps:
 # The scenario matrix (runbooks.TestScenarioMatrix) writes its table of
 # faults x conditions to bin/scenario-matrix.txt; it is shown after the run.
 test: test-deps
-	@mkdir -p $(BIN)
+	@mkdir -p $(BIN) && rm -f $(BIN)/scenario-matrix.txt
 	RUNBOT_MATRIX_OUT=$(CURDIR)/$(BIN)/scenario-matrix.txt $(GO) test -race -count=1 -timeout 20m ./...
 	@echo "scenario matrix (sglang-pd-wedge at its defaults, simulator at its defaults):"; cat $(BIN)/scenario-matrix.txt 2>/dev/null || echo "(the matrix did not run)"
 
