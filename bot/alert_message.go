@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/dispatch"
 )
 
@@ -33,11 +34,11 @@ func (t *alertTrack) view() Message {
 	}
 	seen := Section{Heading: "Deliveries"}
 	if !t.alert.StartsAt.IsZero() {
-		seen.Lines = append(seen.Lines, Line{Text: "Firing since " + stamp(t.alert.StartsAt)})
+		seen.Lines = append(seen.Lines, Line{Text: "Firing since " + chat.Stamp(t.alert.StartsAt)})
 	}
-	seen.Lines = append(seen.Lines, Line{Text: fmt.Sprintf("Seen %s, last at %s", times(t.seen), stamp(t.lastAt))})
+	seen.Lines = append(seen.Lines, Line{Text: fmt.Sprintf("Seen %s, last at %s", times(t.seen), chat.Stamp(t.lastAt))})
 	if t.resolved {
-		seen.Lines = append(seen.Lines, Line{Status: StatusOK, Text: "Resolved at " + stamp(t.resolvedAt)})
+		seen.Lines = append(seen.Lines, Line{Status: StatusOK, Text: "Resolved at " + chat.Stamp(t.resolvedAt)})
 	}
 	m.Sections = append(m.Sections, seen)
 
@@ -84,7 +85,7 @@ func (t *alertTrack) view() Message {
 
 // resolvedView is the reply in the alert's thread when it resolves.
 func (t *alertTrack) resolvedView() Message {
-	text := "Resolved at " + stamp(t.resolvedAt)
+	text := "Resolved at " + chat.Stamp(t.resolvedAt)
 	if !t.alert.StartsAt.IsZero() && t.resolvedAt.After(t.alert.StartsAt) {
 		text += fmt.Sprintf(", after firing for %s", t.resolvedAt.Sub(t.alert.StartsAt).Round(time.Second))
 	}
@@ -116,11 +117,4 @@ func times(n int) string {
 		return "1 time"
 	}
 	return fmt.Sprintf("%d times", n)
-}
-
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return "unknown"
-	}
-	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }

@@ -67,7 +67,7 @@ func runLines(runs []store.Run) []Line {
 		st := StatusRunning
 		what := string(r.Status)
 		if r.Status != store.RunRunning {
-			st, what = runOutcomeStatus(r), string(r.Outcome)
+			st, what = dispatch.RunOutcomeStatus(r), string(r.Outcome)
 			if what == "" {
 				what = string(r.Status)
 			}
@@ -81,16 +81,4 @@ func runLines(runs []store.Run) []Line {
 		lines = append(lines, l)
 	}
 	return lines
-}
-
-func runOutcomeStatus(r store.Run) Status {
-	switch r.Outcome {
-	case store.OutcomeOK:
-		return StatusOK
-	case store.OutcomeCritical:
-		return StatusCritical
-	case store.OutcomeInconclusive:
-		return StatusInconclusive
-	}
-	return StatusError
 }

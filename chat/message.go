@@ -5,6 +5,8 @@
 // message up to date without flooding the platform.
 package chat
 
+import "time"
+
 // Message is what runbot posts, independent of Slack's Block Kit: a title
 // with a status, a few facts, sections of text and evidence, and buttons.
 // Every text is plain text, untrusted data included; a platform escapes it
@@ -120,4 +122,12 @@ func (m Message) Map(f func(string) string) Message {
 		out.Notes[i] = f(n)
 	}
 	return out
+}
+
+// Stamp is how a message shows a point in time.
+func Stamp(t time.Time) string {
+	if t.IsZero() {
+		return "unknown"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }

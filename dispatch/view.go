@@ -310,3 +310,16 @@ func (rs *runState) applySection() chat.Section {
 	}
 	return s
 }
+
+// RunOutcomeStatus is the status icon of a stored run's outcome.
+func RunOutcomeStatus(r store.Run) chat.Status {
+	switch r.Outcome {
+	case store.OutcomeOK:
+		return chat.StatusOK
+	case store.OutcomeCritical:
+		return chat.StatusCritical
+	case store.OutcomeInconclusive:
+		return chat.StatusInconclusive
+	}
+	return chat.StatusError
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/runbot/runbot/bot"
 	"github.com/runbot/runbot/config"
 	"github.com/runbot/runbot/internal/heartbeat"
+	"github.com/runbot/runbot/schedule"
 )
 
 // wireTriggers mounts the alert webhook and starts the scheduler. Both
@@ -38,11 +39,11 @@ func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *
 		})
 	}
 	// The scheduler always runs: runbooks may schedule themselves.
-	sc := bot.SchedulerConfig{}
+	sc := schedule.Config{}
 	for _, s := range cfg.Schedules {
-		sc.Schedules = append(sc.Schedules, bot.Schedule{Runbook: s.Runbook, Cron: s.Cron, TimeZone: s.TimeZone, Params: s.Params, Post: bot.PostPolicy(s.Post), Channel: s.Channel})
+		sc.Schedules = append(sc.Schedules, schedule.Schedule{Runbook: s.Runbook, Cron: s.Cron, TimeZone: s.TimeZone, Params: s.Params, Post: schedule.PostPolicy(s.Post), Channel: s.Channel})
 	}
-	sched, err := bot.NewScheduler(sc, disp, bot.SchedulerOptions{Store: d.st, Chat: disp.Chat(), Heartbeat: ready, Logger: d.log})
+	sched, err := schedule.New(sc, disp, schedule.Options{Store: d.st, Chat: disp.Chat(), Heartbeat: ready, Logger: d.log})
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package bot
+package schedule
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
@@ -32,7 +33,7 @@ type auditResult struct {
 // that was shown.
 func (s *Scheduler) runAudit(ctx context.Context, e *scheduled) auditResult {
 	var res auditResult
-	out := s.disp.RunNow(ctx, Direct{
+	out := s.disp.RunNow(ctx, dispatch.Direct{
 		Runbook: e.Runbook, Params: e.Params, Source: store.TriggerSchedule, RequestedBy: e.Name, Channel: e.Channel,
 		Post: func(ctx context.Context, run store.Run, rep *runbooks.Report) (bool, string) {
 			res.Signature = signature(run.Outcome, rep)

@@ -1,4 +1,4 @@
-package bot
+package schedule
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

@@ -1,12 +1,9 @@
-package bot
+package schedule
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/chat"
+	"github.com/runbot/runbot/chat/chattest"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/inventory"
@@ -27,45 +25,68 @@ import (
 	"github.com/runbot/runbot/store"
 )
 
-// scheduleHarness is a scheduler over a real bot: the SQLite store, the
-// engine running the test runbooks on this machine, the fake Slack.
+// scheduleHarness is a scheduler over a real dispatcher: the SQLite
+// store, the engine running the test runbooks on this machine, and the
+// recording chat (no Slack).
 type scheduleHarness struct {
 	t     *testing.T
-	rec   *slackrec.Recorder
-	bot   *Bot
+	chat  *chattest.Recorder
+	disp  *dispatch.Dispatcher
 	sched *Scheduler
 	store *store.SQLite
 	reg   *prometheus.Registry
 	dir   string
 }
 
-func newScheduleHarness(t *testing.T, cfg func(dir string) SchedulerConfig) *scheduleHarness {
+const opsChan = "C0OPS"
+
+func testCatalog(t *testing.T, dir string) *runbooks.Catalog {
 	t.Helper()
-	h := &scheduleHarness{t: t, rec: slackrec.New(), dir: t.TempDir(), reg: prometheus.NewRegistry()}
-	t.Cleanup(h.rec.Close)
+	c, problems, err := runbooks.LoadCatalog(dir)
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	return c
+}
+
+func newScheduleHarness(t *testing.T, cfg func(dir string) Config) *scheduleHarness {
+	t.Helper()
+	h := &scheduleHarness{t: t, chat: chattest.New(), dir: t.TempDir(), reg: prometheus.NewRegistry()}
 	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "runbot.db"))
 	require.NoError(t, err)
 	h.store = st
-	catalog := testCatalog(t, "testdata/schedule/runbooks")
-	inv, err := inventory.Load("testdata/inventory.yaml")
+	catalog := testCatalog(t, "testdata/runbooks")
+	inv, err := inventory.Load("../bot/testdata/inventory.yaml")
 	require.NoError(t, err)
 	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
-	botCfg := testConfig(t, h.rec)
-	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog, Groups: botCfg.Groups}
-	logs := &syncBuffer{}
-	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h.bot, err = newTestBot(botCfg, testDeps{Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Logger: logger})
+	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}
+	logs := &strings.Builder{}
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h.disp, err = dispatch.New(dispatch.Config{Channel: opsChan, UpdateInterval: 10 * time.Millisecond}, dispatch.Deps{
+		Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Chat: h.chat, Logger: logger,
+	})
 	require.NoError(t, err)
-	h.sched, err = NewScheduler(cfg(h.dir), h.bot.Dispatcher(), SchedulerOptions{Store: st, Chat: h.bot.Dispatcher().Chat(), Logger: logger})
+	h.sched, err = New(cfg(h.dir), h.disp, Options{Store: st, Chat: h.chat, Logger: logger})
 	require.NoError(t, err)
 	require.NoError(t, h.reg.Register(h.sched))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		require.NoError(t, h.bot.Shutdown(ctx))
+		require.NoError(t, h.disp.Shutdown(ctx))
 		require.NoError(t, st.Close())
 	})
 	return h
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func (h *scheduleHarness) entry(name string) *scheduled {
@@ -79,12 +100,12 @@ func (h *scheduleHarness) entry(name string) *scheduled {
 	return nil
 }
 
-// postsOf returns the result messages posted for a schedule.
-func (h *scheduleHarness) postsOf(name string) []slackrec.Call {
-	var out []slackrec.Call
-	for _, c := range h.rec.Calls("chat.postMessage") {
-		if c.Status == http.StatusOK && strings.Contains(c.Text(), fmt.Sprintf("Scheduled audit %q", name)) {
-			out = append(out, c)
+// postsOf returns the texts of the result messages posted for a schedule.
+func (h *scheduleHarness) postsOf(name string) []string {
+	var out []string
+	for _, p := range h.chat.Posts() {
+		if text := p.Last().Text(); strings.Contains(text, fmt.Sprintf("Scheduled audit %q", name)) {
+			out = append(out, text)
 		}
 	}
 	return out
@@ -100,8 +121,8 @@ func serviceSchedule(name, dir string, post PostPolicy) Schedule {
 // either way.
 func TestSchedulePostPolicies(t *testing.T) {
 	t.Parallel()
-	h := newScheduleHarness(t, func(dir string) SchedulerConfig {
-		return SchedulerConfig{Schedules: []Schedule{
+	h := newScheduleHarness(t, func(dir string) Config {
+		return Config{Schedules: []Schedule{
 			serviceSchedule("always", dir, PostAlways),
 			serviceSchedule("on-change", dir, PostOnChange),
 			serviceSchedule("on-failure", dir, PostOnFailure),
@@ -144,9 +165,9 @@ func TestSchedulePostPolicies(t *testing.T) {
 	require.Len(t, h.postsOf("always"), 5)
 	require.Len(t, h.postsOf("on-change"), 3)
 	require.Len(t, h.postsOf("on-failure"), 3)
-	changed := h.postsOf("on-change")[1].Text()
+	changed := h.postsOf("on-change")[1]
 	require.Contains(t, changed, "Service error rate")
-	require.Contains(t, changed, "*Trigger:* schedule on-change")
+	require.Contains(t, changed, "Trigger: schedule on-change")
 	require.Contains(t, changed, `Scheduled audit "on-change" (*/10 * * * *): changed from critical (service_erroring) to ok.`)
 
 	runs, err := h.store.ListRuns(t.Context(), store.RunFilter{Trigger: store.TriggerSchedule})
@@ -164,42 +185,34 @@ func TestSchedulePostPolicies(t *testing.T) {
 	// The daily summary shows the quiet runs as well.
 	sum, err := h.sched.summaryView(t.Context())
 	require.NoError(t, err)
-	text := messageText(t, sum)
+	text := sum.Text()
 	require.Contains(t, text, "Scheduled audits: the last 24 hours")
 	require.Contains(t, text, "5 run(s): critical 3, ok 2; 5 posted")
 	require.Contains(t, text, "5 run(s): critical 3, ok 2; 3 posted")
 	require.Contains(t, text, "nightly-audit host=here")
 	require.Contains(t, text, "No run in the last 24 hours (30 2 * * *)")
-	require.Equal(t, StatusCritical, sum.Status, "the latest runs are critical")
+	require.Equal(t, chat.StatusCritical, sum.Status, "the latest runs are critical")
 	h.sched.postSummary(t.Context())
 	var summaries []string
-	for _, c := range h.rec.Calls("chat.postMessage") {
-		if c.Form.Get("channel") == "C0SUMMARY" {
-			summaries = append(summaries, c.Text())
+	for _, p := range h.chat.Posts() {
+		if p.Ref.Channel == "C0SUMMARY" {
+			summaries = append(summaries, p.Last().Text())
 		}
 	}
 	require.Len(t, summaries, 1)
 	require.Contains(t, summaries[0], "5 run(s): critical 3, ok 2; 3 posted")
 }
 
-// messageText is every text of a message as Slack would get it.
-func messageText(t *testing.T, m Message) string {
-	t.Helper()
-	blocks, err := json.Marshal(renderBlocks(m))
-	require.NoError(t, err)
-	return slackrec.Call{Form: url.Values{"text": {fallbackText(m)}, "blocks": {string(blocks)}}}.Text()
-}
-
 // A runbook's own triggers.schedule is picked up with its params; a
 // configured schedule of the same runbook replaces it.
 func TestScheduleFromRunbooks(t *testing.T) {
 	t.Parallel()
-	h := newScheduleHarness(t, func(string) SchedulerConfig { return SchedulerConfig{} })
+	h := newScheduleHarness(t, func(string) Config { return Config{} })
 	require.Equal(t, []Schedule{{Name: "nightly-audit host=here", Runbook: "nightly-audit", Cron: "30 2 * * *",
 		Params: map[string]string{"host": "here"}, Post: PostOnChange}}, h.sched.Schedules())
 
-	h2 := newScheduleHarness(t, func(string) SchedulerConfig {
-		return SchedulerConfig{Schedules: []Schedule{{Runbook: "nightly-audit", Cron: "@hourly", Params: map[string]string{"host": "here"}, Post: PostAlways}}}
+	h2 := newScheduleHarness(t, func(string) Config {
+		return Config{Schedules: []Schedule{{Runbook: "nightly-audit", Cron: "@hourly", Params: map[string]string{"host": "here"}, Post: PostAlways}}}
 	})
 	require.Len(t, h2.sched.Schedules(), 1)
 	require.Equal(t, "@hourly", h2.sched.Schedules()[0].Cron)
@@ -207,7 +220,7 @@ func TestScheduleFromRunbooks(t *testing.T) {
 
 func TestNewSchedulerRefusesMistakes(t *testing.T) {
 	t.Parallel()
-	catalog := testCatalog(t, "testdata/schedule/runbooks")
+	catalog := testCatalog(t, "testdata/runbooks")
 	d := testDispatcher(t, catalog, dispatch.Config{})
 	ok := Schedule{Runbook: "nightly-audit", Cron: "0 3 * * *", Params: map[string]string{"host": "here"}}
 	for name, tc := range map[string]struct {
@@ -225,18 +238,18 @@ func TestNewSchedulerRefusesMistakes(t *testing.T) {
 		sc := ok
 		sc.Params = map[string]string{"host": "here"}
 		tc.mod(&sc)
-		_, err := NewScheduler(SchedulerConfig{Schedules: []Schedule{sc}}, d, SchedulerOptions{})
+		_, err := New(Config{Schedules: []Schedule{sc}}, d, Options{})
 		require.ErrorContains(t, err, tc.want, name)
 	}
-	_, err := NewScheduler(SchedulerConfig{Schedules: []Schedule{ok, ok}}, d, SchedulerOptions{})
+	_, err := New(Config{Schedules: []Schedule{ok, ok}}, d, Options{})
 	require.ErrorContains(t, err, `name "nightly-audit host=here" is used twice`)
-	_, err = NewScheduler(SchedulerConfig{Schedules: []Schedule{ok}, Summary: "daily"}, d, SchedulerOptions{})
+	_, err = New(Config{Schedules: []Schedule{ok}, Summary: "daily"}, d, Options{})
 	require.ErrorContains(t, err, `summary schedule "daily"`)
 }
 
 // testDispatcher is a dispatcher over catalog for tests that never run
 // anything through it: it has no engine targets and no store.
-func testDispatcher(t *testing.T, catalog *runbooks.Catalog, cfg dispatch.Config) *Dispatcher {
+func testDispatcher(t *testing.T, catalog *runbooks.Catalog, cfg dispatch.Config) *dispatch.Dispatcher {
 	t.Helper()
 	var noStore store.Store = (*store.SQLite)(nil)
 	d, err := dispatch.New(cfg, dispatch.Deps{
@@ -251,7 +264,7 @@ func testDispatcher(t *testing.T, catalog *runbooks.Catalog, cfg dispatch.Config
 // audits are fake: they run fn and are recorded with the (fake) time.
 type bubbleScheduler struct {
 	s    *Scheduler
-	d    *Dispatcher
+	d    *dispatch.Dispatcher
 	reg  *prometheus.Registry
 	beat *heartbeat.Monitor
 
@@ -259,13 +272,13 @@ type bubbleScheduler struct {
 	fired []string
 }
 
-func newBubbleScheduler(t *testing.T, cfg SchedulerConfig, fn func(n int)) *bubbleScheduler {
+func newBubbleScheduler(t *testing.T, cfg Config, fn func(n int)) *bubbleScheduler {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	b := &bubbleScheduler{reg: prometheus.NewRegistry(), beat: heartbeat.New(nil)}
-	b.d = testDispatcher(t, testCatalog(t, "testdata/schedule/runbooks"), dispatch.Config{RunTimeout: time.Hour})
+	b.d = testDispatcher(t, testCatalog(t, "testdata/runbooks"), dispatch.Config{RunTimeout: time.Hour})
 	var err error
-	b.s, err = NewScheduler(cfg, b.d, SchedulerOptions{Heartbeat: b.beat, Logger: log})
+	b.s, err = New(cfg, b.d, Options{Heartbeat: b.beat, Logger: log})
 	require.NoError(t, err)
 	require.NoError(t, b.reg.Register(b.s))
 	b.s.audit = func(ctx context.Context, e *scheduled) auditResult {
@@ -306,7 +319,7 @@ func (b *bubbleScheduler) calls() []string {
 func TestScheduleFiresInTimeZones(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// The bubble's clock starts at 2000-01-01 00:00:00 UTC.
-		b := newBubbleScheduler(t, SchedulerConfig{TimeZone: "UTC", Schedules: []Schedule{
+		b := newBubbleScheduler(t, Config{TimeZone: "UTC", Schedules: []Schedule{
 			{Name: "new-york-morning", Runbook: "service-errors", Cron: "0 9 * * *", TimeZone: "America/New_York",
 				Params: map[string]string{"host": "here", "service": "api"}},
 			{Name: "seconds", Runbook: "service-errors", Cron: "30 0 0 * * *", Params: map[string]string{"host": "here", "service": "api"}},
@@ -327,7 +340,7 @@ func TestScheduleFiresInTimeZones(t *testing.T) {
 // tick is skipped and counted.
 func TestScheduleSkipsOverlap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBubbleScheduler(t, SchedulerConfig{TimeZone: "UTC", Schedules: []Schedule{
+		b := newBubbleScheduler(t, Config{TimeZone: "UTC", Schedules: []Schedule{
 			{Name: "slow", Runbook: "service-errors", Cron: "*/10 * * * * *", Params: map[string]string{"host": "here", "service": "api"}},
 		}}, func(int) { time.Sleep(25 * time.Second) })
 		b.run(t, 61*time.Second)
@@ -343,7 +356,7 @@ func TestScheduleSkipsOverlap(t *testing.T) {
 // next tick runs.
 func TestScheduleSurvivesPanic(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBubbleScheduler(t, SchedulerConfig{TimeZone: "UTC", Schedules: []Schedule{
+		b := newBubbleScheduler(t, Config{TimeZone: "UTC", Schedules: []Schedule{
 			{Name: "flaky", Runbook: "service-errors", Cron: "*/10 * * * * *", Params: map[string]string{"host": "here", "service": "api"}},
 		}}, func(n int) {
 			if n == 0 {
@@ -362,24 +375,27 @@ func TestScheduleSurvivesPanic(t *testing.T) {
 // for real and posts its result.
 func TestScheduleRealTick(t *testing.T) {
 	t.Parallel()
-	h := newScheduleHarness(t, func(dir string) SchedulerConfig {
-		return SchedulerConfig{Schedules: []Schedule{{Name: "every-second", Runbook: "service-errors", Cron: "* * * * * *", Post: PostAlways,
+	h := newScheduleHarness(t, func(dir string) Config {
+		return Config{Schedules: []Schedule{{Name: "every-second", Runbook: "service-errors", Cron: "* * * * * *", Post: PostAlways,
 			Params: map[string]string{"host": "here", "service": "api", "dir": dir}}}}
 	})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- h.sched.Run(ctx) }()
-	calls, err := h.rec.WaitTimeout(30*time.Second, func(calls []slackrec.Call) bool { return len(h.postsOf("every-second")) > 0 })
+	posted := func() bool { return len(h.postsOf("every-second")) > 0 }
+	for deadline := time.Now().Add(30 * time.Second); !posted() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
 	cancel()
 	require.NoError(t, <-done)
-	require.NoError(t, err, "%d slack calls", len(calls))
-	require.NoError(t, h.bot.disp.Idle(t.Context()))
+	require.True(t, posted(), "%d messages posted", len(h.chat.Posts()))
+	require.NoError(t, h.disp.Idle(t.Context()))
 	runs, err := h.store.ListRuns(t.Context(), store.RunFilter{Trigger: store.TriggerSchedule})
 	require.NoError(t, err)
 	require.NotEmpty(t, runs)
 	require.Equal(t, "every-second", runs[len(runs)-1].RequestedBy)
 	require.Equal(t, store.OutcomeCritical, runs[len(runs)-1].Outcome)
-	require.Contains(t, h.postsOf("every-second")[0].Text(), "The service answers 12% errors.")
+	require.Contains(t, h.postsOf("every-second")[0], "The service answers 12% errors.")
 }
 
 // gathered sums a metric's samples.

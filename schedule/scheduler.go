@@ -1,4 +1,4 @@
-package bot
+package schedule
 
 import (
 	"context"
@@ -54,10 +54,10 @@ type Schedule struct {
 	Channel string
 }
 
-// SchedulerConfig configures scheduled audits. Runbooks that declare
+// Config configures scheduled audits. Runbooks that declare
 // triggers.schedule are scheduled too (with their schedule_params and
 // PostOnChange), unless a configured schedule names the same runbook.
-type SchedulerConfig struct {
+type Config struct {
 	Schedules []Schedule
 	// TimeZone is the default zone of schedules; the local zone when
 	// empty.
@@ -69,14 +69,14 @@ type SchedulerConfig struct {
 	SummaryChannel string
 }
 
-// SchedulerOptions are the optional parts of a Scheduler.
-type SchedulerOptions struct {
+// Options are the optional parts of a Scheduler.
+type Options struct {
 	// Store is where the schedules' previous runs are read, for on_change
 	// and the summary; without one, every run is posted as if its
 	// previous run could not be read, and no summary is made.
 	Store store.Store
 	// Chat, when set, gets the audit summaries; without it they are
-	// logged. Runs post through the Dispatcher's chat.
+	// logged. Runs post through the dispatch.Dispatcher's chat.
 	Chat chat.Chat
 	// Heartbeat, when set, gets the cron loop registered as
 	// SchedulerHeartbeat.
@@ -107,12 +107,12 @@ type scheduled struct {
 	panicked atomic.Int64
 }
 
-// Scheduler runs audits on cron schedules through the Dispatcher's
+// Scheduler runs audits on cron schedules through the dispatch.Dispatcher's
 // engine and store, bounded by its run slots, and posts their results as
 // their PostPolicy says.
 type Scheduler struct {
-	cfg     SchedulerConfig
-	disp    *Dispatcher
+	cfg     Config
+	disp    *dispatch.Dispatcher
 	store   store.Store
 	chat    chat.Chat
 	entries []*scheduled
@@ -127,9 +127,9 @@ type Scheduler struct {
 	audit func(ctx context.Context, e *scheduled) auditResult
 }
 
-// NewScheduler checks every schedule: the runbook exists, its params are
+// New checks every schedule: the runbook exists, its params are
 // valid, the cron spec and time zone parse.
-func NewScheduler(cfg SchedulerConfig, d *Dispatcher, opts SchedulerOptions) (*Scheduler, error) {
+func New(cfg Config, d *dispatch.Dispatcher, opts Options) (*Scheduler, error) {
 	if d == nil {
 		return nil, errors.New("scheduler: a dispatcher is required")
 	}

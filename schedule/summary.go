@@ -1,4 +1,4 @@
-package bot
+package schedule
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runbot/runbot/chat"
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/store"
 )
 
@@ -19,23 +21,23 @@ const summaryWindow = 24 * time.Hour
 // its runs by outcome, how many were posted, the latest result, and the
 // ticks skipped or lost to a panic since the previous summary. Quiet
 // audits show here, so silence is known to mean "all is well".
-func (s *Scheduler) summaryView(ctx context.Context) (Message, error) {
+func (s *Scheduler) summaryView(ctx context.Context) (chat.Message, error) {
 	now := s.now()
 	if s.store == nil {
-		return Message{}, errors.New("scheduler has no store")
+		return chat.Message{}, errors.New("scheduler has no store")
 	}
 	runs, err := s.store.ListRuns(ctx, store.RunFilter{Trigger: store.TriggerSchedule, Since: now.Add(-summaryWindow), Limit: 10000})
 	if err != nil {
-		return Message{}, fmt.Errorf("list scheduled runs: %w", err)
+		return chat.Message{}, fmt.Errorf("list scheduled runs: %w", err)
 	}
 	byName := map[string][]store.Run{}
 	for _, r := range runs {
 		byName[r.RequestedBy] = append(byName[r.RequestedBy], r)
 	}
-	m := Message{Title: "Scheduled audits: the last 24 hours", Status: StatusOK}
+	m := chat.Message{Title: "Scheduled audits: the last 24 hours", Status: chat.StatusOK}
 	for _, e := range s.entries {
 		rs := byName[e.Name]
-		sec := Section{Heading: e.Name, Status: StatusOK}
+		sec := chat.Section{Heading: e.Name, Status: chat.StatusOK}
 		counts := map[store.Outcome]int{}
 		posted := 0
 		for _, r := range rs {
@@ -53,21 +55,21 @@ func (s *Scheduler) summaryView(ctx context.Context) (Message, error) {
 			line += ": " + strings.Join(parts, ", ")
 		}
 		line += fmt.Sprintf("; %d posted", posted)
-		sec.Lines = append(sec.Lines, Line{Text: line})
+		sec.Lines = append(sec.Lines, chat.Line{Text: line})
 		if len(rs) > 0 {
 			last := rs[0] // newest first
-			sec.Status = runOutcomeStatus(last)
-			sec.Lines = append(sec.Lines, Line{Status: sec.Status, Text: fmt.Sprintf("Latest: %s at %s (%s)", outcomeName(last.Outcome), stamp(last.StartedAt), last.ID)})
+			sec.Status = dispatch.RunOutcomeStatus(last)
+			sec.Lines = append(sec.Lines, chat.Line{Status: sec.Status, Text: fmt.Sprintf("Latest: %s at %s (%s)", outcomeName(last.Outcome), chat.Stamp(last.StartedAt), last.ID)})
 		} else {
-			sec.Status = StatusWarning
-			sec.Lines = append(sec.Lines, Line{Status: StatusWarning, Text: "No run in the last 24 hours (" + e.Cron + ")"})
+			sec.Status = chat.StatusWarning
+			sec.Lines = append(sec.Lines, chat.Line{Status: chat.StatusWarning, Text: "No run in the last 24 hours (" + e.Cron + ")"})
 		}
 		if n := e.skipped.Swap(0); n > 0 {
-			sec.Lines = append(sec.Lines, Line{Status: StatusWarning, Text: fmt.Sprintf("%d tick(s) skipped: the previous run was still going", n)})
+			sec.Lines = append(sec.Lines, chat.Line{Status: chat.StatusWarning, Text: fmt.Sprintf("%d tick(s) skipped: the previous run was still going", n)})
 		}
 		if n := e.panicked.Swap(0); n > 0 {
-			sec.Status = StatusError
-			sec.Lines = append(sec.Lines, Line{Status: StatusError, Text: fmt.Sprintf("%d run(s) crashed (see the logs)", n)})
+			sec.Status = chat.StatusError
+			sec.Lines = append(sec.Lines, chat.Line{Status: chat.StatusError, Text: fmt.Sprintf("%d run(s) crashed (see the logs)", n)})
 		}
 		if worse(sec.Status, m.Status) {
 			m.Status = sec.Status
@@ -75,7 +77,7 @@ func (s *Scheduler) summaryView(ctx context.Context) (Message, error) {
 		m.Sections = append(m.Sections, sec)
 	}
 	if len(s.entries) == 0 {
-		m.Sections = append(m.Sections, Section{Text: "No audits are scheduled."})
+		m.Sections = append(m.Sections, chat.Section{Text: "No audits are scheduled."})
 	}
 	return m, nil
 }
@@ -109,6 +111,6 @@ func outcomeName(o store.Outcome) string {
 	return string(o)
 }
 
-var statusRank = map[Status]int{StatusOK: 0, StatusRunning: 1, StatusInconclusive: 2, StatusWarning: 3, StatusError: 4, StatusCritical: 5}
+var statusRank = map[chat.Status]int{chat.StatusOK: 0, chat.StatusRunning: 1, chat.StatusInconclusive: 2, chat.StatusWarning: 3, chat.StatusError: 4, chat.StatusCritical: 5}
 
-func worse(a, b Status) bool { return statusRank[a] > statusRank[b] }
+func worse(a, b chat.Status) bool { return statusRank[a] > statusRank[b] }
