@@ -159,6 +159,3 @@ func PlanSections(body *runbooks.PlanBody) []chat.Section { return planSections(
 
 // ShortHash is how a plan hash is shown.
 func ShortHash(hash string) string { return short(hash) }
-
-// ErrShuttingDown is returned for work offered after Shutdown began.
-var ErrShuttingDown = errShuttingDown

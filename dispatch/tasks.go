@@ -10,8 +10,9 @@ import (
 	"time"
 )
 
-// errShuttingDown is returned for work offered after Shutdown began.
-var errShuttingDown = errors.New("runbot is shutting down")
+// ErrShuttingDown is returned for work offered after Shutdown began
+// (Dispatcher.Go, and so Submit and Vote once runbot is stopping).
+var ErrShuttingDown = errors.New("runbot is shutting down")
 
 // tasks runs work after a trigger was acknowledged: each task in its own
 // goroutine with its own context and deadline, detached from the request
@@ -36,13 +37,13 @@ func newTasks(log *slog.Logger) *tasks {
 }
 
 // Go runs fn in the background under a fresh context that ends after
-// timeout or when shutdown gives up waiting. It returns errShuttingDown,
+// timeout or when shutdown gives up waiting. It returns ErrShuttingDown,
 // and does not run fn, once Shutdown has begun.
 func (t *tasks) Go(name string, timeout time.Duration, fn func(ctx context.Context)) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return errShuttingDown
+		return ErrShuttingDown
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	ctx, stop := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("%s took longer than %s", name, timeout))
@@ -110,7 +111,7 @@ func (t *tasks) Shutdown(ctx context.Context) error {
 	}
 	t.mu.Lock()
 	for _, cancel := range t.cancels {
-		cancel(errShuttingDown)
+		cancel(ErrShuttingDown)
 	}
 	t.mu.Unlock()
 	<-done

@@ -23,7 +23,7 @@ func TestShutdownWaitsForTasks(t *testing.T) {
 		defer cancel()
 		require.NoError(t, ts.Shutdown(ctx))
 		require.True(t, finished)
-		require.ErrorIs(t, ts.Go("late", time.Hour, func(context.Context) {}), errShuttingDown)
+		require.ErrorIs(t, ts.Go("late", time.Hour, func(context.Context) {}), ErrShuttingDown)
 	})
 }
 
@@ -42,7 +42,7 @@ func TestShutdownCancelsTasksWhenItRunsOutOfTime(t *testing.T) {
 		err := ts.Shutdown(ctx)
 		require.Error(t, err)
 		require.Equal(t, 5*time.Second, time.Since(start))
-		require.True(t, errors.Is(cause, errShuttingDown))
+		require.True(t, errors.Is(cause, ErrShuttingDown))
 	})
 }
 

@@ -11,12 +11,9 @@ import (
 	"github.com/runbot/runbot/store"
 )
 
-// recordTimeout bounds one store write or one Slack update that records how
-// a run ended (runbooks.RecordTimeout).
-const recordTimeout = runbooks.RecordTimeout
-
-// recording returns a context for one write that records a run's end,
-// bounded by recordTimeout from now; the cause names what took too long.
+// recording returns a context for one write (to the store or the chat)
+// that records a run's end, bounded by runbooks.RecordTimeout from now;
+// the cause names what took too long.
 func recording(ctx context.Context, what string) (context.Context, context.CancelFunc) {
 	return runbooks.RecordingContext(ctx, what)
 }
