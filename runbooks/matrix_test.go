@@ -112,9 +112,6 @@ type cellResult struct {
 // and, for a deployment that is serving, no alarm at all. How soon each
 // verdict came is in the table; BenchmarkTimeToVerdict measures it.
 func TestScenarioMatrix(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the matrix runs the simulator for minutes")
-	}
 	catalog, problems, err := runbooks.LoadCatalog()
 	require.NoError(t, err)
 	require.Empty(t, problems)

@@ -2,13 +2,12 @@ package store_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/store"
+	"github.com/runbot/runbot/store/storetest"
 )
 
 // These are the conformance suite's recovery scenarios (storetest, Recovery)
@@ -77,62 +76,20 @@ func TestMarkInterruptedAfterCrash(t *testing.T) {
 	require.True(t, again.Empty(), "recovery is idempotent")
 }
 
-// A process can die at any point of carrying out queued work. Recovery
-// re-runs the work only when no report was stored: a run whose result was
-// recorded is finished (or stays finished) and its work is done, so that it
-// is never run, posted or proposed again; a run cut short is interrupted and
-// its work queued again, at most MaxWorkAttempts times in all.
+// The conformance suite's recovery cases, with a real process that dies
+// at each stage (a child killed by itself, as a crash leaves it), not the
+// suite's stand-in for a dead owner.
 func TestRecoveryNeverReRunsARunWhoseReportWasStored(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		stage string
-		// earlier is how many times the work was claimed and cut short
-		// before this attempt.
-		earlier    int
-		runStatus  store.RunStatus
-		outcome    store.Outcome
-		workState  store.WorkState
-		recovery   func(run, work string) store.Recovery
-		hasNoRun   bool
-		finishedAt time.Time
-	}{
-		{stage: "claimed", workState: store.WorkPending, hasNoRun: true,
-			recovery: func(run, work string) store.Recovery { return store.Recovery{Requeued: []string{work}} }},
-		{stage: "running", runStatus: store.RunInterrupted, workState: store.WorkPending,
-			recovery: func(run, work string) store.Recovery {
-				return store.Recovery{Runs: []string{run}, Requeued: []string{work}}
-			}},
-		{stage: "progress", runStatus: store.RunInterrupted, workState: store.WorkPending,
-			recovery: func(run, work string) store.Recovery {
-				return store.Recovery{Runs: []string{run}, Requeued: []string{work}}
-			}},
-		{stage: "reported", runStatus: store.RunFinished, outcome: store.OutcomeCritical, workState: store.WorkDone,
-			finishedAt: time.Date(2026, 11, 29, 8, 30, 36, 0, time.UTC),
-			recovery: func(run, work string) store.Recovery {
-				return store.Recovery{Finished: []string{run}, Completed: []string{work}}
-			}},
-		{stage: "finished", runStatus: store.RunFinished, outcome: store.OutcomeCritical, workState: store.WorkDone,
-			recovery: func(run, work string) store.Recovery {
-				return store.Recovery{Finished: []string{run}, Completed: []string{work}}
-			}},
-		{stage: "finished", earlier: store.MaxWorkAttempts - 1, runStatus: store.RunFinished, outcome: store.OutcomeCritical, workState: store.WorkDone,
-			recovery: func(run, work string) store.Recovery {
-				return store.Recovery{Finished: []string{run}, Completed: []string{work}}
-			}},
-		{stage: "running", earlier: store.MaxWorkAttempts - 1, runStatus: store.RunInterrupted, workState: store.WorkDone,
-			recovery: func(run, work string) store.Recovery {
-				return store.Recovery{Runs: []string{run}, Abandoned: []string{work}}
-			}},
-	}
-	for _, tc := range cases {
-		t.Run(fmt.Sprintf("%s after %d attempts", tc.stage, tc.earlier), func(t *testing.T) {
+	for _, tc := range storetest.RecoveryCases() {
+		t.Run(tc.Name(), func(t *testing.T) {
 			t.Parallel()
 			path := dbPath(t)
 			s := openAt(t, path)
 			ctx := testCtx(t)
 			w, _, err := s.Enqueue(ctx, store.Work{Trigger: store.TriggerAlert, Runbook: "sglang-pd-wedge"})
 			require.NoError(t, err)
-			for range tc.earlier {
+			for range tc.Earlier {
 				c := startChild(t, "die", path, "running")
 				c.next()
 				c.wait()
@@ -140,42 +97,11 @@ func TestRecoveryNeverReRunsARunWhoseReportWasStored(t *testing.T) {
 				require.NoError(t, err)
 			}
 
-			c := startChild(t, "die", path, tc.stage)
+			c := startChild(t, "die", path, tc.Stage)
 			var left struct{ Run, Work string }
 			require.NoError(t, json.Unmarshal([]byte(c.next()), &left))
 			c.wait()
-			require.Equal(t, w.ID, left.Work)
-
-			rec, err := s.MarkInterrupted(ctx)
-			require.NoError(t, err)
-			require.Equal(t, tc.recovery(left.Run, left.Work), rec)
-
-			got, err := s.GetWork(ctx, w.ID)
-			require.NoError(t, err)
-			require.Equal(t, tc.workState, got.State)
-			require.Equal(t, tc.earlier+1, got.Attempts)
-			if tc.hasNoRun {
-				require.Empty(t, got.RunID)
-			} else {
-				run, err := s.GetRun(ctx, left.Run)
-				require.NoError(t, err)
-				require.Equal(t, tc.runStatus, run.Status)
-				require.Equal(t, tc.outcome, run.Outcome)
-				if !tc.finishedAt.IsZero() {
-					require.True(t, tc.finishedAt.Equal(run.FinishedAt), "the run ended when its report says, not at recovery: %s", run.FinishedAt)
-				}
-			}
-			claimed, err := s.ClaimWork(ctx)
-			if tc.workState == store.WorkPending {
-				require.NoError(t, err)
-				require.Equal(t, w.ID, claimed.ID)
-			} else {
-				require.ErrorIs(t, err, store.ErrNoWork, "nothing is run again")
-			}
-
-			again, err := s.MarkInterrupted(ctx)
-			require.NoError(t, err)
-			require.True(t, again.Empty(), "recovery is idempotent")
+			storetest.CheckRecovery(t, s, tc, w.ID, left.Run, left.Work)
 		})
 	}
 }

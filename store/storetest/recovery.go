@@ -176,98 +176,114 @@ func dieAt(t *testing.T, e *Env, owner, stage string) (run, work string) {
 	return r.ID, w.ID
 }
 
-// A process can die at any point of carrying out queued work. Recovery
-// re-runs the work only when no report was stored: a run whose result was
-// recorded is finished (or stays finished) and its work is done, so that it
-// is never run, posted or proposed again; a run cut short is interrupted and
-// its work queued again, at most MaxWorkAttempts times in all.
-func testRecoveryNeverReRunsARunWhoseReportWasStored(t *testing.T, parent *Env) {
-	cases := []struct {
-		stage string
-		// earlier is how many times the work was claimed and cut short
-		// before this attempt.
-		earlier    int
-		runStatus  store.RunStatus
-		outcome    store.Outcome
-		workState  store.WorkState
-		recovery   func(run, work string) store.Recovery
-		hasNoRun   bool
-		finishedAt time.Time
-	}{
-		{stage: "claimed", workState: store.WorkPending, hasNoRun: true,
-			recovery: func(run, work string) store.Recovery { return store.Recovery{Requeued: []string{work}} }},
-		{stage: "running", runStatus: store.RunInterrupted, workState: store.WorkPending,
-			recovery: func(run, work string) store.Recovery {
-				return store.Recovery{Runs: []string{run}, Requeued: []string{work}}
-			}},
-		{stage: "progress", runStatus: store.RunInterrupted, workState: store.WorkPending,
-			recovery: func(run, work string) store.Recovery {
-				return store.Recovery{Runs: []string{run}, Requeued: []string{work}}
-			}},
-		{stage: "reported", runStatus: store.RunFinished, outcome: store.OutcomeCritical, workState: store.WorkDone,
-			finishedAt: time.Date(2026, 11, 29, 8, 30, 36, 0, time.UTC),
-			recovery: func(run, work string) store.Recovery {
-				return store.Recovery{Finished: []string{run}, Completed: []string{work}}
-			}},
-		{stage: "finished", runStatus: store.RunFinished, outcome: store.OutcomeCritical, workState: store.WorkDone,
-			recovery: func(run, work string) store.Recovery {
-				return store.Recovery{Finished: []string{run}, Completed: []string{work}}
-			}},
-		{stage: "finished", earlier: store.MaxWorkAttempts - 1, runStatus: store.RunFinished, outcome: store.OutcomeCritical, workState: store.WorkDone,
-			recovery: func(run, work string) store.Recovery {
-				return store.Recovery{Finished: []string{run}, Completed: []string{work}}
-			}},
-		{stage: "running", earlier: store.MaxWorkAttempts - 1, runStatus: store.RunInterrupted, workState: store.WorkDone,
-			recovery: func(run, work string) store.Recovery {
+// RecoveryCase is one moment at which a process may die while carrying out
+// queued work, and what recovery must make of it. Backends that can kill a
+// real process (store's SQLite tests) walk the same cases as the suite.
+type RecoveryCase struct {
+	// Stage is where the process dies: claimed (no run yet), running,
+	// progress (a live report stored), reported (the final report stored,
+	// the run still running) or finished.
+	Stage string
+	// Earlier is how many times the work was claimed and cut short before
+	// this attempt.
+	Earlier    int
+	RunStatus  store.RunStatus
+	Outcome    store.Outcome
+	WorkState  store.WorkState
+	Recovery   func(run, work string) store.Recovery
+	HasNoRun   bool
+	FinishedAt time.Time
+}
+
+// Name names the case for t.Run.
+func (c RecoveryCase) Name() string { return fmt.Sprintf("%s after %d attempts", c.Stage, c.Earlier) }
+
+// RecoveryCases are the moments a process can die at while carrying out
+// queued work. Recovery re-runs the work only when no report was stored: a
+// run whose result was recorded is finished (or stays finished) and its
+// work is done, so that it is never run, posted or proposed again; a run cut
+// short is interrupted and its work queued again, at most MaxWorkAttempts
+// times in all.
+func RecoveryCases() []RecoveryCase {
+	requeued := func(run, work string) store.Recovery {
+		return store.Recovery{Runs: []string{run}, Requeued: []string{work}}
+	}
+	finished := func(run, work string) store.Recovery {
+		return store.Recovery{Finished: []string{run}, Completed: []string{work}}
+	}
+	return []RecoveryCase{
+		{Stage: "claimed", WorkState: store.WorkPending, HasNoRun: true,
+			Recovery: func(run, work string) store.Recovery { return store.Recovery{Requeued: []string{work}} }},
+		{Stage: "running", RunStatus: store.RunInterrupted, WorkState: store.WorkPending, Recovery: requeued},
+		{Stage: "progress", RunStatus: store.RunInterrupted, WorkState: store.WorkPending, Recovery: requeued},
+		{Stage: "reported", RunStatus: store.RunFinished, Outcome: store.OutcomeCritical, WorkState: store.WorkDone,
+			FinishedAt: time.Date(2026, 11, 29, 8, 30, 36, 0, time.UTC), Recovery: finished},
+		{Stage: "finished", RunStatus: store.RunFinished, Outcome: store.OutcomeCritical, WorkState: store.WorkDone, Recovery: finished},
+		{Stage: "finished", Earlier: store.MaxWorkAttempts - 1, RunStatus: store.RunFinished, Outcome: store.OutcomeCritical, WorkState: store.WorkDone, Recovery: finished},
+		{Stage: "running", Earlier: store.MaxWorkAttempts - 1, RunStatus: store.RunInterrupted, WorkState: store.WorkDone,
+			Recovery: func(run, work string) store.Recovery {
 				return store.Recovery{Runs: []string{run}, Abandoned: []string{work}}
 			}},
 	}
+}
+
+// CheckRecovery recovers s after a process died as c says, leaving run
+// and work (the work queued as wantWork), and holds the store to what c
+// expects: the recovery report, the run's and the work's states, what can
+// be claimed next, and that recovering again changes nothing.
+func CheckRecovery(t *testing.T, s store.Store, c RecoveryCase, wantWork, run, work string) {
+	t.Helper()
+	ctx := t.Context()
+	require.Equal(t, wantWork, work)
+	rec, err := s.MarkInterrupted(ctx)
+	require.NoError(t, err)
+	require.Equal(t, c.Recovery(run, work), rec)
+
+	got, err := s.GetWork(ctx, wantWork)
+	require.NoError(t, err)
+	require.Equal(t, c.WorkState, got.State)
+	require.Equal(t, c.Earlier+1, got.Attempts)
+	if c.HasNoRun {
+		require.Empty(t, got.RunID)
+	} else {
+		r, err := s.GetRun(ctx, run)
+		require.NoError(t, err)
+		require.Equal(t, c.RunStatus, r.Status)
+		require.Equal(t, c.Outcome, r.Outcome)
+		if !c.FinishedAt.IsZero() {
+			require.True(t, c.FinishedAt.Equal(r.FinishedAt), "the run ended when its report says, not at recovery: %s", r.FinishedAt)
+		}
+	}
+	claimed, err := s.ClaimWork(ctx)
+	if c.WorkState == store.WorkPending {
+		require.NoError(t, err)
+		require.Equal(t, wantWork, claimed.ID)
+	} else {
+		require.ErrorIs(t, err, store.ErrNoWork, "nothing is run again")
+	}
+
+	again, err := s.MarkInterrupted(ctx)
+	require.NoError(t, err)
+	require.True(t, again.Empty(), "recovery is idempotent")
+}
+
+// testRecoveryNeverReRunsARunWhoseReportWasStored walks RecoveryCases,
+// with the dying process played through the Alive seam.
+func testRecoveryNeverReRunsARunWhoseReportWasStored(t *testing.T, parent *Env) {
 	// Each case needs a database of its own; the parent's is left unused.
-	for _, tc := range cases {
-		t.Run(fmt.Sprintf("%s after %d attempts", tc.stage, tc.earlier), func(t *testing.T) {
+	for _, tc := range RecoveryCases() {
+		t.Run(tc.Name(), func(t *testing.T) {
 			e := NewEnv(t, parent.backend)
 			s, ctx := e.S, t.Context()
 			w, _, err := s.Enqueue(ctx, store.Work{Trigger: store.TriggerAlert, Runbook: "sglang-pd-wedge"})
 			require.NoError(t, err)
-			for i := range tc.earlier {
+			for i := range tc.Earlier {
 				dieAt(t, e, fmt.Sprintf("storetest/earlier-%d", i), "running")
 				_, err := s.MarkInterrupted(ctx)
 				require.NoError(t, err)
 			}
-
-			run, work := dieAt(t, e, "storetest/last", tc.stage)
-			require.Equal(t, w.ID, work)
-
-			rec, err := s.MarkInterrupted(ctx)
-			require.NoError(t, err)
-			require.Equal(t, tc.recovery(run, work), rec)
-
-			got, err := s.GetWork(ctx, w.ID)
-			require.NoError(t, err)
-			require.Equal(t, tc.workState, got.State)
-			require.Equal(t, tc.earlier+1, got.Attempts)
-			if tc.hasNoRun {
-				require.Empty(t, got.RunID)
-			} else {
-				r, err := s.GetRun(ctx, run)
-				require.NoError(t, err)
-				require.Equal(t, tc.runStatus, r.Status)
-				require.Equal(t, tc.outcome, r.Outcome)
-				if !tc.finishedAt.IsZero() {
-					require.True(t, tc.finishedAt.Equal(r.FinishedAt), "the run ended when its report says, not at recovery: %s", r.FinishedAt)
-				}
-			}
-			claimed, err := s.ClaimWork(ctx)
-			if tc.workState == store.WorkPending {
-				require.NoError(t, err)
-				require.Equal(t, w.ID, claimed.ID)
-			} else {
-				require.ErrorIs(t, err, store.ErrNoWork, "nothing is run again")
-			}
-
-			again, err := s.MarkInterrupted(ctx)
-			require.NoError(t, err)
-			require.True(t, again.Empty(), "recovery is idempotent")
+			run, work := dieAt(t, e, "storetest/last", tc.Stage)
+			CheckRecovery(t, s, tc, w.ID, run, work)
 		})
 	}
 }
