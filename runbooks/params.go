@@ -164,8 +164,9 @@ func docSuffix(doc string) string {
 	return " (" + doc + ")"
 }
 
-// deploymentParam returns the runbook's deployment param, if any.
-func (rb *Runbook) deploymentParam() *Param {
+// DeploymentParam returns the deployment param that the runbook's roles
+// resolve against (the first of type deployment), or nil.
+func (rb *Runbook) DeploymentParam() *Param {
 	for _, p := range rb.Params {
 		if p.Type == ParamDeployment {
 			return p

@@ -204,7 +204,7 @@ func (r *Remediator) actionEnv(at actions.Type, as *ActionStep, p *Prepared, t t
 // deployment names what a remediation locks: the deployment param's value,
 // or else the first host param's.
 func (p *Prepared) deployment() string {
-	if dp := p.Runbook.deploymentParam(); dp != nil {
+	if dp := p.Runbook.DeploymentParam(); dp != nil {
 		return p.Text[dp.Name]
 	}
 	for _, prm := range p.Runbook.Params {

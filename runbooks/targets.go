@@ -25,7 +25,7 @@ type Targets interface {
 // under the given params.
 func (rb *Runbook) refsFor(names []string, params map[string]any) []TargetRef {
 	dep := ""
-	if p := rb.deploymentParam(); p != nil {
+	if p := rb.DeploymentParam(); p != nil {
 		dep, _ = params[p.Name].(string)
 	}
 	refs := make([]TargetRef, len(names))

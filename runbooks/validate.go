@@ -189,7 +189,7 @@ func (l *loader) validate() {
 
 func (l *loader) checkTarget(owner string, targets []string, pos yamlnode.Pos) {
 	rb := l.rb
-	dep := rb.deploymentParam()
+	dep := rb.DeploymentParam()
 	for _, t := range targets {
 		if p := rb.Param(t); p != nil && p.Type == ParamHost {
 			continue

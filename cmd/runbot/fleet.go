@@ -59,21 +59,6 @@ type fleetDoc struct {
 	Runs       []fleetRun `json:"runs"`
 }
 
-// deploymentParam is the runbook's one param of type deployment, which a
-// fleet run sets per deployment.
-func deploymentParam(rb *runbooks.Runbook) (string, error) {
-	var names []string
-	for _, p := range rb.Params {
-		if p.Type == runbooks.ParamDeployment {
-			names = append(names, p.Name)
-		}
-	}
-	if len(names) != 1 {
-		return "", fmt.Errorf("runbook %s: a fleet run sets the runbook's one deployment param, but it has %d (%s)", rb.Name, len(names), strings.Join(names, ", "))
-	}
-	return names[0], nil
-}
-
 // selectDeployments lists the inventory's deployments the flags select, by
 // name.
 func selectDeployments(inv *inventory.Inventory, f *fleetFlags) ([]string, error) {
@@ -112,10 +97,11 @@ func runFleet(cmd *cobra.Command, g *globalFlags, rf *runFlags, f *fleetFlags, n
 	if err != nil {
 		return err
 	}
-	depParam, err := deploymentParam(rb)
-	if err != nil {
-		return err
+	dp := rb.DeploymentParam()
+	if dp == nil {
+		return fmt.Errorf("runbook %s has no deployment param: a fleet run sets one per deployment", rb.Name)
 	}
+	depParam := dp.Name
 	given, err := rf.paramMap()
 	if err != nil {
 		return err
