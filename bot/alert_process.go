@@ -151,7 +151,7 @@ func (a *Alerts) trigger(ctx context.Context, ev alertEvent) {
 	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	acc, err := a.disp.Enqueue(sctx, Request{
 		Key: t.key, Runbook: ev.route.Runbook, Params: ev.route.Params, RequestedBy: ev.alert.Source,
-		Source: store.TriggerAlert, Channel: t.channel, ThreadTS: t.ts, Payload: ev.raw,
+		Source: store.TriggerAlert, Channel: t.channel, Thread: t.ts, Payload: ev.raw,
 	})
 	cancel()
 	switch {

@@ -34,7 +34,7 @@ func (b *Bot) run(ctx context.Context, sc slack.SlashCommand, rb *runbooks.Runbo
 	}
 	acc, err := b.disp.Submit(ctx, Request{
 		Key: key, Runbook: rb.Name, Params: params, RequestedBy: sc.UserID, Source: store.TriggerSlack,
-		Channel: sc.ChannelID, ResponseURL: sc.ResponseURL,
+		Channel: sc.ChannelID, ReplyTo: sc.ResponseURL,
 	})
 	var pe *runbooks.ParamError
 	switch {

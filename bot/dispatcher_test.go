@@ -21,7 +21,7 @@ func TestSubmitFromAlertPostsInThreadOnce(t *testing.T) {
 	d := h.bot.Dispatcher()
 	req := Request{
 		Key: "alert:abcc45788bcf7aa8:1", Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": h.dir},
-		RequestedBy: "alertmanager", Source: store.TriggerAlert, Channel: "C0ALERTS", ThreadTS: "1700000000.000001",
+		RequestedBy: "alertmanager", Source: store.TriggerAlert, Channel: "C0ALERTS", Thread: "1700000000.000001",
 		Payload: []byte(`{"fingerprint":"abcc45788bcf7aa8"}`),
 	}
 	acc, err := d.Submit(t.Context(), req)

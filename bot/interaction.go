@@ -8,6 +8,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/store"
 )
@@ -111,15 +112,7 @@ func (b *Bot) dryRun(ctx context.Context, c click) {
 // tell shows the clicker an ephemeral message: through chat.postEphemeral,
 // or the click's response_url when that fails.
 func (b *Bot) tell(ctx context.Context, c click, m Message) {
-	err := b.msgr.ephemeral(ctx, c.channel, c.user, m)
-	if err == nil {
-		return
-	}
-	b.log.Warn("ephemeral message failed; trying response_url", "user", c.user, "err", err)
-	if c.responseURL == "" {
-		return
-	}
-	if err := b.msgr.respond(ctx, c.responseURL, m); err != nil {
-		b.log.Warn("response_url failed", "user", c.user, "err", err)
+	if err := b.slack.Reply(ctx, chat.Recipient{User: c.user, Channel: c.channel, ReplyTo: c.responseURL}, m); err != nil {
+		b.log.Warn("reply to a click failed", "user", c.user, "err", err)
 	}
 }

@@ -73,8 +73,32 @@ func (c *slackChat) Upload(ctx context.Context, channel, thread string, f chat.F
 	return nil
 }
 
-// Respond posts m to a slash command's response_url (the dispatcher tells
-// the requester there when a run's message cannot be posted).
-func (c *slackChat) Respond(ctx context.Context, responseURL string, m Message) error {
-	return c.msgr.respond(ctx, responseURL, m)
+var _ chat.Replier = (*slackChat)(nil)
+
+// Reply implements chat.Replier: an ephemeral message in the channel the
+// person acted in, or, when that fails or there is no channel, a post to
+// the response_url their command or click carried (to.ReplyTo).
+func (c *slackChat) Reply(ctx context.Context, to chat.Recipient, m Message) error {
+	var errs []error
+	if to.User != "" && to.Channel != "" {
+		err := c.msgr.ephemeral(ctx, to.Channel, to.User, m)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+		if to.ReplyTo != "" {
+			c.log.Warn("ephemeral message failed; trying response_url", "user", to.User, "err", err)
+		}
+	}
+	if to.ReplyTo != "" {
+		err := c.msgr.respond(ctx, to.ReplyTo, m)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return errors.New("reply: no channel and user, and no response_url, to reply to")
+	}
+	return errors.Join(errs...)
 }

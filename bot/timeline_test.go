@@ -169,7 +169,7 @@ func TestTimelineFollowsAlertThread(t *testing.T) {
 	withTimeline(h, &fakeTimeline{png: testPNG(t)})
 	_, err := h.bot.Dispatcher().Submit(t.Context(), Request{
 		Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": h.dir},
-		RequestedBy: "alertmanager", Source: store.TriggerAlert, Channel: "C0ALERTS", ThreadTS: "1700000000.000001",
+		RequestedBy: "alertmanager", Source: store.TriggerAlert, Channel: "C0ALERTS", Thread: "1700000000.000001",
 	})
 	require.NoError(t, err)
 	h.idle()

@@ -26,10 +26,10 @@ func newChatDispatcher(t *testing.T, c chat.Chat) (*Dispatcher, *store.SQLite, s
 	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "runbot.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	catalog, problems, err := runbooks.LoadCatalog("../bot/testdata/runbooks")
+	catalog, problems, err := runbooks.LoadCatalog("testdata/runbooks")
 	require.NoError(t, err)
 	require.Empty(t, problems)
-	inv, err := inventory.Load("../bot/testdata/inventory.yaml")
+	inv, err := inventory.Load("testdata/inventory.yaml")
 	require.NoError(t, err)
 	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
 	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}

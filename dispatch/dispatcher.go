@@ -27,13 +27,14 @@ type Request struct {
 	// Source is store.TriggerSlack, TriggerAlert or TriggerSchedule.
 	Source store.Trigger
 	// Channel is where the run's message goes; the configured channel
-	// when empty. ThreadTS, when set, posts it as a reply in that thread
-	// (an alert's message).
-	Channel  string
-	ThreadTS string
-	// ResponseURL is a slash command's response_url, used to tell the
-	// requester when the run's message cannot be posted.
-	ResponseURL string
+	// when empty. Thread, when set, posts it as a reply in that thread
+	// (an alert's message: the id of the thread's first message).
+	Channel string
+	Thread  string
+	// ReplyTo is the opaque reply target the request's command carried
+	// (chat.Command.ReplyTo), used to tell the requester privately when
+	// the run's message cannot be posted. The chat platform interprets it.
+	ReplyTo string
 	// Payload is what the trigger carried (the alert), kept with the work.
 	Payload json.RawMessage
 }
@@ -58,15 +59,6 @@ func (e *UnknownRunbookError) Error() string {
 		return fmt.Sprintf("unknown runbook %q (did you mean %q?)", e.Name, e.Suggestion)
 	}
 	return fmt.Sprintf("unknown runbook %q", e.Name)
-}
-
-// workPayload is what the queue keeps with a request besides its runbook
-// and params: where to report.
-type workPayload struct {
-	Channel     string          `json:"channel,omitempty"`
-	ThreadTS    string          `json:"thread_ts,omitempty"`
-	ResponseURL string          `json:"response_url,omitempty"`
-	Trigger     json.RawMessage `json:"trigger,omitempty"`
 }
 
 // Dispatcher runs triggered runbooks. Submit validates and queues a
@@ -245,7 +237,7 @@ func WorkThread(w store.Work) (channel, thread string) {
 	if len(w.Payload) == 0 || json.Unmarshal(w.Payload, &pl) != nil {
 		return "", ""
 	}
-	return pl.Channel, pl.ThreadTS
+	return pl.Channel, pl.Thread
 }
 
 // liveMessage keeps the message at ref up to date, or is nil without chat.
@@ -289,7 +281,7 @@ func (d *Dispatcher) Enqueue(ctx context.Context, req Request) (Accepted, error)
 }
 
 func (d *Dispatcher) enqueue(ctx context.Context, rb *runbooks.Runbook, req Request) (Accepted, error) {
-	payload, err := json.Marshal(workPayload{Channel: req.Channel, ThreadTS: req.ThreadTS, ResponseURL: req.ResponseURL, Trigger: req.Payload})
+	payload, err := json.Marshal(workPayload{Channel: req.Channel, Thread: req.Thread, ReplyTo: req.ReplyTo, Trigger: req.Payload})
 	if err != nil {
 		return Accepted{}, fmt.Errorf("submit %s: encode payload: %w", rb.Name, err)
 	}

@@ -35,7 +35,7 @@ func (d *Dispatcher) postTimeline(rs *runState, pl workPayload) {
 	}
 	// A run posted as a reply (an alert's thread) shares that thread;
 	// otherwise the run's own message starts one.
-	thread := pl.ThreadTS
+	thread := pl.Thread
 	if thread == "" {
 		thread = ref.ID
 	}

@@ -132,16 +132,17 @@ func (d *Dispatcher) postRun(ctx context.Context, rs *runState, pl workPayload) 
 		log.Warn("run has no channel to post to (configure the bot's channel)")
 		return
 	}
-	ref, err := d.chat.Post(ctx, pl.Channel, pl.ThreadTS, msg)
+	ref, err := d.chat.Post(ctx, pl.Channel, pl.Thread, msg)
 	if err != nil {
 		log.Warn("run message not posted", "channel", pl.Channel, "err", err)
-		if pl.ResponseURL != "" {
+		if pl.ReplyTo != "" {
 			note := chat.Message{Title: "Could not post the run in this channel", Status: chat.StatusError, Sections: []chat.Section{{
-				Text: fmt.Sprintf("Slack said: %v. Invite the bot to this channel (/invite) or run it from a channel it is in. The run goes on: see status %s.", err, run.ID),
+				Text: fmt.Sprintf("The chat said: %v. Invite the bot to this channel or run it from a channel it is in. The run goes on: see status %s.", err, run.ID),
 			}}}
-			if r, ok := d.chat.(responder); !ok {
-				log.Warn("requester not told: the chat cannot answer a response URL")
-			} else if rerr := r.Respond(ctx, pl.ResponseURL, note); rerr != nil {
+			// Only the reply target: the channel just refused the bot.
+			if r, ok := d.chat.(chat.Replier); !ok {
+				log.Warn("requester not told: the chat cannot reply privately")
+			} else if rerr := r.Reply(ctx, chat.Recipient{ReplyTo: pl.ReplyTo}, note); rerr != nil {
 				log.Warn("requester not told", "err", rerr)
 			}
 		}
@@ -154,12 +155,6 @@ func (d *Dispatcher) postRun(ctx context.Context, rs *runState, pl workPayload) 
 	rs.run.Message = &ref
 	rs.live = d.liveMessage(ref)
 	rs.mu.Unlock()
-}
-
-// responder is a chat that can answer a command's response URL (Slack's
-// response_url), to tell the requester what went wrong.
-type responder interface {
-	Respond(ctx context.Context, responseURL string, m chat.Message) error
 }
 
 // show publishes the run's state and waits until Slack has it.
