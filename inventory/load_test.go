@@ -42,3 +42,11 @@ func TestGoodInventory(t *testing.T) {
 	_, err = dep.Role("prefill")
 	require.EqualError(t, err, `deployment "dsv4" has no role "prefill" (roles: decode, router)`)
 }
+
+// TestInventorySyntaxErrorNamesItsLine: a mis-indented key is reported on
+// its own line, not at the top of the file.
+func TestInventorySyntaxErrorNamesItsLine(t *testing.T) {
+	_, err := inventory.Load("testdata/bad-yaml.yaml")
+	require.Error(t, err)
+	require.Equal(t, `testdata/bad-yaml.yaml:5:4: invalid YAML: did not find expected key`, err.Error())
+}

@@ -29,7 +29,7 @@ func (d *Decoder) Parse(data []byte) *yaml.Node {
 			d.Problems = append(d.Problems, Problem{File: d.File, Line: 1, Col: 1, Severity: Error, Msg: "file is empty"})
 			return nil
 		}
-		d.syntaxError(err)
+		d.syntaxError(data, err)
 		return nil
 	}
 	var extra yaml.Node
@@ -44,7 +44,11 @@ func (d *Decoder) Parse(data []byte) *yaml.Node {
 
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-func (d *Decoder) syntaxError(err error) {
+// maxSyntaxScan bounds the prefix scan syntaxLine does, so a huge broken
+// file costs no more than this many parses.
+const maxSyntaxScan = 2000
+
+func (d *Decoder) syntaxError(data []byte, err error) {
 	msg := err.Error()
 	line := 1
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
@@ -53,7 +57,35 @@ func (d *Decoder) syntaxError(err error) {
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
-	d.Problems = append(d.Problems, Problem{File: d.File, Line: line, Col: 1, Severity: Error, Msg: "invalid YAML: " + msg})
+	col := 1
+	if l, c, ok := syntaxLine(data); ok {
+		line, col = l, c
+	}
+	d.Problems = append(d.Problems, Problem{File: d.File, Line: line, Col: col, Severity: Error, Msg: "invalid YAML: " + msg})
+}
+
+// syntaxLine finds the line a syntax error is on. The YAML library reports
+// the line of the enclosing block instead (often line 1 for a mis-indented
+// key deep in a file), or no line at all, and keeps the true position to
+// itself. The first line that no longer parses is the one after the
+// longest prefix of whole lines that does: a prefix cut inside a valid
+// multi-line construct fails too, so the scan walks back from the end
+// rather than forward from the start. The column is where the line's text
+// starts, which is where an indentation mistake shows.
+func syntaxLine(data []byte) (line, col int, ok bool) {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines) > maxSyntaxScan {
+		return 0, 0, false
+	}
+	for k := len(lines) - 1; k >= 0; k-- {
+		var n yaml.Node
+		if yaml.Unmarshal(bytes.Join(lines[:k], nil), &n) != nil {
+			continue
+		}
+		text := lines[k]
+		return k + 1, len(text) - len(bytes.TrimLeft(text, " ")) + 1, true
+	}
+	return 0, 0, false
 }
 
 // Errorf records an error at node n.
