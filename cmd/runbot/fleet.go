@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"path"
-	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -60,30 +58,14 @@ type fleetDoc struct {
 }
 
 // selectDeployments lists the inventory's deployments the flags select, by
-// name.
-func selectDeployments(inv *inventory.Inventory, f *fleetFlags) ([]string, error) {
-	if f.matching != "" {
-		if _, err := path.Match(f.matching, ""); err != nil {
-			return nil, fmt.Errorf("--deployments %q: %w", f.matching, err)
-		}
+// name, each with why the runbook cannot run on it, if it cannot.
+func selectDeployments(rb *runbooks.Runbook, inv *inventory.Inventory, f *fleetFlags) ([]runbooks.FleetMember, error) {
+	deps, err := runbooks.SelectDeployments(rb, inv, f.matching)
+	var bad *runbooks.BadGlobError
+	if errors.As(err, &bad) {
+		return nil, fmt.Errorf("--deployments %q: %w", bad.Glob, bad.Err)
 	}
-	var out []string
-	for _, name := range slices.Sorted(maps.Keys(inv.Deployments)) {
-		if f.matching != "" {
-			if ok, _ := path.Match(f.matching, name); !ok {
-				continue
-			}
-		}
-		out = append(out, name)
-	}
-	if len(out) == 0 {
-		what := "no deployments"
-		if f.matching != "" {
-			what = fmt.Sprintf("no deployment matching %q", f.matching)
-		}
-		return nil, fmt.Errorf("inventory %s has %s", inv.File, what)
-	}
-	return out, nil
+	return deps, err
 }
 
 // runFleet runs rb once per selected deployment, at most f.parallel at a
@@ -116,14 +98,14 @@ func runFleet(cmd *cobra.Command, g *globalFlags, rf *runFlags, f *fleetFlags, n
 	if err != nil {
 		return err
 	}
-	deps, err := selectDeployments(inv, f)
+	deps, err := selectDeployments(rb, inv, f)
 	if err != nil {
 		return err
 	}
 	// Bad input shared by every deployment (an unknown or out-of-range
 	// param) is refused before anything runs.
 	probe := maps.Clone(given)
-	probe[depParam] = deps[0]
+	probe[depParam] = deps[0].Deployment
 	if _, _, err := rb.ResolveParams(probe); err != nil {
 		return err
 	}
@@ -154,12 +136,16 @@ func runFleet(cmd *cobra.Command, g *globalFlags, rf *runFlags, f *fleetFlags, n
 	return nil
 }
 
-func runDeployments(ctx context.Context, eng *runbooks.Engine, st store.Runs, rb *runbooks.Runbook, depParam string, given map[string]string, deps []string, parallel int, requestedBy string) []fleetRun {
+func runDeployments(ctx context.Context, eng *runbooks.Engine, st store.Runs, rb *runbooks.Runbook, depParam string, given map[string]string, deps []runbooks.FleetMember, parallel int, requestedBy string) []fleetRun {
 	runs := make([]fleetRun, len(deps))
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for i, dep := range deps {
-		runs[i] = fleetRun{Deployment: dep, Diagnoses: []string{}}
+		runs[i] = fleetRun{Deployment: dep.Deployment, Diagnoses: []string{}}
+		if dep.Err != nil {
+			runs[i].Error = dep.Err.Error()
+			continue
+		}
 		wg.Go(func() {
 			select {
 			case sem <- struct{}{}:
@@ -169,7 +155,7 @@ func runDeployments(ctx context.Context, eng *runbooks.Engine, st store.Runs, rb
 				return
 			}
 			params := maps.Clone(given)
-			params[depParam] = dep
+			params[depParam] = dep.Deployment
 			p, err := eng.Prepare(ctx, rb, params)
 			if err != nil {
 				runs[i].Error = err.Error()
