@@ -2,6 +2,8 @@ package sim
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -73,7 +75,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		_, _ = fmt.Fprintf(stderr, "sglang-sim: unknown command %q\n\n%s", args[0], usage) // nowhere left to report to
 		return 2
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		// The flag package has printed the command's usage: asking for it
+		// is not a failure.
+		return 0
+	case err != nil:
 		_, _ = fmt.Fprintf(stderr, "sglang-sim %s: %v\n", args[0], err) // nowhere left to report to
 		return 1
 	}
