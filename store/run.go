@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -123,6 +124,12 @@ type RunFilter struct {
 	Runbook string
 	Trigger Trigger
 	Status  RunStatus
+	// RequestedBy keeps the runs of one requester: a user, or a schedule
+	// by its name.
+	RequestedBy string
+	// Params keeps the runs whose params hold every one of these values
+	// (the runs of one deployment, say).
+	Params map[string]string
 	// Since keeps runs started at or after it.
 	Since time.Time
 	// Limit caps the result; 0 means 50.
@@ -309,6 +316,18 @@ func (s *SQLite) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 	}
 	if f.Status != "" {
 		where, args = append(where, "status = ?"), append(args, f.Status)
+	}
+	if f.RequestedBy != "" {
+		where, args = append(where, "requested_by = ?"), append(args, f.RequestedBy)
+	}
+	for _, k := range slices.Sorted(maps.Keys(f.Params)) {
+		// The key is quoted as a JSON path member, so any param name
+		// (dots and brackets included) names one member only.
+		path, err := json.Marshal(k)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: param %q: %w", k, err)
+		}
+		where, args = append(where, "json_extract(params, ?) = ?"), append(args, "$."+string(path), f.Params[k])
 	}
 	if !f.Since.IsZero() {
 		where, args = append(where, "started_at >= ?"), append(args, f.Since.UnixNano())

@@ -16,6 +16,7 @@ var runTests = []test{
 	{"FinishRefusesBadInput", testFinishRunRefusesBadInput},
 	{"GetByPrefix", testGetRunByPrefix},
 	{"ListFilters", testListRunsFilters},
+	{"ListByRequesterAndParams", testListRunsByRequesterAndParams},
 	{"TriggerKinds", testTriggerKinds},
 }
 
@@ -226,4 +227,43 @@ func testMessageValidates(t *testing.T, e *Env) {
 	require.NoError(t, err)
 	require.Nil(t, got.Message, "a refused reference changes nothing")
 	require.ErrorIs(t, s.SetRunMessage(ctx, "r-missing", store.MessageRef{Platform: "slack", Channel: "C1", ID: "1.2"}), store.ErrNotFound)
+}
+
+// A fleet schedule finds one deployment's previous run among its runs of
+// every deployment: by requester (the schedule's name) and by param.
+func testListRunsByRequesterAndParams(t *testing.T, e *Env) {
+	s, c, ctx := e.S, e.Clock, t.Context()
+	mk := func(by string, params map[string]string) string {
+		r, err := s.CreateRun(ctx, store.Run{Runbook: "app-check", Trigger: store.TriggerSchedule, RequestedBy: by, Params: params})
+		require.NoError(t, err)
+		c.Advance(time.Minute)
+		return r.ID
+	}
+	a1 := mk("fleet", map[string]string{"deployment": "web-a", "marker": "ok"})
+	b1 := mk("fleet", map[string]string{"deployment": "web-b", "marker": "ok"})
+	other := mk("nightly", map[string]string{"deployment": "web-a", "marker": "ok"})
+	a2 := mk("fleet", map[string]string{"deployment": "web-a", "marker": "up"})
+	dotted := mk("fleet", map[string]string{"a.b": "x", "deployment": "web-b"})
+
+	for name, tc := range map[string]struct {
+		f    store.RunFilter
+		want []string
+	}{
+		"requester":              {store.RunFilter{RequestedBy: "fleet"}, []string{dotted, a2, b1, a1}},
+		"param":                  {store.RunFilter{Params: map[string]string{"deployment": "web-a"}}, []string{a2, other, a1}},
+		"requester and param":    {store.RunFilter{RequestedBy: "fleet", Params: map[string]string{"deployment": "web-a"}}, []string{a2, a1}},
+		"every param must match": {store.RunFilter{Params: map[string]string{"deployment": "web-a", "marker": "ok"}}, []string{other, a1}},
+		"no such value":          {store.RunFilter{Params: map[string]string{"deployment": "web-c"}}, nil},
+		"no such param":          {store.RunFilter{Params: map[string]string{"region": "eu"}}, nil},
+		"a dot is part of a key": {store.RunFilter{Params: map[string]string{"a.b": "x"}}, []string{dotted}},
+		"newest one":             {store.RunFilter{RequestedBy: "fleet", Params: map[string]string{"deployment": "web-b"}, Limit: 1}, []string{dotted}},
+	} {
+		runs, err := s.ListRuns(ctx, tc.f)
+		require.NoError(t, err, name)
+		var ids []string
+		for _, r := range runs {
+			ids = append(ids, r.ID)
+		}
+		require.Equal(t, tc.want, ids, name)
+	}
 }
