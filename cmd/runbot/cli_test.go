@@ -56,4 +56,9 @@ func TestLintReportsPositions(t *testing.T) {
 
 	out, err = exec.Command(runbot, "lint").CombinedOutput()
 	require.NoError(t, err, "the shipped runbooks are clean:\n%s", out)
+	require.Regexp(t, `(?m)^[1-9][0-9]* runbook file\(s\) checked: no errors`, string(out), "a clean lint says what it checked")
+
+	out, err = exec.Command(runbot, "lint", "testdata/lint-warning.yaml").CombinedOutput()
+	require.NoError(t, err, "warnings alone do not fail lint:\n%s", out)
+	require.Contains(t, string(out), "1 runbook file(s) checked: no errors, 1 warning(s)")
 }

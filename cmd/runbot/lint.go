@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/internal/yamlnode"
@@ -42,10 +44,19 @@ func newLintCmd(g *globalFlags) *cobra.Command {
 			for _, p := range problems {
 				out.println(p.String())
 			}
-			if n := len(problems.Errors()); n > 0 {
-				note(cmd.ErrOrStderr(), "%d error(s) in %d file(s)\n", n, files)
+			errs := len(problems.Errors())
+			if errs > 0 {
+				note(cmd.ErrOrStderr(), "%d error(s) in %d file(s)\n", errs, files)
 				return exitError{exitBadInput}
 			}
+			// Silence on success leaves a user unsure anything was read
+			// (a wrong path, an empty directory); the summary goes to
+			// stderr so stdout stays the problems alone.
+			summary := fmt.Sprintf("%d runbook file(s) checked: no errors", files)
+			if w := len(problems) - errs; w > 0 {
+				summary += fmt.Sprintf(", %d warning(s)", w)
+			}
+			note(cmd.ErrOrStderr(), "%s\n", summary)
 			return out.err
 		},
 	}
