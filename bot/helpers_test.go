@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/runbot/runbot/bot/slackrec"
 	"github.com/runbot/runbot/dispatch"
+	"github.com/runbot/runbot/internal/syncbuf"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
@@ -54,7 +54,7 @@ type harness struct {
 	store *store.SQLite
 	// dir is the stuck-worker's state directory.
 	dir  string
-	logs *syncBuffer
+	logs *syncbuf.Buffer
 	now  func() time.Time
 	// draw, when set (withTimeline), renders the timeline picture.
 	draw TimelineFunc
@@ -87,23 +87,6 @@ func newTestBot(cfg Config, deps testDeps) (*Bot, error) {
 		return nil, err
 	}
 	return New(s, d, Deps{Catalog: deps.Catalog, Engine: deps.Engine, Store: deps.Store})
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func writeSecret(t *testing.T, name, value string) SecretRef {
@@ -142,7 +125,7 @@ func newHarnessWith(t *testing.T, runbookDir string, tweak ...func(*Config)) *ha
 	for _, f := range tweak {
 		f(&cfg)
 	}
-	h := &harness{t: t, rec: rec, dir: t.TempDir(), logs: &syncBuffer{}, now: time.Now}
+	h := &harness{t: t, rec: rec, dir: t.TempDir(), logs: &syncbuf.Buffer{}, now: time.Now}
 	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "runbot.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })

@@ -1,5 +1,5 @@
 // Command alerts-bench is bench/alerts/run.sh: it wires runbot's alert
-// intake the way `runbot serve` does (bot.New, bot.NewAlerts, the SQLite
+// intake the way `runbot serve` does (bot.New, alerts.New, the SQLite
 // store, the runbook engine) against the fake Slack of bot/slackrec,
 // serves the webhook on a loopback port, and POSTs N Alertmanager
 // notifications for D distinct alerts from S concurrent senders. It
@@ -28,6 +28,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/runbot/runbot/alerts"
 	"github.com/runbot/runbot/bot"
 	"github.com/runbot/runbot/bot/slackrec"
 	"github.com/runbot/runbot/dispatch"
@@ -133,7 +134,7 @@ func run() error {
 }
 
 // wire builds the bot and the alert intake as the serve command does.
-func wire(o options, tmp string, rec *slackrec.Recorder, st store.Store) (*bot.Alerts, *bot.Bot, error) {
+func wire(o options, tmp string, rec *slackrec.Recorder, st store.Store) (*alerts.Receiver, *bot.Bot, error) {
 	secret := func(name, value string) (bot.SecretRef, error) {
 		p := filepath.Join(tmp, name)
 		return bot.SecretRef{File: p}, os.WriteFile(p, []byte(value), 0o600)
@@ -181,14 +182,14 @@ func wire(o options, tmp string, rec *slackrec.Recorder, st store.Store) (*bot.A
 	if err != nil {
 		return nil, nil, err
 	}
-	alerts, err := bot.NewAlerts(bot.AlertsConfig{
+	intake, err := alerts.New(alerts.Config{
 		BearerToken: bearer, MaxQueue: o.maxQueue, Channel: "C0ALERTS",
-		Routes: []bot.AlertRoute{{
+		Routes: []alerts.Route{{
 			Match: map[string]string{"alertname": "BenchAlert"}, Runbook: "bench-probe",
 			Params: map[string]string{"host": "here", "instance": "{{ .labels.instance }}"},
 		}},
-	}, disp, bot.AlertsOptions{Store: st, Chat: sl, Logger: log})
-	return alerts, b, err
+	}, disp, alerts.Options{Store: st, Chat: sl, Logger: log})
+	return intake, b, err
 }
 
 // notification is Alertmanager's webhook body for one firing alert.
@@ -285,7 +286,7 @@ func post(ctx context.Context, c *http.Client, url string, body []byte) (int, er
 
 // waitRuns waits until every alert run is finished, then counts the runs
 // and the alerts that have none.
-func waitRuns(ctx context.Context, o options, st store.Store, alerts *bot.Alerts) (int, int, error) {
+func waitRuns(ctx context.Context, o options, st store.Store, alerts *alerts.Receiver) (int, int, error) {
 	for {
 		runs, err := st.ListRuns(ctx, store.RunFilter{Trigger: store.TriggerAlert, Limit: o.d * 2})
 		if err != nil {

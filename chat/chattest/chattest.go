@@ -1,6 +1,6 @@
-// Package chattest is a chat.Chat that records what it is asked to post,
-// update and upload, for tests of the dispatcher and the triggers that
-// need no chat platform.
+// Package chattest is a chat platform that records what it is asked to
+// post, update, upload and reply, for tests of the dispatcher and the
+// triggers that need no real chat platform.
 package chattest
 
 import (
@@ -30,29 +30,94 @@ func (p Post) Last() chat.Message {
 	return p.Message
 }
 
-// Recorder is a chat.Chat that keeps everything in memory. Err, when set,
-// fails every call with it.
-type Recorder struct {
-	mu      sync.Mutex
-	posts   []*Post
-	uploads []chat.File
+// Reply is one message shown to one person only.
+type Reply struct {
+	To      chat.Recipient
+	Message chat.Message
+}
+
+// Refusal is a call that failed (FailNext, Err): what was tried.
+type Refusal struct {
+	Op      Op
+	Channel string
+	Message chat.Message
 	Err     error
 }
 
-var _ chat.Chat = (*Recorder)(nil)
+// Op names a call of the chat, for FailNext.
+type Op string
+
+const (
+	OpPost   Op = "post"
+	OpUpdate Op = "update"
+	OpUpload Op = "upload"
+	OpReply  Op = "reply"
+)
+
+// Recorder is a chat.Chat and chat.Replier that keeps everything in
+// memory. Err, when set, fails every call with it; FailNext fails chosen
+// calls once.
+type Recorder struct {
+	Err error
+
+	mu      sync.Mutex
+	posts   []*Post
+	uploads []chat.File
+	replies []Reply
+	refused []Refusal
+	fail    map[Op][]error
+	groups  map[string][]string
+	// changed is closed and replaced whenever a call was recorded.
+	changed chan struct{}
+}
+
+var (
+	_ chat.Chat    = (*Recorder)(nil)
+	_ chat.Replier = (*Recorder)(nil)
+)
 
 // New returns an empty Recorder.
-func New() *Recorder { return &Recorder{} }
+func New() *Recorder {
+	return &Recorder{fail: map[Op][]error{}, groups: map[string][]string{}, changed: make(chan struct{})}
+}
+
+// FailNext makes the next call of op fail with err (calls queue up: two
+// FailNext fail the next two calls).
+func (r *Recorder) FailNext(op Op, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fail[op] = append(r.fail[op], err)
+}
+
+// failing returns the error the call of op fails with, if any, and keeps
+// the refusal. Callers hold r.mu.
+func (r *Recorder) failing(op Op, channel string, m chat.Message) error {
+	err := r.Err
+	if q := r.fail[op]; err == nil && len(q) > 0 {
+		r.fail[op], err = q[1:], q[0]
+	}
+	if err != nil {
+		r.refused = append(r.refused, Refusal{Op: op, Channel: channel, Message: m, Err: err})
+	}
+	return err
+}
+
+// recorded wakes Wait. Callers hold r.mu.
+func (r *Recorder) recorded() {
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
 
 // Post implements chat.Chat.
 func (r *Recorder) Post(_ context.Context, channel, thread string, m chat.Message) (chat.Ref, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.Err != nil {
-		return chat.Ref{}, r.Err
+	if err := r.failing(OpPost, channel, m); err != nil {
+		return chat.Ref{}, err
 	}
 	ref := chat.Ref{Platform: Platform, Channel: channel, ID: fmt.Sprintf("m%d", len(r.posts)+1)}
 	r.posts = append(r.posts, &Post{Ref: ref, Thread: thread, Message: m})
+	r.recorded()
 	return ref, nil
 }
 
@@ -60,12 +125,13 @@ func (r *Recorder) Post(_ context.Context, channel, thread string, m chat.Messag
 func (r *Recorder) Update(_ context.Context, ref chat.Ref, m chat.Message) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.Err != nil {
-		return r.Err
+	if err := r.failing(OpUpdate, ref.Channel, m); err != nil {
+		return err
 	}
 	for _, p := range r.posts {
 		if p.Ref.Channel == ref.Channel && p.Ref.ID == ref.ID {
 			p.Updates = append(p.Updates, m)
+			r.recorded()
 			return nil
 		}
 	}
@@ -76,10 +142,23 @@ func (r *Recorder) Update(_ context.Context, ref chat.Ref, m chat.Message) error
 func (r *Recorder) Upload(_ context.Context, _, _ string, f chat.File) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.Err != nil {
-		return r.Err
+	if err := r.failing(OpUpload, "", chat.Message{Title: f.Title}); err != nil {
+		return err
 	}
 	r.uploads = append(r.uploads, f)
+	r.recorded()
+	return nil
+}
+
+// Reply implements chat.Replier.
+func (r *Recorder) Reply(_ context.Context, to chat.Recipient, m chat.Message) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.failing(OpReply, to.Channel, m); err != nil {
+		return err
+	}
+	r.replies = append(r.replies, Reply{To: to, Message: m})
+	r.recorded()
 	return nil
 }
 
@@ -100,4 +179,48 @@ func (r *Recorder) Uploads() []chat.File {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]chat.File(nil), r.uploads...)
+}
+
+// Replies returns the private replies so far, oldest first.
+func (r *Recorder) Replies() []Reply {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Reply(nil), r.replies...)
+}
+
+// Refusals returns the calls that failed, oldest first.
+func (r *Recorder) Refusals() []Refusal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Refusal(nil), r.refused...)
+}
+
+// Calls counts every call that was recorded: posts, updates, uploads and
+// replies.
+func (r *Recorder) Calls() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(r.uploads) + len(r.replies)
+	for _, p := range r.posts {
+		n += 1 + len(p.Updates)
+	}
+	return n
+}
+
+// Wait returns once done holds for the posts so far, checking after every
+// recorded call, or with ctx's cause when ctx ends first.
+func (r *Recorder) Wait(ctx context.Context, done func(posts []Post) bool) error {
+	for {
+		r.mu.Lock()
+		changed := r.changed
+		r.mu.Unlock()
+		if done(r.Posts()) {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the chat: %w", context.Cause(ctx))
+		}
+	}
 }

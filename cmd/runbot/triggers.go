@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/runbot/runbot/bot"
+	"github.com/runbot/runbot/alerts"
 	"github.com/runbot/runbot/config"
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/schedule"
@@ -19,21 +19,21 @@ func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *
 	disp := d.disp
 	if cfg.Alerts != nil {
 		a := cfg.Alerts
-		ac := bot.AlertsConfig{
+		ac := alerts.Config{
 			BearerToken: a.BearerToken, BasicUser: a.BasicUser, BasicPass: a.BasicPass,
 			DedupWindow: a.DedupWindow, MaxQueue: a.MaxQueue, MaxBody: a.MaxBody, Channel: a.Channel,
 		}
 		for _, r := range a.Routes {
-			ac.Routes = append(ac.Routes, bot.AlertRoute{Match: r.Match, Runbook: r.Runbook, Params: r.Params})
+			ac.Routes = append(ac.Routes, alerts.Route{Match: r.Match, Runbook: r.Runbook, Params: r.Params})
 		}
-		alerts, err := bot.NewAlerts(ac, disp, bot.AlertsOptions{Store: d.st, Chat: disp.Chat(), Heartbeat: ready, Logger: d.log})
+		rcv, err := alerts.New(ac, disp, alerts.Options{Store: d.st, Chat: disp.Chat(), Heartbeat: ready, Logger: d.log})
 		if err != nil {
 			return err
 		}
-		mux.Handle("/alerts/", alerts.Handler())
-		reg.MustRegister(alerts)
+		mux.Handle("/alerts/", rcv.Handler())
+		reg.MustRegister(rcv)
 		d.loops.Go(func() {
-			if err := alerts.Run(ctx); err != nil && ctx.Err() == nil {
+			if err := rcv.Run(ctx); err != nil && ctx.Err() == nil {
 				d.log.Error("alert intake stopped", "err", err)
 			}
 		})

@@ -24,6 +24,7 @@ var allowed = map[string][]string{
 	// Triggers build requests and call the dispatch core; chat platforms
 	// sit beside them.
 	"schedule": {"dispatch", "chat", "runbooks", "store", "internal/"},
+	"alerts":   {"dispatch", "chat", "runbooks", "store", "internal/"},
 	// chat is the seam between runbot and a chat platform: the message
 	// model and the interface; it knows the store's message references
 	// and nothing else of runbot. chattest records for tests.
@@ -117,6 +118,11 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"bot", "dispatch", true},
 		{"schedule", "dispatch", true},
 		{"schedule", "bot", false},
+		{"alerts", "dispatch", true},
+		{"alerts", "chat", true},
+		{"alerts", "bot", false},
+		{"alerts", "schedule", false},
+		{"dispatch", "alerts", false},
 		{"dispatch", "schedule", false},
 		{"store/storetest", "runbooks", false},
 		{"store", "store/storetest", false},

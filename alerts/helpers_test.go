@@ -1,9 +1,10 @@
-package bot
+package alerts
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,8 +18,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/chat"
+	"github.com/runbot/runbot/chat/chattest"
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/heartbeat"
+	"github.com/runbot/runbot/internal/secret"
+	"github.com/runbot/runbot/internal/syncbuf"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
@@ -31,29 +36,31 @@ const (
 	alertUser  = "am"
 	alertPass  = "s3cret"
 	alertsChan = "C0ALERTS"
+	// opsChan is the dispatcher's channel, for runs whose trigger names none.
+	opsChan = "C0OPS"
 )
 
 // alertHarness is runbot's alert intake wired to real parts: the SQLite
-// store in a temp file, the runbook engine running the test runbook on
-// this machine, the fake Slack of slackrec, and the webhook served over
-// real HTTP.
+// store in a temp file, the dispatch core running the test runbook on
+// this machine, the webhook served over real HTTP, and the recording chat
+// of chattest in place of a chat platform.
 type alertHarness struct {
 	t      *testing.T
-	rec    *slackrec.Recorder
-	bot    *Bot
-	alerts *Alerts
+	rec    *chattest.Recorder
+	disp   *dispatch.Dispatcher
+	alerts *Receiver
 	srv    *httptest.Server
 	store  *store.SQLite
 	reg    *prometheus.Registry
 	beat   *heartbeat.Monitor
-	logs   *syncBuffer
+	logs   *syncbuf.Buffer
 	// dir is the test runbook's state directory: the service is healthy
 	// when dir/healthy exists.
 	dir string
 }
 
 type alertSetup struct {
-	cfg       AlertsConfig
+	cfg       Config
 	storeOpts []store.Option
 	// noRun leaves the intake loop to the test.
 	noRun bool
@@ -65,14 +72,13 @@ type alertSetup struct {
 // their labels; the runbook's own trigger routes ServiceErrors.
 func newAlertHarness(t *testing.T, tweak ...func(*alertSetup)) *alertHarness {
 	t.Helper()
-	h := &alertHarness{t: t, rec: slackrec.New(), dir: t.TempDir(), logs: &syncBuffer{}, reg: prometheus.NewRegistry()}
-	t.Cleanup(h.rec.Close)
-	setup := alertSetup{cfg: AlertsConfig{
+	h := &alertHarness{t: t, rec: chattest.New(), dir: t.TempDir(), logs: &syncbuf.Buffer{}, reg: prometheus.NewRegistry()}
+	setup := alertSetup{cfg: Config{
 		BearerToken: writeSecret(t, "bearer", alertToken),
 		BasicUser:   alertUser,
 		BasicPass:   writeSecret(t, "basic", alertPass),
 		Channel:     alertsChan,
-		Routes: []AlertRoute{{
+		Routes: []Route{{
 			Match:   map[string]string{"alertname": "HighErrorRate"},
 			Runbook: "service-errors",
 			Params:  map[string]string{"host": "here", "service": "{{ .labels.service }}", "dir": h.dir},
@@ -87,19 +93,20 @@ func newAlertHarness(t *testing.T, tweak ...func(*alertSetup)) *alertHarness {
 	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "runbot.db"), setup.storeOpts...)
 	require.NoError(t, err)
 	h.store = st
-	catalog, problems, err := runbooks.LoadCatalog("testdata/alertmanager/runbooks")
-	require.NoError(t, err)
-	require.Empty(t, problems)
+	catalog := testCatalog(t, "testdata/alertmanager/runbooks")
 	inv, err := inventory.Load("testdata/inventory.yaml")
 	require.NoError(t, err)
 	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
-	botCfg := testConfig(t, h.rec)
-	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog, Groups: botCfg.Groups}
+	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}
 	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h.bot, err = newTestBot(botCfg, testDeps{Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Logger: logger})
+	// Updates fast enough for tests; the coalescing itself is tested
+	// with synctest in the Slack platform's tests.
+	h.disp, err = dispatch.New(dispatch.Config{Channel: opsChan, UpdateInterval: 20 * time.Millisecond}, dispatch.Deps{
+		Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Chat: h.rec, Logger: logger,
+	})
 	require.NoError(t, err)
 	h.beat = heartbeat.New(setup.now)
-	h.alerts, err = NewAlerts(setup.cfg, h.bot.Dispatcher(), AlertsOptions{Store: st, Chat: h.bot.Dispatcher().Chat(), Heartbeat: h.beat, Now: setup.now, Logger: logger})
+	h.alerts, err = New(setup.cfg, h.disp, Options{Store: st, Chat: h.disp.Chat(), Heartbeat: h.beat, Now: setup.now, Logger: logger})
 	require.NoError(t, err)
 	require.NoError(t, h.reg.Register(h.alerts))
 	h.srv = httptest.NewServer(h.alerts.Handler())
@@ -117,12 +124,19 @@ func newAlertHarness(t *testing.T, tweak ...func(*alertSetup)) *alertHarness {
 		require.NoError(t, <-done)
 		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer scancel()
-		require.NoError(t, h.bot.Shutdown(sctx))
+		require.NoError(t, h.disp.Shutdown(sctx))
 		require.NoError(t, st.Close())
 		require.NotContains(t, h.logs.String(), alertToken)
 		require.NotContains(t, h.logs.String(), alertPass)
 	})
 	return h
+}
+
+func writeSecret(t *testing.T, name, value string) secret.Ref {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, []byte(value+"\n"), 0o600))
+	return secret.Ref{File: path}
 }
 
 // fixture reads a file of testdata/alertmanager.
@@ -182,7 +196,7 @@ func (h *alertHarness) settle() {
 	defer cancel()
 	for {
 		require.NoError(h.t, h.alerts.settled(ctx))
-		require.NoError(h.t, h.bot.disp.Idle(ctx))
+		require.NoError(h.t, h.disp.Idle(ctx))
 		h.alerts.mu.Lock()
 		n := h.alerts.inflight
 		h.alerts.mu.Unlock()
@@ -199,33 +213,34 @@ func (h *alertHarness) runs() []store.Run {
 	return runs
 }
 
-// posts returns the chat.postMessage calls that succeeded.
-func (h *alertHarness) posts() []slackrec.Call {
-	var out []slackrec.Call
-	for _, c := range h.rec.Calls("chat.postMessage") {
-		if c.Status == http.StatusOK {
-			out = append(out, c)
-		}
-	}
-	return out
-}
+// posts returns the messages posted.
+func (h *alertHarness) posts() []chattest.Post { return h.rec.Posts() }
 
-// alertMessages returns the posts and updates of an alert's own message
-// (the one with its fingerprint), in order; the last is what Slack shows.
-func (h *alertHarness) alertMessages(name string) []slackrec.Call {
-	var out []slackrec.Call
-	for _, c := range h.rec.Calls("chat.postMessage", "chat.update") {
-		if c.Status != http.StatusOK || c.Form.Get("channel") != alertsChan || c.Form.Get("thread_ts") != "" {
+// alertPost is an alert's own message (the one with its fingerprint, not
+// in a thread), with every update it got.
+func (h *alertHarness) alertPost(name string) (chattest.Post, bool) {
+	for _, p := range h.rec.Posts() {
+		if p.Ref.Channel != alertsChan || p.Thread != "" {
 			continue
 		}
-		if text := c.Text(); strings.Contains(text, "Fingerprint") && strings.Contains(text, name) {
-			out = append(out, c)
+		if text := p.Message.Text(); strings.Contains(text, "Fingerprint") && strings.Contains(text, name) {
+			return p, true
 		}
 	}
-	return out
+	return chattest.Post{}, false
 }
 
-// newestAlert is what Slack shows of an alert's message now.
+// alertMessages returns the alert's message as posted, then as each
+// update left it; the last is what the chat shows.
+func (h *alertHarness) alertMessages(name string) []chat.Message {
+	p, ok := h.alertPost(name)
+	if !ok {
+		return nil
+	}
+	return append([]chat.Message{p.Message}, p.Updates...)
+}
+
+// newestAlert is what the chat shows of an alert's message now.
 func (h *alertHarness) newestAlert(name string) string {
 	h.t.Helper()
 	msgs := h.alertMessages(name)
@@ -233,28 +248,37 @@ func (h *alertHarness) newestAlert(name string) string {
 	return msgs[len(msgs)-1].Text()
 }
 
-// runMessage is the newest content of the run message at ts.
-func (h *alertHarness) runMessage(ts string) string {
+// runMessage is the newest content of the run message with id, which
+// must have been updated since it was posted.
+func (h *alertHarness) runMessage(id string) string {
 	h.t.Helper()
-	text := ""
-	for _, c := range h.rec.Calls("chat.update") {
-		if c.Form.Get("ts") == ts && c.Status == http.StatusOK {
-			text = c.Text()
+	for _, p := range h.rec.Posts() {
+		if p.Ref.ID == id {
+			require.NotEmpty(h.t, p.Updates, "run message %s was never updated", id)
+			return p.Last().Text()
 		}
 	}
-	require.NotEmpty(h.t, text, "run message %s was never updated", ts)
-	return text
+	h.t.Fatalf("no run message %s", id)
+	return ""
 }
 
-// thread returns the posts in a thread.
-func (h *alertHarness) thread(ts string) []slackrec.Call {
-	var out []slackrec.Call
-	for _, c := range h.posts() {
-		if c.Form.Get("thread_ts") == ts {
-			out = append(out, c)
+// thread returns the posts in the thread of the message with id.
+func (h *alertHarness) thread(id string) []chattest.Post {
+	var out []chattest.Post
+	for _, p := range h.rec.Posts() {
+		if p.Thread == id {
+			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// wait waits until done holds for the chat's posts.
+func (h *alertHarness) wait(done func([]chattest.Post) bool) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeoutCause(h.t.Context(), 60*time.Second, errors.New("the chat never showed what the test waits for"))
+	defer cancel()
+	require.NoError(h.t, h.rec.Wait(ctx, done), "alerts log:\n%s", h.logs.String())
 }
 
 // metric reads a counter or gauge from the registry the intake is

@@ -1,4 +1,4 @@
-package bot
+package alerts
 
 import (
 	"encoding/json"
@@ -122,8 +122,8 @@ func TestGenericWebhookRunsRunbook(t *testing.T) {
 	h.settle()
 	require.Contains(t, h.newestAlert("ServiceErrors"), "ServiceErrors resolved")
 	var resolvedInThread bool
-	for _, c := range h.posts() {
-		if c.Form.Get("thread_ts") != "" && c.Form.Get("channel") == alertsChan && strings.Contains(c.Text(), "ServiceErrors resolved") {
+	for _, p := range h.posts() {
+		if p.Thread != "" && p.Ref.Channel == alertsChan && strings.Contains(p.Message.Text(), "ServiceErrors resolved") {
 			resolvedInThread = true
 		}
 	}

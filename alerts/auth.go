@@ -1,4 +1,4 @@
-package bot
+package alerts
 
 import (
 	"crypto/sha256"
@@ -21,7 +21,7 @@ type alertAuth struct {
 	hasBasic  bool
 }
 
-func newAlertAuth(cfg AlertsConfig) (alertAuth, error) {
+func newAlertAuth(cfg Config) (alertAuth, error) {
 	var a alertAuth
 	if !cfg.BearerToken.IsZero() {
 		tok, err := cfg.BearerToken.Load()

@@ -1,4 +1,4 @@
-package bot
+package alerts
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 
 // Alert is one alert as runbot keeps it, whichever webhook delivered it:
 // what the store records for each delivery, what routes match and what
-// the alert's Slack message shows.
+// the alert's message shows.
 type Alert struct {
 	Fingerprint  string            `json:"fingerprint"`
 	Status       store.AlertStatus `json:"status"`

@@ -1,10 +1,10 @@
-package bot
+package alerts
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// alertMetrics are the webhook's Prometheus metrics. Alerts implements
+// alertMetrics are the webhook's Prometheus metrics. Receiver implements
 // prometheus.Collector with them; register it on the serve command's
 // registry.
 type alertMetrics struct {
@@ -73,14 +73,14 @@ func (m *alertMetrics) collectors() []prometheus.Collector {
 }
 
 // Describe implements prometheus.Collector.
-func (a *Alerts) Describe(ch chan<- *prometheus.Desc) {
+func (a *Receiver) Describe(ch chan<- *prometheus.Desc) {
 	for _, c := range a.metrics.collectors() {
 		c.Describe(ch)
 	}
 }
 
 // Collect implements prometheus.Collector.
-func (a *Alerts) Collect(ch chan<- prometheus.Metric) {
+func (a *Receiver) Collect(ch chan<- prometheus.Metric) {
 	for _, c := range a.metrics.collectors() {
 		c.Collect(ch)
 	}

@@ -1,4 +1,4 @@
-package bot
+package alerts
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/heartbeat"
+	"github.com/runbot/runbot/internal/secret"
 	"github.com/runbot/runbot/store"
 )
 
@@ -24,16 +25,16 @@ const (
 	SourceGeneric      = "generic"
 )
 
-// AlertsConfig configures the alert webhooks.
-type AlertsConfig struct {
+// Config configures the alert webhooks.
+type Config struct {
 	// BearerToken and/or BasicUser+BasicPass authenticate deliveries; at
 	// least one is required.
-	BearerToken SecretRef
+	BearerToken secret.Ref
 	BasicUser   string
-	BasicPass   SecretRef
+	BasicPass   secret.Ref
 	// DedupWindow is how long a firing alert's repeats fold into the run
 	// it started (1h when 0). The store enforces it; pass the same value
-	// to store.WithDedupWindow. Alerts uses it to find, at start, alerts
+	// to store.WithDedupWindow. The receiver uses it to find, at start, alerts
 	// accepted before a restart whose run was never queued.
 	DedupWindow time.Duration
 	// MaxQueue bounds alert runs queued or running (256 when 0); beyond
@@ -42,16 +43,16 @@ type AlertsConfig struct {
 	MaxQueue int
 	// MaxBody bounds a notification's body in bytes (1 MiB when 0).
 	MaxBody int64
-	// Channel is where alert messages go; the bot's channel when empty.
+	// Channel is where alert messages go; the dispatcher's channel when empty.
 	Channel string
 	// Routes map alerts to runbooks, before the runbooks' own
 	// triggers.alerts.
-	Routes []AlertRoute
+	Routes []Route
 	// Generic, when set, enables POST /alerts/generic with this mapping.
 	Generic *GenericMapping
 }
 
-func (c AlertsConfig) withDefaults() AlertsConfig {
+func (c Config) withDefaults() Config {
 	if c.DedupWindow <= 0 {
 		c.DedupWindow = time.Hour
 	}
@@ -64,8 +65,8 @@ func (c AlertsConfig) withDefaults() AlertsConfig {
 	return c
 }
 
-// AlertsOptions are the optional parts of Alerts.
-type AlertsOptions struct {
+// Options are what a Receiver works with besides its dispatcher.
+type Options struct {
 	// Store keeps the alerts' state and deliveries (required).
 	Store store.Store
 	// Chat, when set, gets the alerts' messages (and their runs go in
@@ -73,7 +74,7 @@ type AlertsOptions struct {
 	// run and are recorded.
 	Chat chat.Chat
 	// Heartbeat, when set, gets the intake loop registered as
-	// AlertsHeartbeat; the loop beats at least every few seconds while it
+	// Heartbeat; the loop beats at least every few seconds while it
 	// makes progress.
 	Heartbeat *heartbeat.Monitor
 	// Logger is slog.Default() when nil.
@@ -82,41 +83,41 @@ type AlertsOptions struct {
 	Now func() time.Time
 }
 
-// AlertsHeartbeat is the heartbeat name of the alert intake loop.
-const AlertsHeartbeat = "alert intake"
+// Heartbeat is the heartbeat name of the alert intake loop.
+const Heartbeat = "alert intake"
 
 // alertsMaxGap is how long the intake loop may go without a beat before
 // readiness fails: it beats every alertsTick when idle, and between
-// alerts when busy; each alert's Slack and store calls are bounded well
+// alerts when busy; each alert's chat and store calls are bounded well
 // below this.
 const (
 	alertsMaxGap = 2 * time.Minute
 	alertsTick   = time.Second
 	// storeTimeout bounds the store writes a notification waits for.
 	storeTimeout = 10 * time.Second
-	// slackTimeout bounds posting an alert's message before its run is
-	// queued; the run goes on without a thread when Slack is slow.
-	slackTimeout = 10 * time.Second
-	// slackBackoff is how long alert messages are skipped after Slack
+	// chatTimeout bounds posting an alert's message before its run is
+	// queued; the run goes on without a thread when the chat is slow.
+	chatTimeout = 10 * time.Second
+	// chatBackoff is how long alert messages are skipped after the chat
 	// failed to take one.
-	slackBackoff = 30 * time.Second
+	chatBackoff = 30 * time.Second
 	// retryAfter is what a 503 asks the sender to wait, in seconds.
 	retryAfter = 5
 )
 
-// Alerts takes alert notifications (Alertmanager's webhook, and a generic
+// Receiver takes alert notifications (Alertmanager's webhook, and a generic
 // JSON webhook) and turns them into runs through the Dispatcher.
 //
 // A notification is answered 2xx once each of its alerts is durably
 // recorded in the store; the rest happens in the intake loop (Run): the
-// alert's Slack message is posted and its run queued in that message's
+// alert's message is posted and its run queued in that message's
 // thread. One alert (by fingerprint) starts one run per dedup window and
 // never a second while the first is queued or running; repeats update its
 // message ("seen N times, last at …"), and its resolution is posted in the
 // thread.
-type Alerts struct {
-	cfg     AlertsConfig
-	disp    *Dispatcher
+type Receiver struct {
+	cfg     Config
+	disp    *dispatch.Dispatcher
 	store   store.Store
 	chat    chat.Chat
 	auth    alertAuth
@@ -138,14 +139,14 @@ type Alerts struct {
 	// tracks are the alerts with a current trigger, by fingerprint.
 	tracks map[string]*alertTrack
 
-	// slackDown is until when alert messages are skipped (intake loop
+	// chatDown is until when alert messages are skipped (intake loop
 	// only).
-	slackDown time.Time
+	chatDown time.Time
 }
 
-// NewAlerts checks the configuration, loads the credentials and compiles
+// New checks the configuration, loads the credentials and compiles
 // the routes (the configured ones, then the catalog's triggers.alerts).
-func NewAlerts(cfg AlertsConfig, d *Dispatcher, opts AlertsOptions) (*Alerts, error) {
+func New(cfg Config, d *dispatch.Dispatcher, opts Options) (*Receiver, error) {
 	if d == nil || opts.Store == nil {
 		return nil, errors.New("alert webhook: a dispatcher and a store are required")
 	}
@@ -158,7 +159,7 @@ func NewAlerts(cfg AlertsConfig, d *Dispatcher, opts AlertsOptions) (*Alerts, er
 	if err != nil {
 		return nil, fmt.Errorf("alert routes: %w", err)
 	}
-	a := &Alerts{
+	a := &Receiver{
 		cfg: cfg, disp: d, store: opts.Store, chat: opts.Chat, auth: auth, routes: routes, queue: newAlertQueue(cfg.MaxQueue),
 		log: opts.Logger, now: opts.Now, beat: opts.Heartbeat,
 		wake: make(chan struct{}, 1), tracks: map[string]*alertTrack{}, handled: make(chan struct{}),
@@ -177,7 +178,7 @@ func NewAlerts(cfg AlertsConfig, d *Dispatcher, opts AlertsOptions) (*Alerts, er
 	}
 	a.metrics = newAlertMetrics(func() float64 { return float64(a.queue.depth()) }, cfg.MaxQueue)
 	if a.beat != nil {
-		a.beat.Register(AlertsHeartbeat, alertsMaxGap)
+		a.beat.Register(Heartbeat, alertsMaxGap)
 	}
 	return a, nil
 }
@@ -185,7 +186,7 @@ func NewAlerts(cfg AlertsConfig, d *Dispatcher, opts AlertsOptions) (*Alerts, er
 // Handler serves POST /alerts/alertmanager (Alertmanager's webhook,
 // version 4) and, when a generic mapping is configured, POST
 // /alerts/generic. Mount it at the server's root.
-func (a *Alerts) Handler() http.Handler {
+func (a *Receiver) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("POST /alerts/alertmanager", a.endpoint(SourceAlertmanager, parseAlertmanager))
 	if a.generic != nil {
@@ -213,7 +214,7 @@ type alertReject struct {
 
 var errQueueFull = errors.New("too many alert runs queued")
 
-func (a *Alerts) endpoint(source string, parse func([]byte) ([]Alert, error)) http.Handler {
+func (a *Receiver) endpoint(source string, parse func([]byte) ([]Alert, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		code := a.serve(w, r, source, parse)
@@ -221,7 +222,7 @@ func (a *Alerts) endpoint(source string, parse func([]byte) ([]Alert, error)) ht
 	})
 }
 
-func (a *Alerts) serve(w http.ResponseWriter, r *http.Request, source string, parse func([]byte) ([]Alert, error)) int {
+func (a *Receiver) serve(w http.ResponseWriter, r *http.Request, source string, parse func([]byte) ([]Alert, error)) int {
 	a.metrics.notifications.WithLabelValues(source).Inc()
 	reject := func(code int, reason, msg string) int {
 		a.metrics.rejected.WithLabelValues(source, reason).Inc()
@@ -269,7 +270,7 @@ func (a *Alerts) serve(w http.ResponseWriter, r *http.Request, source string, pa
 // accept records a notification's alerts durably and hands them to the
 // intake loop. It refuses with errQueueFull, recording nothing, when the
 // alerts that may start runs do not fit in the queue.
-func (a *Alerts) accept(ctx context.Context, alerts []Alert) (alertAck, error) {
+func (a *Receiver) accept(ctx context.Context, alerts []Alert) (alertAck, error) {
 	now := a.now()
 	routes := make([]*routed, len(alerts))
 	mayStart := make([]bool, len(alerts))
@@ -349,7 +350,7 @@ func (a *Alerts) accept(ctx context.Context, alerts []Alert) (alertAck, error) {
 // activeLocked reports whether an alert has a trigger whose run a new
 // delivery must not repeat: within the dedup window, or still queued or
 // running. Callers hold a.mu.
-func (a *Alerts) activeLocked(fp string, now time.Time) bool {
+func (a *Receiver) activeLocked(fp string, now time.Time) bool {
 	t := a.tracks[fp]
 	if t == nil || t.resolved {
 		return false
@@ -357,7 +358,7 @@ func (a *Alerts) activeLocked(fp string, now time.Time) bool {
 	return now.Before(t.triggeredAt.Add(a.cfg.DedupWindow)) || (t.workID != "" && a.queue.unfinished(t.workID))
 }
 
-func (a *Alerts) enqueue(evs []alertEvent) {
+func (a *Receiver) enqueue(evs []alertEvent) {
 	if len(evs) == 0 {
 		return
 	}
@@ -371,7 +372,7 @@ func (a *Alerts) enqueue(evs []alertEvent) {
 	}
 }
 
-func (a *Alerts) take() []alertEvent {
+func (a *Receiver) take() []alertEvent {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	evs := a.events
@@ -380,7 +381,7 @@ func (a *Alerts) take() []alertEvent {
 }
 
 // done marks one event handled.
-func (a *Alerts) done() {
+func (a *Receiver) done() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.inflight--
@@ -390,7 +391,7 @@ func (a *Alerts) done() {
 
 // settled waits until every accepted alert was handled by the intake
 // loop (its message posted, its run queued).
-func (a *Alerts) settled(ctx context.Context) error {
+func (a *Receiver) settled(ctx context.Context) error {
 	for {
 		a.mu.Lock()
 		n, handled := a.inflight, a.handled
@@ -407,7 +408,7 @@ func (a *Alerts) settled(ctx context.Context) error {
 }
 
 // channel is where alert messages go.
-func (a *Alerts) channel() string {
+func (a *Receiver) channel() string {
 	if a.cfg.Channel != "" {
 		return a.cfg.Channel
 	}
@@ -415,12 +416,12 @@ func (a *Alerts) channel() string {
 }
 
 // liveMessage keeps the alert message at ref up to date.
-func (a *Alerts) liveMessage(ref chat.Ref) *dispatch.Live {
+func (a *Receiver) liveMessage(ref chat.Ref) *dispatch.Live {
 	return dispatch.NewLive(a.chat, a.disp.Go, a.log, ref, a.disp.UpdateInterval())
 }
 
 // QueueDepth is how many alert runs are queued or running.
-func (a *Alerts) QueueDepth() int { return a.queue.depth() }
+func (a *Receiver) QueueDepth() int { return a.queue.depth() }
 
 func writeStatusJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")

@@ -1,4 +1,4 @@
-package bot
+package alerts
 
 import (
 	"context"
@@ -23,7 +23,7 @@ type alertEvent struct {
 	reserved bool
 }
 
-// alertTrack is an alert with a current trigger: its run and its Slack
+// alertTrack is an alert with a current trigger: its run and its chat
 // message. The intake loop owns it; fields the webhook reads (resolved,
 // triggeredAt, workID) change under Alerts.mu.
 type alertTrack struct {
@@ -50,7 +50,7 @@ type alertTrack struct {
 // alert's message, queues its run, and keeps its message up to date,
 // until ctx ends. Alerts accepted but not yet handled when it returns are
 // in the store, and the next start picks them up.
-func (a *Alerts) Run(ctx context.Context) error {
+func (a *Receiver) Run(ctx context.Context) error {
 	if err := a.recover(ctx); err != nil {
 		a.log.Error("alerts accepted before the restart not checked", "err", err)
 	}
@@ -80,13 +80,13 @@ func (a *Alerts) Run(ctx context.Context) error {
 	}
 }
 
-func (a *Alerts) heartbeat() {
+func (a *Receiver) heartbeat() {
 	if a.beat != nil {
-		a.beat.Beat(AlertsHeartbeat)
+		a.beat.Beat(Heartbeat)
 	}
 }
 
-func (a *Alerts) process(ctx context.Context, ev alertEvent) {
+func (a *Receiver) process(ctx context.Context, ev alertEvent) {
 	defer func() {
 		// A bug in one alert's handling must not stop the intake.
 		if r := recover(); r != nil {
@@ -112,7 +112,7 @@ func (a *Alerts) process(ctx context.Context, ev alertEvent) {
 
 // trigger starts what a new firing alert asks for: its message, and its
 // run in the message's thread.
-func (a *Alerts) trigger(ctx context.Context, ev alertEvent) {
+func (a *Receiver) trigger(ctx context.Context, ev alertEvent) {
 	fp := ev.alert.Fingerprint
 	log := a.log.With("alert", ev.alert.Name(), "fingerprint", fp)
 	a.mu.Lock()
@@ -149,7 +149,7 @@ func (a *Alerts) trigger(ctx context.Context, ev alertEvent) {
 	}
 	a.postAlert(ctx, t)
 	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	acc, err := a.disp.Enqueue(sctx, Request{
+	acc, err := a.disp.Enqueue(sctx, dispatch.Request{
 		Key: t.key, Runbook: ev.route.Runbook, Params: ev.route.Params, RequestedBy: ev.alert.Source,
 		Source: store.TriggerAlert, Channel: t.channel, Thread: t.ts, Payload: ev.raw,
 	})
@@ -183,14 +183,14 @@ func (a *Alerts) trigger(ctx context.Context, ev alertEvent) {
 // check finds what keeps a routed alert from running: a param template
 // that failed, an unknown runbook, or params the runbook refuses (the same
 // validation as any other trigger's).
-func (a *Alerts) check(ctx context.Context, rt *routed) string {
+func (a *Receiver) check(ctx context.Context, rt *routed) string {
 	if rt.Err != nil {
 		return fmt.Sprintf("params of %s from the alert: %v", rt.Runbook, rt.Err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	err := a.disp.Check(ctx, rt.Runbook, rt.Params)
-	var unknown *UnknownRunbookError
+	var unknown *dispatch.UnknownRunbookError
 	switch {
 	case errors.As(err, &unknown):
 		return err.Error()
@@ -201,7 +201,7 @@ func (a *Alerts) check(ctx context.Context, rt *routed) string {
 }
 
 // repeat folds a repeated delivery into the alert's message.
-func (a *Alerts) repeat(ctx context.Context, ev alertEvent) {
+func (a *Receiver) repeat(ctx context.Context, ev alertEvent) {
 	t := a.track(ctx, ev)
 	if t == nil {
 		return
@@ -209,7 +209,7 @@ func (a *Alerts) repeat(ctx context.Context, ev alertEvent) {
 	a.seenAgain(t, ev)
 }
 
-func (a *Alerts) seenAgain(t *alertTrack, ev alertEvent) {
+func (a *Receiver) seenAgain(t *alertTrack, ev alertEvent) {
 	t.seen++
 	if ev.state.LastSeen.After(t.lastAt) {
 		t.lastAt = ev.state.LastSeen
@@ -219,7 +219,7 @@ func (a *Alerts) seenAgain(t *alertTrack, ev alertEvent) {
 }
 
 // resolve marks the alert's message resolved and says so in its thread.
-func (a *Alerts) resolve(ctx context.Context, ev alertEvent) {
+func (a *Receiver) resolve(ctx context.Context, ev alertEvent) {
 	t := a.track(ctx, ev)
 	if t == nil || t.resolved {
 		return
@@ -245,7 +245,7 @@ func (a *Alerts) resolve(ctx context.Context, ev alertEvent) {
 		a.log.Info("alert resolved", "alert", t.alert.Name(), "fingerprint", t.alert.Fingerprint)
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, slackTimeout)
+	ctx, cancel := context.WithTimeout(ctx, chatTimeout)
 	defer cancel()
 	if _, err := a.chat.Post(ctx, channel, thread, t.resolvedView()); err != nil {
 		a.log.Warn("alert resolution not posted", "alert", t.alert.Name(), "fingerprint", t.alert.Fingerprint, "err", err)
@@ -254,7 +254,7 @@ func (a *Alerts) resolve(ctx context.Context, ev alertEvent) {
 
 // track returns the alert's current trigger, rebuilding it from the store
 // when this process does not hold it (it started before a restart).
-func (a *Alerts) track(ctx context.Context, ev alertEvent) *alertTrack {
+func (a *Receiver) track(ctx context.Context, ev alertEvent) *alertTrack {
 	fp := ev.alert.Fingerprint
 	a.mu.Lock()
 	t := a.tracks[fp]
@@ -290,7 +290,7 @@ func (a *Alerts) track(ctx context.Context, ev alertEvent) *alertTrack {
 
 // adoptWork links a track to work queued earlier and to the alert message
 // that work's run went under.
-func (a *Alerts) adoptWork(ctx context.Context, t *alertTrack, workID string) {
+func (a *Receiver) adoptWork(ctx context.Context, t *alertTrack, workID string) {
 	w, err := a.store.GetWork(ctx, workID)
 	if err != nil {
 		a.log.Warn("alert's work not found", "work", workID, "err", err)
@@ -315,7 +315,7 @@ func (a *Alerts) adoptWork(ctx context.Context, t *alertTrack, workID string) {
 
 // runMessage finds the message of the alert's run, for an alert whose own
 // message could not be posted.
-func (a *Alerts) runMessage(ctx context.Context, fp, channel string) (string, string) {
+func (a *Receiver) runMessage(ctx context.Context, fp, channel string) (string, string) {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	st, err := a.store.GetAlert(ctx, fp)
@@ -330,8 +330,8 @@ func (a *Alerts) runMessage(ctx context.Context, fp, channel string) (string, st
 }
 
 // postAlert posts the alert's message; a run queued after it goes in its
-// thread. When Slack fails, the run goes on and posts on its own.
-func (a *Alerts) postAlert(ctx context.Context, t *alertTrack) {
+// thread. When the chat fails, the run goes on and posts on its own.
+func (a *Receiver) postAlert(ctx context.Context, t *alertTrack) {
 	if a.chat == nil {
 		a.log.Info("alert firing; no chat configured, its run is recorded and logged", "alert", t.alert.Name(), "runbook", t.route.Runbook)
 		return
@@ -340,17 +340,17 @@ func (a *Alerts) postAlert(ctx context.Context, t *alertTrack) {
 		a.log.Warn("no channel for alert messages (configure the alerts or the bot channel)", "alert", t.alert.Name())
 		return
 	}
-	if now := a.now(); now.Before(a.slackDown) {
-		// Slack failed a moment ago: do not make every alert of a storm
+	if now := a.now(); now.Before(a.chatDown) {
+		// The chat failed a moment ago: do not make every alert of a storm
 		// wait for it before its run is queued.
-		a.log.Warn("alert message skipped while Slack fails; its run posts on its own", "alert", t.alert.Name())
+		a.log.Warn("alert message skipped while the chat fails; its run posts on its own", "alert", t.alert.Name())
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, slackTimeout)
+	ctx, cancel := context.WithTimeout(ctx, chatTimeout)
 	defer cancel()
 	ref, err := a.chat.Post(ctx, t.channel, "", t.view())
 	if err != nil {
-		a.slackDown = a.now().Add(slackBackoff)
+		a.chatDown = a.now().Add(chatBackoff)
 		a.log.Warn("alert message not posted; its run posts on its own", "alert", t.alert.Name(), "err", err)
 		return
 	}
@@ -360,7 +360,7 @@ func (a *Alerts) postAlert(ctx context.Context, t *alertTrack) {
 
 // showAlert brings the alert's message up to date. Updates are coalesced:
 // a storm of repeats becomes one chat.update per update interval.
-func (a *Alerts) showAlert(t *alertTrack) {
+func (a *Receiver) showAlert(t *alertTrack) {
 	if t.live != nil {
 		t.live.Set(t.view())
 	}
@@ -369,7 +369,7 @@ func (a *Alerts) showAlert(t *alertTrack) {
 // recover queues the runs of alerts that were accepted (recorded, and so
 // acknowledged) before a restart but whose run was never queued, and picks
 // up the messages of those that were.
-func (a *Alerts) recover(ctx context.Context) error {
+func (a *Receiver) recover(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	states, err := a.store.RecentAlerts(ctx, a.now().Add(-a.cfg.DedupWindow))
@@ -394,7 +394,7 @@ func (a *Alerts) recover(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (a *Alerts) recoverOne(ctx context.Context, st store.AlertState) error {
+func (a *Receiver) recoverOne(ctx context.Context, st store.AlertState) error {
 	deliveries, err := a.store.AlertDeliveries(ctx, st.Fingerprint)
 	if err != nil || len(deliveries) == 0 {
 		return err
@@ -415,7 +415,7 @@ func (a *Alerts) recoverOne(ctx context.Context, st store.AlertState) error {
 	// Queueing under the trigger's key again is idempotent: work that
 	// exists is found, work that was lost is queued now (its run posts on
 	// its own, since the alert's message may never have been posted).
-	acc, err := a.disp.Submit(ctx, Request{
+	acc, err := a.disp.Submit(ctx, dispatch.Request{
 		Key: st.TriggerKey, Runbook: rt.Runbook, Params: rt.Params, RequestedBy: al.Source,
 		Source: store.TriggerAlert, Channel: t.channel, Payload: last.Payload,
 	})
@@ -436,7 +436,7 @@ func (a *Alerts) recoverOne(ctx context.Context, st store.AlertState) error {
 
 // housekeep refreshes the queue depth and forgets alerts whose trigger is
 // over: resolved, or past the dedup window with their run done.
-func (a *Alerts) housekeep(ctx context.Context) {
+func (a *Receiver) housekeep(ctx context.Context) {
 	now := a.now()
 	if a.queue.depth() > 0 {
 		ctx, cancel := context.WithTimeout(ctx, storeTimeout)

@@ -1,9 +1,10 @@
-package bot
+package alerts
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,7 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/chat"
+	"github.com/runbot/runbot/chat/chattest"
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/store"
 )
@@ -43,25 +45,21 @@ func TestAlertmanagerFixturesReplay(t *testing.T) {
 	msgs := h.alertMessages("HighErrorRate")
 	require.NotEmpty(t, msgs)
 	first := msgs[0]
-	require.Equal(t, "chat.postMessage", first.Method)
 	require.Contains(t, first.Text(), "HighErrorRate firing")
 	require.Contains(t, first.Text(), "API 5xx ratio above 5%")
 	require.Contains(t, first.Text(), "Seen 1 time, last at")
 	// The run's message is a reply in the alert message's thread.
 	runPost := h.thread(run.Message.ID)
 	require.Empty(t, runPost, "nothing replies to the run message itself")
-	var alertTS string
-	for _, c := range h.rec.Calls("chat.update") {
-		if strings.Contains(c.Text(), "Fingerprint") {
-			alertTS = c.Form.Get("ts")
-		}
-	}
-	require.NotEmpty(t, alertTS, "the alert message was updated once its run was queued")
+	alert, ok := h.alertPost("HighErrorRate")
+	require.True(t, ok)
+	require.NotEmpty(t, alert.Updates, "the alert message was updated once its run was queued")
+	alertTS := alert.Ref.ID
 	require.Contains(t, h.newestAlert("HighErrorRate"), "The run is in this thread.")
 	inThread := h.thread(alertTS)
 	require.Len(t, inThread, 1)
-	require.Equal(t, alertsChan, inThread[0].Form.Get("channel"))
-	require.Contains(t, inThread[0].Text(), run.ID, "the post in the thread is the run's message")
+	require.Equal(t, alertsChan, inThread[0].Ref.Channel)
+	require.Contains(t, inThread[0].Message.Text(), run.ID, "the post in the thread is the run's message")
 	require.Contains(t, h.runMessage(run.Message.ID), "The service answers 12% errors.")
 
 	require.Equal(t, alertAck{Status: "accepted", Alerts: 1, Repeats: 1}, h.accepted(fixture(t, "firing-repeat.json")))
@@ -81,16 +79,16 @@ func TestAlertmanagerFixturesReplay(t *testing.T) {
 	require.Contains(t, h.newestAlert("HighErrorRate"), "Resolved at 2026-11-29 07:47:04 UTC")
 	inThread = h.thread(alertTS)
 	require.Len(t, inThread, 2)
-	require.Contains(t, inThread[1].Text(), "HighErrorRate resolved")
-	require.Contains(t, inThread[1].Text(), "Resolved at 2026-11-29 07:47:04 UTC, after firing for 21s; seen 3 times.")
+	require.Contains(t, inThread[1].Message.Text(), "HighErrorRate resolved")
+	require.Contains(t, inThread[1].Message.Text(), "Resolved at 2026-11-29 07:47:04 UTC, after firing for 21s; seen 3 times.")
 
 	// The truncated group comes over basic auth, as its receiver sends it.
-	posted := len(h.rec.Calls())
+	posted := h.rec.Calls()
 	code, out, _ := h.deliver("/alerts/alertmanager", fixture(t, "firing-truncated.json"), basic(alertUser, alertPass))
 	require.Equal(t, http.StatusOK, code, out)
 	require.JSONEq(t, `{"status":"accepted","alerts":1,"new":1,"repeats":0,"resolved":0,"unrouted":1}`, out)
 	h.settle()
-	require.Len(t, h.rec.Calls(), posted, "an unrouted alert posts nothing")
+	require.Equal(t, posted, h.rec.Calls(), "an unrouted alert posts nothing")
 	require.Len(t, h.runs(), 1)
 	disk, err := h.store.AlertDeliveries(t.Context(), "d971aa73888df105")
 	require.NoError(t, err)
@@ -170,7 +168,7 @@ func TestAlertWebhookRefusesBadPayloads(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, states)
 	require.Empty(t, h.runs())
-	require.Empty(t, h.rec.Calls())
+	require.Zero(t, h.rec.Calls())
 	require.Equal(t, 14.0, h.metric("runbot_alert_notifications_rejected_total", "reason", "invalid"))
 }
 
@@ -198,7 +196,7 @@ func TestAlertWebhookRefusesHugeBodies(t *testing.T) {
 func TestAlertHostileLabelsAreData(t *testing.T) {
 	t.Parallel()
 	h := newAlertHarness(t, func(s *alertSetup) {
-		s.cfg.Routes = []AlertRoute{{
+		s.cfg.Routes = []Route{{
 			Match:   map[string]string{"alertname": "ServiceErrors"},
 			Runbook: "service-errors",
 			Params:  map[string]string{"host": "here", "service": "{{ .labels.service }}"},
@@ -211,14 +209,15 @@ func TestAlertHostileLabelsAreData(t *testing.T) {
 	require.True(t, os.IsNotExist(err))
 	msgs := h.alertMessages("ServiceErrors")
 	require.Len(t, msgs, 1)
-	raw := msgs[0].Form.Get("blocks") + msgs[0].Form.Get("text")
-	require.NotContains(t, raw, "<!channel>")
-	require.NotContains(t, raw, "<!here>")
-	require.NotContains(t, raw, "<https://evil.example")
-	text := msgs[0].Text()
-	require.Contains(t, text, "Not run: invalid params from the alert: runbook service-errors: param service")
-	require.Contains(t, text, "&lt;!channel&gt;")
-	require.Contains(t, text, "api; touch /tmp/runbot-pwned #")
+	// The values reach the chat as plain text, exactly as sent: never
+	// markup. A platform escapes plain text when it renders it (Slack's
+	// hostile golden in its Block Kit tests), so they cannot ping or link.
+	m := msgs[0]
+	require.Contains(t, m.Text(), "Not run: invalid params from the alert: runbook service-errors: param service")
+	require.Contains(t, m.Sections, chat.Section{Text: "<!here> please click <https://evil.example|this> & `run` it"})
+	labels := sectionHeaded(t, m, "Labels")
+	require.Contains(t, labels.Lines, chat.Line{Text: "instance=<!channel> *bold* <https://evil.example|click here>", Code: true})
+	require.Contains(t, labels.Lines, chat.Line{Text: "service=api; touch /tmp/runbot-pwned #", Code: true})
 	deliveries, err := h.store.AlertDeliveries(t.Context(), "0badc0ffee000001")
 	require.NoError(t, err)
 	require.Len(t, deliveries, 1)
@@ -332,8 +331,7 @@ func TestAlertAcceptedBeforeRestartIsRun(t *testing.T) {
 		stop()
 		require.NoError(t, <-done)
 	}()
-	_, err = h.rec.WaitTimeout(30*time.Second, func(calls []slackrec.Call) bool { return len(calls) > 0 })
-	require.NoError(t, err)
+	h.wait(func(posts []chattest.Post) bool { return len(posts) > 0 })
 	h.settle()
 	runs := h.runs()
 	require.Len(t, runs, 1)
@@ -354,7 +352,7 @@ func TestAlertIntakeHeartbeat(t *testing.T) {
 	h := newAlertHarness(t, func(s *alertSetup) { s.now = clock.Now; s.noRun = true })
 	require.Empty(t, h.beat.Check(), "a registered loop gets its max gap to start")
 	clock.Advance(alertsMaxGap + time.Second)
-	require.Equal(t, []string{AlertsHeartbeat}, stuckLoops(h.beat.Check()), "it was never started")
+	require.Equal(t, []string{Heartbeat}, stuckLoops(h.beat.Check()), "it was never started")
 
 	ctx, stop := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -366,7 +364,19 @@ func TestAlertIntakeHeartbeat(t *testing.T) {
 	stop()
 	require.NoError(t, <-done)
 	clock.Advance(alertsMaxGap + time.Second)
-	require.Equal(t, []string{AlertsHeartbeat}, stuckLoops(h.beat.Check()))
+	require.Equal(t, []string{Heartbeat}, stuckLoops(h.beat.Check()))
+}
+
+// sectionHeaded is the message's section with that heading.
+func sectionHeaded(t *testing.T, m chat.Message, heading string) chat.Section {
+	t.Helper()
+	for _, s := range m.Sections {
+		if s.Heading == heading {
+			return s
+		}
+	}
+	t.Fatalf("no section %q in\n%s", heading, m.Text())
+	return chat.Section{}
 }
 
 func stuckLoops(stuck []heartbeat.Stuck) []string {
@@ -377,13 +387,13 @@ func stuckLoops(stuck []heartbeat.Stuck) []string {
 	return out
 }
 
-// When Slack refuses the alert's message, its run goes on and posts on
-// its own; alerts right after do not wait for Slack; the resolution goes
-// in the run's thread.
-func TestAlertRunsWhenSlackFails(t *testing.T) {
+// When the chat refuses the alert's message, its run goes on and posts on
+// its own; alerts right after do not wait for the chat; the resolution
+// goes in the run's thread.
+func TestAlertRunsWhenChatFails(t *testing.T) {
 	t.Parallel()
 	h := newAlertHarness(t)
-	h.rec.FailNext("chat.postMessage", slackrec.Failure{Error: "channel_not_found"})
+	h.rec.FailNext(chattest.OpPost, errors.New("channel_not_found"))
 	h.accepted(fixture(t, "firing.json"))
 	h.accepted(bytes.ReplaceAll(fixture(t, "firing.json"), []byte("abcc45788bcf7aa8"), []byte("0000000000000002")))
 	h.settle()
@@ -393,8 +403,11 @@ func TestAlertRunsWhenSlackFails(t *testing.T) {
 		require.NotNil(t, r.Message, "the run posted its own message")
 		require.Equal(t, alertsChan, r.Message.Channel)
 	}
-	require.Len(t, h.alertMessages("HighErrorRate"), 1, "one alert message was tried and refused; the second alert did not try")
-	require.Contains(t, h.logs.String(), "alert message skipped while Slack fails")
+	refused := h.rec.Refusals()
+	require.Len(t, refused, 1, "one alert message was tried and refused; the second alert did not try")
+	require.Contains(t, refused[0].Message.Text(), "Fingerprint")
+	require.Empty(t, h.alertMessages("HighErrorRate"))
+	require.Contains(t, h.logs.String(), "alert message skipped while the chat fails")
 
 	h.accepted(fixture(t, "resolved.json"))
 	h.settle()
@@ -404,5 +417,5 @@ func TestAlertRunsWhenSlackFails(t *testing.T) {
 	require.NoError(t, err)
 	inThread := h.thread(run.Message.ID)
 	require.Len(t, inThread, 1)
-	require.Contains(t, inThread[0].Text(), "HighErrorRate resolved")
+	require.Contains(t, inThread[0].Message.Text(), "HighErrorRate resolved")
 }

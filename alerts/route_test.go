@@ -1,4 +1,4 @@
-package bot
+package alerts
 
 import (
 	"testing"
@@ -19,7 +19,7 @@ func testCatalog(t *testing.T, dir string) *runbooks.Catalog {
 func TestAlertRouting(t *testing.T) {
 	t.Parallel()
 	catalog := testCatalog(t, "testdata/alertmanager/runbooks")
-	routes, err := compileRoutes([]AlertRoute{
+	routes, err := compileRoutes([]Route{
 		{Match: map[string]string{"alertname": "HighErrorRate", "service": "api"}, Runbook: "service-errors",
 			Params: map[string]string{"host": "here", "service": "{{ .labels.service }}", "sleep": "{{ .annotations.wait }}"}},
 		{Match: map[string]string{"alertname": "/High.*/", "team": ""}, Runbook: "service-errors",
@@ -74,19 +74,19 @@ func TestAlertRoutesRefuseMistakes(t *testing.T) {
 	t.Parallel()
 	catalog := testCatalog(t, "testdata/alertmanager/runbooks")
 	for name, tc := range map[string]struct {
-		route AlertRoute
+		route Route
 		want  string
 	}{
-		"unknown runbook": {AlertRoute{Match: map[string]string{"alertname": "X"}, Runbook: "service-erors"},
+		"unknown runbook": {Route{Match: map[string]string{"alertname": "X"}, Runbook: "service-erors"},
 			`alert route 1 (service-erors): unknown runbook "service-erors" (did you mean "service-errors"?)`},
-		"no matcher": {AlertRoute{Runbook: "service-errors"}, "match needs at least one label"},
-		"bad regex":  {AlertRoute{Match: map[string]string{"alertname": "/(/"}, Runbook: "service-errors"}, "match alertname: error parsing regexp"},
-		"unknown param": {AlertRoute{Match: map[string]string{"alertname": "X"}, Runbook: "service-errors", Params: map[string]string{"servce": "x"}},
+		"no matcher": {Route{Runbook: "service-errors"}, "match needs at least one label"},
+		"bad regex":  {Route{Match: map[string]string{"alertname": "/(/"}, Runbook: "service-errors"}, "match alertname: error parsing regexp"},
+		"unknown param": {Route{Match: map[string]string{"alertname": "X"}, Runbook: "service-errors", Params: map[string]string{"servce": "x"}},
 			`runbook service-errors has no param "servce" (did you mean "service"?)`},
-		"bad template": {AlertRoute{Match: map[string]string{"alertname": "X"}, Runbook: "service-errors", Params: map[string]string{"service": "{{ .labels.service"}},
+		"bad template": {Route{Match: map[string]string{"alertname": "X"}, Runbook: "service-errors", Params: map[string]string{"service": "{{ .labels.service"}},
 			"param service: template:"},
 	} {
-		_, err := compileRoutes([]AlertRoute{tc.route}, catalog)
+		_, err := compileRoutes([]Route{tc.route}, catalog)
 		require.ErrorContains(t, err, tc.want, name)
 	}
 }

@@ -1,4 +1,4 @@
-package bot
+package alerts
 
 import (
 	"bytes"
@@ -17,7 +17,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/chat/chattest"
+	"github.com/runbot/runbot/internal/syncbuf"
 	"github.com/runbot/runbot/store"
 )
 
@@ -44,7 +45,7 @@ func alertmanagerBinary(t *testing.T) string {
 // clustering off, whose only receiver is runbot's webhook.
 type realAlertmanager struct {
 	url  string
-	logs *syncBuffer
+	logs *syncbuf.Buffer
 }
 
 func startAlertmanager(t *testing.T, webhook string) *realAlertmanager {
@@ -77,7 +78,7 @@ receivers:
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
-	am := &realAlertmanager{url: "http://" + addr, logs: &syncBuffer{}}
+	am := &realAlertmanager{url: "http://" + addr, logs: &syncbuf.Buffer{}}
 	cmd := exec.Command(bin, "--config.file="+cfg, "--storage.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr, "--web.external-url="+am.url, "--cluster.listen-address=", "--log.level=debug")
 	cmd.Stdout, cmd.Stderr = am.logs, am.logs
@@ -131,15 +132,16 @@ func TestRealAlertmanagerRunsOnceAndResolves(t *testing.T) {
 	})
 
 	// Three deliveries: the first, and two repeats.
-	_, err := h.rec.WaitTimeout(60*time.Second, func(calls []slackrec.Call) bool {
-		for _, c := range calls {
-			if c.Method == "chat.update" && strings.Contains(c.Text(), "Fingerprint") && strings.Contains(c.Text(), "Seen 3 times") {
-				return true
+	h.wait(func(posts []chattest.Post) bool {
+		for _, p := range posts {
+			for _, u := range p.Updates {
+				if strings.Contains(u.Text(), "Fingerprint") && strings.Contains(u.Text(), "Seen 3 times") {
+					return true
+				}
 			}
 		}
 		return false
 	})
-	require.NoError(t, err, "alertmanager log:\n%s", am.logs.String())
 	states, err := h.store.RecentAlerts(t.Context(), time.Time{})
 	require.NoError(t, err)
 	require.Len(t, states, 1)
@@ -150,15 +152,14 @@ func TestRealAlertmanagerRunsOnceAndResolves(t *testing.T) {
 		"labels": labels, "annotations": map[string]string{"summary": "API 5xx ratio above 5%"},
 		"startsAt": started.Format(time.RFC3339), "endsAt": time.Now().UTC().Add(-time.Second).Format(time.RFC3339),
 	})
-	_, err = h.rec.WaitTimeout(60*time.Second, func(calls []slackrec.Call) bool {
-		for _, c := range calls {
-			if c.Method == "chat.postMessage" && c.Form.Get("thread_ts") != "" && strings.Contains(c.Text(), "HighErrorRate resolved") {
+	h.wait(func(posts []chattest.Post) bool {
+		for _, p := range posts {
+			if p.Thread != "" && strings.Contains(p.Message.Text(), "HighErrorRate resolved") {
 				return true
 			}
 		}
 		return false
 	})
-	require.NoError(t, err, "alertmanager log:\n%s", am.logs.String())
 	h.settle()
 
 	runs := h.runs()

@@ -1,4 +1,4 @@
-package bot
+package alerts
 
 import (
 	"errors"
@@ -12,10 +12,10 @@ import (
 	"github.com/runbot/runbot/runbooks"
 )
 
-// AlertRoute maps alerts to a runbook. Routes from the configuration are
+// Route maps alerts to a runbook. Routes from the configuration are
 // tried first, in order, then the runbooks' own triggers.alerts (runbooks
 // by name); the first route whose every matcher holds wins.
-type AlertRoute struct {
+type Route struct {
 	// Match is label name -> exact value, or /regex/ matching the whole
 	// value. An absent label has the value "".
 	Match map[string]string
@@ -28,7 +28,7 @@ type AlertRoute struct {
 	Params map[string]string
 }
 
-// route is a compiled AlertRoute.
+// route is a compiled Route.
 type route struct {
 	origin  string
 	runbook string
@@ -64,7 +64,7 @@ type routed struct {
 // triggers. A config route naming an unknown runbook or param, a bad
 // regex or template is an error: better refuse to start than drop alerts
 // later.
-func compileRoutes(cfg []AlertRoute, catalog *runbooks.Catalog) ([]route, error) {
+func compileRoutes(cfg []Route, catalog *runbooks.Catalog) ([]route, error) {
 	var out []route
 	var errs []error
 	for i, r := range cfg {

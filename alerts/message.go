@@ -1,4 +1,4 @@
-package bot
+package alerts
 
 import (
 	"fmt"
@@ -17,55 +17,55 @@ const maxAlertLabels = 20
 // view renders the alert's own message: what fires, how often it was
 // seen, and what runbot does about it. Label and annotation values are
 // shown as plain text, whatever they hold.
-func (t *alertTrack) view() Message {
+func (t *alertTrack) view() chat.Message {
 	name := t.alert.Name()
-	m := Message{Title: name + " firing", Status: severityOf(t.alert.Labels["severity"])}
+	m := chat.Message{Title: name + " firing", Status: severityOf(t.alert.Labels["severity"])}
 	if t.resolved {
-		m.Title, m.Status = name+" resolved", StatusOK
+		m.Title, m.Status = name+" resolved", chat.StatusOK
 	}
-	m.Facts = []Fact{{Label: "Alert", Text: name}}
+	m.Facts = []chat.Fact{{Label: "Alert", Text: name}}
 	if sev := t.alert.Labels["severity"]; sev != "" {
-		m.Facts = append(m.Facts, Fact{Label: "Severity", Text: sev})
+		m.Facts = append(m.Facts, chat.Fact{Label: "Severity", Text: sev})
 	}
-	m.Facts = append(m.Facts, Fact{Label: "Fingerprint", Text: t.alert.Fingerprint, Code: true})
+	m.Facts = append(m.Facts, chat.Fact{Label: "Fingerprint", Text: t.alert.Fingerprint, Code: true})
 
 	if s := firstAnnotation(t.alert.Annotations, "summary", "message", "description"); s != "" {
-		m.Sections = append(m.Sections, Section{Text: s})
+		m.Sections = append(m.Sections, chat.Section{Text: s})
 	}
-	seen := Section{Heading: "Deliveries"}
+	seen := chat.Section{Heading: "Deliveries"}
 	if !t.alert.StartsAt.IsZero() {
-		seen.Lines = append(seen.Lines, Line{Text: "Firing since " + chat.Stamp(t.alert.StartsAt)})
+		seen.Lines = append(seen.Lines, chat.Line{Text: "Firing since " + chat.Stamp(t.alert.StartsAt)})
 	}
-	seen.Lines = append(seen.Lines, Line{Text: fmt.Sprintf("Seen %s, last at %s", times(t.seen), chat.Stamp(t.lastAt))})
+	seen.Lines = append(seen.Lines, chat.Line{Text: fmt.Sprintf("Seen %s, last at %s", times(t.seen), chat.Stamp(t.lastAt))})
 	if t.resolved {
-		seen.Lines = append(seen.Lines, Line{Status: StatusOK, Text: "Resolved at " + chat.Stamp(t.resolvedAt)})
+		seen.Lines = append(seen.Lines, chat.Line{Status: chat.StatusOK, Text: "Resolved at " + chat.Stamp(t.resolvedAt)})
 	}
 	m.Sections = append(m.Sections, seen)
 
-	labels := Section{Heading: "Labels"}
+	labels := chat.Section{Heading: "Labels"}
 	keys := slices.Sorted(maps.Keys(t.alert.Labels))
 	for i, k := range keys {
 		if i == maxAlertLabels {
-			labels.Lines = append(labels.Lines, Line{Text: fmt.Sprintf("… and %d more", len(keys)-i)})
+			labels.Lines = append(labels.Lines, chat.Line{Text: fmt.Sprintf("… and %d more", len(keys)-i)})
 			break
 		}
-		labels.Lines = append(labels.Lines, Line{Text: k + "=" + t.alert.Labels[k], Code: true})
+		labels.Lines = append(labels.Lines, chat.Line{Text: k + "=" + t.alert.Labels[k], Code: true})
 	}
 	m.Sections = append(m.Sections, labels)
 
-	run := Section{Heading: "Runbook " + t.route.Runbook}
+	run := chat.Section{Heading: "Runbook " + t.route.Runbook}
 	if p := dispatch.ParamText(t.route.Params); p != "" {
-		run.Lines = append(run.Lines, Line{Text: p, Code: true})
+		run.Lines = append(run.Lines, chat.Line{Text: p, Code: true})
 	}
 	switch {
 	case t.problem != "":
-		run.Status = StatusError
-		run.Lines = append(run.Lines, Line{Status: StatusError, Text: "Not run: " + t.problem})
+		run.Status = chat.StatusError
+		run.Lines = append(run.Lines, chat.Line{Status: chat.StatusError, Text: "Not run: " + t.problem})
 	case t.workID != "":
-		run.Lines = append(run.Lines, Line{Text: "The run is in this thread."})
+		run.Lines = append(run.Lines, chat.Line{Text: "The run is in this thread."})
 	default:
-		run.Status = StatusPending
-		run.Lines = append(run.Lines, Line{Text: "Queueing the run…"})
+		run.Status = chat.StatusPending
+		run.Lines = append(run.Lines, chat.Line{Text: "Queueing the run…"})
 	}
 	m.Sections = append(m.Sections, run)
 
@@ -84,23 +84,23 @@ func (t *alertTrack) view() Message {
 }
 
 // resolvedView is the reply in the alert's thread when it resolves.
-func (t *alertTrack) resolvedView() Message {
+func (t *alertTrack) resolvedView() chat.Message {
 	text := "Resolved at " + chat.Stamp(t.resolvedAt)
 	if !t.alert.StartsAt.IsZero() && t.resolvedAt.After(t.alert.StartsAt) {
 		text += fmt.Sprintf(", after firing for %s", t.resolvedAt.Sub(t.alert.StartsAt).Round(time.Second))
 	}
 	text += fmt.Sprintf("; seen %s.", times(t.seen))
-	return Message{Title: t.alert.Name() + " resolved", Status: StatusOK, Sections: []Section{{Text: text}}}
+	return chat.Message{Title: t.alert.Name() + " resolved", Status: chat.StatusOK, Sections: []chat.Section{{Text: text}}}
 }
 
-func severityOf(s string) Status {
+func severityOf(s string) chat.Status {
 	switch strings.ToLower(s) {
 	case "warning", "warn":
-		return StatusWarning
+		return chat.StatusWarning
 	case "info", "none":
-		return StatusInfo
+		return chat.StatusInfo
 	}
-	return StatusCritical
+	return chat.StatusCritical
 }
 
 func firstAnnotation(ann map[string]string, keys ...string) string {
