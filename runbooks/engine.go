@@ -128,6 +128,11 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *Report 
 	}
 	rep := &Report{RunID: opts.RunID, Runbook: rb.Name, Title: rb.Title, Trigger: opts.Trigger, Params: p.Text, StartedAt: start}
 	selected := rb.closure(opts.Only)
+	var shells *runShells
+	if rb.SSH.SharedSession {
+		shells = newRunShells()
+		defer shells.close()
+	}
 
 	type stepState struct {
 		done chan struct{}
@@ -196,7 +201,7 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *Report 
 					blocked = fmt.Sprintf("needs %s, which was not part of this run", n)
 				}
 			}
-			st.runs = e.runStep(ctx, p, s, observed, blocked, start, opts)
+			st.runs = e.runStep(ctx, p, s, observed, blocked, start, opts, shells)
 			stepDone(s.ID)
 		})
 	}
@@ -243,7 +248,7 @@ func (rb *Runbook) closure(only []string) map[string]bool {
 	return sel
 }
 
-func (e *Engine) runStep(ctx context.Context, p *Prepared, s *Step, observed []step.Event, blocked string, runStart time.Time, opts RunOptions) []*TargetRun {
+func (e *Engine) runStep(ctx context.Context, p *Prepared, s *Step, observed []step.Event, blocked string, runStart time.Time, opts RunOptions, shells *runShells) []*TargetRun {
 	targets := p.targets[s.ID]
 	runs := make([]*TargetRun, len(targets))
 	parallel := e.Parallel
@@ -268,6 +273,9 @@ func (e *Engine) runStep(ctx context.Context, p *Prepared, s *Step, observed []s
 				tr.Status, tr.Error, tr.StartedAt = step.Canceled, "run cancelled before the step started", e.now()
 				e.emit(opts, "step_finished", tr)
 				return
+			}
+			if shells != nil {
+				t = shells.share(t)
 			}
 			e.runTarget(ctx, p, s, t, tr, observed, runStart, opts)
 		})

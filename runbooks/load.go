@@ -58,7 +58,7 @@ type loader struct {
 	summaries  []summaryRef
 }
 
-var topKeys = []string{"name", "title", "doc", "params", "triggers", "steps", "findings", "diagnoses", "remediations"}
+var topKeys = []string{"name", "title", "doc", "params", "triggers", "ssh", "steps", "findings", "diagnoses", "remediations"}
 
 func (l *loader) decode(root *yaml.Node) {
 	d, rb := l.d, l.rb
@@ -80,6 +80,12 @@ func (l *loader) decode(root *yaml.Node) {
 			d.Pairs(v, "params", func(name string, k, pv *yaml.Node) { l.param(name, k, pv) })
 		case "triggers":
 			l.triggers(v)
+		case "ssh":
+			d.Fields(v, "ssh", sshKeys, func(key string, _, sv *yaml.Node) {
+				if key == "shared_session" {
+					rb.SSH.SharedSession = d.Bool(sv, "ssh.shared_session")
+				}
+			})
 		case "steps":
 			d.Items(v, "steps", func(_ int, sv *yaml.Node) { l.step(sv) })
 		case "findings":
@@ -97,6 +103,8 @@ func (l *loader) decode(root *yaml.Node) {
 		d.Errorf(root, "runbook: at least one step is required")
 	}
 }
+
+var sshKeys = []string{"shared_session"}
 
 var paramKeys = []string{"type", "required", "default", "values", "pattern", "min", "max", "doc"}
 

@@ -20,12 +20,22 @@ type Runbook struct {
 
 	Params       []*Param
 	Triggers     Triggers
+	SSH          SSHOptions
 	Steps        []*Step
 	Findings     []*Finding
 	Diagnoses    []*Diagnosis
 	Remediations []*Remediation
 
 	env *envTypes
+}
+
+// SSHOptions say how a run may use its SSH connections.
+type SSHOptions struct {
+	// SharedSession lets every step of a run on one host share one SSH
+	// session (a multiplexed shell, see remote.Shell) instead of opening a
+	// session per command. Each command still has its own exit status,
+	// output, timeout and kill.
+	SharedSession bool
 }
 
 // Triggers say what starts a runbook besides the CLI.
