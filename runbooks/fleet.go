@@ -115,3 +115,15 @@ func (rb *Runbook) targetRoles() []string {
 	}
 	return slices.Sorted(maps.Keys(seen))
 }
+
+// Fleet is one inventory's deployments, as fleet runs pick from them; it
+// lets a trigger that knows runbooks but not the inventory (the scheduler)
+// select deployments.
+type Fleet struct {
+	Inventory *inventory.Inventory
+}
+
+// Select is SelectDeployments over the fleet's inventory.
+func (f *Fleet) Select(rb *Runbook, glob string) ([]FleetMember, error) {
+	return SelectDeployments(rb, f.Inventory, glob)
+}

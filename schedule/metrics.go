@@ -36,6 +36,16 @@ func newScheduleMetrics() *scheduleMetrics {
 }
 
 func (m *scheduleMetrics) record(name string, res auditResult) {
+	if res.Fleet != nil {
+		// A fleet audit counts one run per deployment.
+		for _, r := range res.Fleet {
+			m.runs.WithLabelValues(name, string(r.Outcome)).Inc()
+		}
+		if res.Posted {
+			m.posted.WithLabelValues(name).Inc()
+		}
+		return
+	}
 	o := string(res.Outcome)
 	if res.Err != nil && o == "" {
 		o = string(store.OutcomeError)

@@ -23,6 +23,9 @@ type auditResult struct {
 	// Reason says why the result was posted or kept quiet.
 	Reason string
 	Err    error
+	// Fleet, for a fleet audit, is each deployment's result; Outcome is
+	// then the worst of them.
+	Fleet []deploymentResult
 }
 
 // runAudit runs a schedule's runbook once, in one of the dispatcher's run
@@ -32,6 +35,9 @@ type auditResult struct {
 // proposes nothing: a proposal nobody sees would only supersede the one
 // that was shown.
 func (s *Scheduler) runAudit(ctx context.Context, e *scheduled) auditResult {
+	if len(e.fleet) > 0 {
+		return s.runFleet(ctx, e)
+	}
 	var res auditResult
 	out := s.disp.RunNow(ctx, dispatch.Direct{
 		Runbook: e.Runbook, Params: e.Params, Source: store.TriggerSchedule, RequestedBy: e.Name, Channel: e.Channel,
@@ -75,12 +81,12 @@ func (s *Scheduler) previous(ctx context.Context, e *scheduled, run store.Run) (
 	if s.store == nil {
 		return "", false, errors.New("scheduler has no store")
 	}
-	runs, err := s.store.ListRuns(ctx, store.RunFilter{Runbook: e.Runbook, Trigger: store.TriggerSchedule, Limit: 200})
+	runs, err := s.store.ListRuns(ctx, store.RunFilter{Runbook: e.Runbook, Trigger: store.TriggerSchedule, RequestedBy: e.Name, Limit: 20})
 	if err != nil {
 		return "", false, err
 	}
 	for _, r := range runs {
-		if r.ID == run.ID || r.RequestedBy != e.Name || !r.Status.Final() || r.StartedAt.After(run.StartedAt) {
+		if r.ID == run.ID || !r.Status.Final() || r.StartedAt.After(run.StartedAt) {
 			continue
 		}
 		var rep *runbooks.Report

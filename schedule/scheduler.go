@@ -52,7 +52,21 @@ type Schedule struct {
 	Post PostPolicy
 	// Channel is where results go; the bot's channel when empty.
 	Channel string
+	// Deployments, when set, makes the schedule a fleet audit: "all", or
+	// a glob (path.Match) of inventory deployment names. Each firing runs
+	// the runbook once per selected deployment that has the roles the
+	// runbook targets, its deployment param set to that deployment (so
+	// Params must not set it), and posts at most one message: what
+	// changed, deployment by deployment (see fleet.go).
+	Deployments string
+	// Parallel bounds the deployments of a fleet audit that run at once;
+	// DefaultParallel when zero. It is an error without Deployments.
+	Parallel int
 }
+
+// DefaultParallel is how many deployments of a fleet audit run at once
+// unless the schedule says otherwise; the CLI's --parallel default.
+const DefaultParallel = 4
 
 // Config configures scheduled audits. Runbooks that declare
 // triggers.schedule are scheduled too (with their schedule_params and
@@ -85,6 +99,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; the dispatcher's when nil.
 	Now func() time.Time
+	// Fleet is the inventory fleet audits (Schedule.Deployments) pick
+	// their deployments from; a fleet schedule is refused without one.
+	Fleet *runbooks.Fleet
 }
 
 // SchedulerHeartbeat is the heartbeat name of the cron loop.
@@ -105,6 +122,10 @@ type scheduled struct {
 	// skipped and panicked count since the last summary.
 	skipped  atomic.Int64
 	panicked atomic.Int64
+	// fleet, for a fleet audit, is the deployments each firing runs on,
+	// sorted, and depParam the runbook's param set to each.
+	fleet    []string
+	depParam string
 }
 
 // Scheduler runs audits on cron schedules through the dispatch.Dispatcher's
@@ -115,6 +136,7 @@ type Scheduler struct {
 	disp    *dispatch.Dispatcher
 	store   store.Store
 	chat    chat.Chat
+	fleet   *runbooks.Fleet
 	entries []*scheduled
 	loc     *time.Location
 	summary cron.Schedule
@@ -133,7 +155,7 @@ func New(cfg Config, d *dispatch.Dispatcher, opts Options) (*Scheduler, error) {
 	if d == nil {
 		return nil, errors.New("scheduler: a dispatcher is required")
 	}
-	s := &Scheduler{cfg: cfg, disp: d, store: opts.Store, chat: opts.Chat, log: opts.Logger, now: opts.Now, beat: opts.Heartbeat, metrics: newScheduleMetrics()}
+	s := &Scheduler{cfg: cfg, disp: d, store: opts.Store, chat: opts.Chat, fleet: opts.Fleet, log: opts.Logger, now: opts.Now, beat: opts.Heartbeat, metrics: newScheduleMetrics()}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -203,8 +225,21 @@ func (s *Scheduler) compile(sc Schedule) (*scheduled, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := rb.ResolveParams(sc.Params); err != nil {
-		return nil, err
+	var (
+		fleet    []string
+		depParam string
+	)
+	if sc.Deployments != "" {
+		if fleet, depParam, err = s.compileFleet(rb, &sc); err != nil {
+			return nil, err
+		}
+	} else {
+		if sc.Parallel != 0 {
+			return nil, fmt.Errorf("parallel %d: only a fleet audit (deployments) runs in parallel", sc.Parallel)
+		}
+		if _, _, err := rb.ResolveParams(sc.Params); err != nil {
+			return nil, err
+		}
 	}
 	switch sc.Post {
 	case "":
@@ -229,9 +264,12 @@ func (s *Scheduler) compile(sc Schedule) (*scheduled, error) {
 	}
 	if sc.Name == "" {
 		sc.Name = strings.TrimSpace(rb.Name + " " + dispatch.ParamText(sc.Params))
+		if sc.Deployments != "" {
+			sc.Name += " deployments=" + sc.Deployments
+		}
 	}
 	sc.Params = maps.Clone(sc.Params)
-	return &scheduled{Schedule: sc, sched: sched}, nil
+	return &scheduled{Schedule: sc, sched: sched, fleet: fleet, depParam: depParam}, nil
 }
 
 // Schedules lists the schedules, configured and declared, with their
@@ -285,7 +323,7 @@ func (s *Scheduler) fire(ctx context.Context, e *scheduled) {
 		s.log.Warn("scheduled audit skipped: the previous run is still going", "schedule", e.Name)
 		return
 	}
-	err := s.disp.Go("audit "+e.Name, s.disp.RunTimeout(), func(ctx context.Context) {
+	err := s.disp.Go("audit "+e.Name, s.auditTimeout(e), func(ctx context.Context) {
 		defer e.running.Store(false)
 		defer func() {
 			if r := recover(); r != nil {
@@ -300,7 +338,7 @@ func (s *Scheduler) fire(ctx context.Context, e *scheduled) {
 			s.log.Error("scheduled audit failed", "schedule", e.Name, "run", res.RunID, "err", res.Err)
 			return
 		}
-		s.log.Info("scheduled audit done", "schedule", e.Name, "run", res.RunID, "outcome", res.Outcome, "posted", res.Posted, "why", res.Reason)
+		s.log.Info("scheduled audit done", "schedule", e.Name, "run", res.RunID, "outcome", res.Outcome, "deployments", len(res.Fleet), "posted", res.Posted, "why", res.Reason)
 	})
 	if err != nil {
 		e.running.Store(false)

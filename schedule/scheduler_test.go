@@ -55,7 +55,7 @@ func newScheduleHarness(t *testing.T, cfg func(dir string) Config) *scheduleHarn
 	require.NoError(t, err)
 	h.store = st
 	catalog := testCatalog(t, "testdata/runbooks")
-	inv, err := inventory.Load("../bot/testdata/inventory.yaml")
+	inv, err := inventory.Load("testdata/inventory.yaml")
 	require.NoError(t, err)
 	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
 	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}
@@ -66,7 +66,7 @@ func newScheduleHarness(t *testing.T, cfg func(dir string) Config) *scheduleHarn
 		Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Chat: h.chat, Logger: logger,
 	})
 	require.NoError(t, err)
-	h.sched, err = New(cfg(h.dir), h.disp, Options{Store: st, Chat: h.chat, Logger: logger})
+	h.sched, err = New(cfg(h.dir), h.disp, Options{Store: st, Chat: h.chat, Logger: logger, Fleet: &runbooks.Fleet{Inventory: inv}})
 	require.NoError(t, err)
 	require.NoError(t, h.reg.Register(h.sched))
 	t.Cleanup(func() {
