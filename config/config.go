@@ -96,4 +96,16 @@ type Schedule struct {
 	// Post is always, on_change or on_failure.
 	Post    string
 	Channel string
+	// Deployments, when set, makes the schedule a fleet audit: "all" or a
+	// glob of inventory deployment names, each audited with the
+	// runbook's deployment param set to it (so params must not set it).
+	// Parallel is how many run at once (4 unless set); whether the glob
+	// matches anything is checked against the inventory when serve
+	// starts, which config does not read.
+	Deployments string
+	Parallel    int
 }
+
+// DefaultScheduleParallel is how many deployments of a fleet audit run at
+// once unless a schedule says otherwise: runbot run --parallel's default.
+const DefaultScheduleParallel = 4

@@ -18,8 +18,12 @@ testdata/broken.yaml:8:3: alerts: configure bearer_token or basic_auth; the webh
 testdata/broken.yaml:8:17: alerts.dedup_window must be a duration like 30s or 5m, got "soon"
 testdata/broken.yaml:10:38: schedule.cron: expected 5 to 6 fields, found 2: [every ten]
 testdata/broken.yaml:10:57: schedule.post must be always, on_change or on_failure, got "sometimes"
-testdata/broken.yaml:11:1: config: unknown key "logg" (did you mean "log"?)
-testdata/broken.yaml:13:29: groups.oncall.slack_usergroup must be a Slack user group id like S0123ABCD, got "@oncall"`
+testdata/broken.yaml:11:62: schedule.deployments "dsv4-[": syntax error in pattern
+testdata/broken.yaml:11:62: schedule.deployments and schedule.params.deployment are both set: a fleet audit sets the deployment for each run; keep one
+testdata/broken.yaml:11:110: schedule.parallel must be at least 1, got 0
+testdata/broken.yaml:12:59: schedule.parallel needs schedule.deployments: only a fleet audit runs deployments in parallel
+testdata/broken.yaml:13:1: config: unknown key "logg" (did you mean "log"?)
+testdata/broken.yaml:15:29: groups.oncall.slack_usergroup must be a Slack user group id like S0123ABCD, got "@oncall"`
 	require.Equal(t, want, err.Error())
 	require.NotContains(t, err.Error(), "xoxb-a-real-token", "a pasted secret must never be echoed")
 }
@@ -44,4 +48,16 @@ func TestGroupsListOrSlackUsergroup(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string][]string{"sre-oncall": {"U01ALICE", "U02BOB"}, "gpu-owners": {"U03CAROL"}}, c.Groups)
 	require.Equal(t, map[string]string{"gpu-owners": "S0GPUOWN"}, c.SlackUsergroups)
+}
+
+// A schedule names one deployment in its params, or a fleet: every
+// deployment or a glob, 4 at a time unless it says otherwise.
+func TestFleetSchedules(t *testing.T) {
+	c, err := config.Load("testdata/good.yaml")
+	require.NoError(t, err)
+	require.Equal(t, []config.Schedule{
+		{Runbook: "sglang-pd-audit", Cron: "*/10 * * * *", TimeZone: "UTC", Params: map[string]string{"deployment": "dsv4"}, Post: "on_change"},
+		{Runbook: "sglang-pd-audit", Cron: "0 * * * *", TimeZone: "UTC", Post: "on_change", Deployments: "all", Parallel: config.DefaultScheduleParallel},
+		{Runbook: "sglang-pd-audit", Cron: "30 * * * *", TimeZone: "UTC", Post: "on_failure", Deployments: "dsv4-*", Parallel: 2, Params: map[string]string{"samples": "3"}},
+	}, c.Schedules)
 }

@@ -14,5 +14,6 @@ func TestShippedExampleConfigIsValid(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, c.Slack)
 	require.NotNil(t, c.Alerts)
-	require.Len(t, c.Schedules, 1)
+	require.Len(t, c.Schedules, 2)
+	require.Equal(t, "all", c.Schedules[1].Deployments)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"time"
@@ -257,7 +258,8 @@ func decodeAlerts(d *yamlnode.Decoder, n *yaml.Node) *Alerts {
 
 func decodeSchedule(d *yamlnode.Decoder, n *yaml.Node) Schedule {
 	s := Schedule{Post: "on_change", TimeZone: "UTC"}
-	d.Fields(n, "schedule", []string{"runbook", "cron", "timezone", "params", "post", "channel"}, func(key string, _, v *yaml.Node) {
+	var deployments, parallel *yaml.Node
+	d.Fields(n, "schedule", []string{"runbook", "cron", "timezone", "params", "post", "channel", "deployments", "parallel"}, func(key string, _, v *yaml.Node) {
 		switch key {
 		case "runbook":
 			s.Runbook = d.String(v, "schedule.runbook")
@@ -280,10 +282,37 @@ func decodeSchedule(d *yamlnode.Decoder, n *yaml.Node) Schedule {
 			}
 		case "channel":
 			s.Channel = d.String(v, "schedule.channel")
+		case "deployments":
+			deployments = v
+			s.Deployments = d.String(v, "schedule.deployments")
+			if s.Deployments == "" {
+				d.Errorf(v, `schedule.deployments must be "all" or a glob of deployment names such as "dsv4-*"`)
+			} else if _, err := path.Match(s.Deployments, ""); err != nil {
+				d.Errorf(v, "schedule.deployments %q: %v", s.Deployments, err)
+			}
+		case "parallel":
+			parallel = v
+			s.Parallel = d.Int(v, "schedule.parallel")
+			if s.Parallel < 1 {
+				d.Errorf(v, "schedule.parallel must be at least 1, got %d", s.Parallel)
+			}
 		}
 	})
 	if s.Runbook == "" || s.Cron == "" {
 		d.Errorf(n, "schedule needs runbook and cron")
 	}
+	switch {
+	case deployments != nil && hasKey(s.Params, "deployment"):
+		d.Errorf(deployments, "schedule.deployments and schedule.params.deployment are both set: a fleet audit sets the deployment for each run; keep one")
+	case deployments == nil && parallel != nil:
+		d.Errorf(parallel, "schedule.parallel needs schedule.deployments: only a fleet audit runs deployments in parallel")
+	case deployments != nil && parallel == nil:
+		s.Parallel = DefaultScheduleParallel
+	}
 	return s
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
 }
