@@ -2,12 +2,20 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/store"
 )
 
 // runRunbot runs the runbot binary and returns its stdout, stderr and exit
@@ -105,4 +113,77 @@ func TestRunAllDeploymentsBadInput(t *testing.T) {
 	var runs []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(hist), &runs), hist)
 	require.Empty(t, runs, "bad input records no run")
+}
+
+// A fleet schedule in serve's config audits every deployment that has the
+// runbook's role on each firing, records one run per deployment, and posts
+// one Slack message for the first firing (the baseline) and none for the
+// firings after it, where nothing changed.
+func TestServeFleetSchedule(t *testing.T) {
+	runbot, _ := buildBinaries(t)
+	rec := slackrec.New()
+	t.Cleanup(rec.Close)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "runbot.db")
+	abs, err := filepath.Abs("testdata/fleet")
+	require.NoError(t, err)
+	cfg := fmt.Sprintf(`
+listen: 127.0.0.1:%d
+store: %s
+inventory: %s/inventory.yaml
+runbooks: [%s/app-check.yaml]
+slack:
+  mode: http
+  bot_token: {env: T_BOT}
+  signing_secret: {env: T_SIGN}
+  channel: C0OPS
+  api_url: %s
+schedules:
+  - {runbook: app-check, cron: "@every 1s", deployments: all, parallel: 2}
+`, freePort(t), db, abs, abs, rec.APIURL())
+	path := filepath.Join(dir, "runbot.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
+	cmd := exec.Command(runbot, "serve", "--config", path)
+	cmd.Env = append(os.Environ(), "T_BOT=xoxb-test", "T_SIGN=secret")
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill() }()
+
+	// Three firings: web-a, web-b and web-broken each three times; batch-1
+	// lacks the app role and is left out.
+	deadline := time.Now().Add(60 * time.Second)
+	for finishedRuns(t, db) < 9 {
+		require.True(t, time.Now().Before(deadline), "three firings did not finish:\n%s", logs.String())
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait() // killed on purpose
+
+	var posts []string
+	for _, c := range rec.Calls("chat.postMessage") {
+		posts = append(posts, c.Form.Get("text")+" "+c.Form.Get("blocks"))
+	}
+	require.Len(t, posts, 1, "one message for the baseline, none for the unchanged firings:\n%s", logs.String())
+	require.Contains(t, posts[0], "first audit of 3 deployment(s), 1 not ok")
+	require.Contains(t, posts[0], "web-broken: first audit")
+	require.Contains(t, posts[0], "web-a, web-b")
+	require.NotContains(t, posts[0], "batch-1")
+}
+
+// finishedRuns counts the scheduled runs that finished, reading the store
+// as another process would.
+func finishedRuns(t *testing.T, db string) int {
+	t.Helper()
+	if _, err := os.Stat(db); err != nil {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, db)
+	require.NoError(t, err)
+	defer func() { _ = st.Close() }() // a read-only look; nothing to lose on close
+	runs, err := st.ListRuns(ctx, store.RunFilter{Trigger: store.TriggerSchedule, Status: store.RunFinished, Limit: 1000})
+	require.NoError(t, err)
+	return len(runs)
 }

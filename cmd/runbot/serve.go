@@ -71,6 +71,7 @@ type daemonParts struct {
 	log    *slog.Logger
 	st     store.Store
 	pool   *remote.Pool
+	inv    *inventory.Inventory // runs resolve against it; fleet audits pick from it
 	disp   *bot.Dispatcher
 	bot    *bot.Bot
 	server *http.Server
@@ -110,6 +111,7 @@ func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notif
 			return err
 		}
 	}
+	d.inv = inv
 	d.pool = remote.NewPool()
 	// Closing SSH connections at shutdown: a peer that already went away is
 	// not worth reporting.

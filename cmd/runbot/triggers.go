@@ -9,6 +9,7 @@ import (
 	"github.com/runbot/runbot/alerts"
 	"github.com/runbot/runbot/config"
 	"github.com/runbot/runbot/internal/heartbeat"
+	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/schedule"
 )
 
@@ -41,9 +42,10 @@ func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *
 	// The scheduler always runs: runbooks may schedule themselves.
 	sc := schedule.Config{}
 	for _, s := range cfg.Schedules {
-		sc.Schedules = append(sc.Schedules, schedule.Schedule{Runbook: s.Runbook, Cron: s.Cron, TimeZone: s.TimeZone, Params: s.Params, Post: schedule.PostPolicy(s.Post), Channel: s.Channel})
+		sc.Schedules = append(sc.Schedules, schedule.Schedule{Runbook: s.Runbook, Cron: s.Cron, TimeZone: s.TimeZone, Params: s.Params, Post: schedule.PostPolicy(s.Post), Channel: s.Channel,
+			Deployments: s.Deployments, Parallel: s.Parallel})
 	}
-	sched, err := schedule.New(sc, disp, schedule.Options{Store: d.st, Chat: disp.Chat(), Heartbeat: ready, Logger: d.log})
+	sched, err := schedule.New(sc, disp, schedule.Options{Store: d.st, Chat: disp.Chat(), Heartbeat: ready, Logger: d.log, Fleet: &runbooks.Fleet{Inventory: d.inv}})
 	if err != nil {
 		return err
 	}
