@@ -218,6 +218,14 @@ func TestFleetScheduleDefaultParallel(t *testing.T) {
 	for _, dep := range []string{"fleet-1", "fleet-2", "fleet-3", "fleet-4"} {
 		require.NotContains(t, msg, dep)
 	}
+
+	// Fired as cron fires it, the metrics count a run per deployment and
+	// one post per firing.
+	h.sched.fire(t.Context(), h.entry("fleet"))
+	require.NoError(t, h.disp.Idle(t.Context()))
+	require.Len(t, h.postsOf("fleet"), 2)
+	require.Equal(t, map[string]float64{"ok": 4, "error": 1}, byLabel(t, h, "runbot_schedule_runs_total", "outcome"))
+	require.Equal(t, 1.0, gathered(t, h.reg, "runbot_schedule_posts_total"))
 }
 
 // Fleet schedules that cannot work are refused when the scheduler starts,
@@ -316,4 +324,25 @@ func TestPlanFleet(t *testing.T) {
 	quiet := []deploymentResult{res("a", store.OutcomeOK, okSig, okSig), res("b", store.OutcomeCritical, down, down)}
 	require.False(t, planFleet(PostOnChange, quiet).Post, "no change, no post")
 	require.False(t, planFleet(PostOnFailure, quiet[:1]).Post, "all ok, no post")
+}
+
+// byLabel sums a metric's samples by the value of one label.
+func byLabel(t *testing.T, h *fleetHarness, name, label string) map[string]float64 {
+	t.Helper()
+	mfs, err := h.reg.Gather()
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label {
+					out[l.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
 }
