@@ -188,6 +188,14 @@ func TestFleetScheduleOnChange(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, plans, "a fleet audit proposes nothing: its runs are not shown on their own")
 
+	// The daily summary counts messages, not runs named in them, and
+	// shows every deployment's latest state.
+	sum, err := h.sched.summaryView(t.Context())
+	require.NoError(t, err)
+	text := sum.Text()
+	require.Contains(t, text, "15 run(s): critical 4, error 3, ok 8; 2 posted")
+	require.Contains(t, text, "Latest, per deployment (5 of 5): critical 2, error 1, ok 2")
+
 	// The same diagnosis from a single schedule is posted with its plan.
 	h.removeEvents()
 	single := h.sched.runAudit(t.Context(), h.entry("single"))

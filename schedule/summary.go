@@ -54,9 +54,15 @@ func (s *Scheduler) summaryView(ctx context.Context) (chat.Message, error) {
 		if len(parts) > 0 {
 			line += ": " + strings.Join(parts, ", ")
 		}
+		if len(e.fleet) > 0 {
+			posted = messages(rs)
+		}
 		line += fmt.Sprintf("; %d posted", posted)
 		sec.Lines = append(sec.Lines, chat.Line{Text: line})
-		if len(rs) > 0 {
+		if len(rs) > 0 && len(e.fleet) > 0 {
+			sec.Status, line = fleetLatest(e, rs)
+			sec.Lines = append(sec.Lines, chat.Line{Status: sec.Status, Text: line})
+		} else if len(rs) > 0 {
 			last := rs[0] // newest first
 			sec.Status = dispatch.RunOutcomeStatus(last)
 			sec.Lines = append(sec.Lines, chat.Line{Status: sec.Status, Text: fmt.Sprintf("Latest: %s at %s (%s)", outcomeName(last.Outcome), chat.Stamp(last.StartedAt), last.ID)})
@@ -102,6 +108,43 @@ func (s *Scheduler) postSummary(ctx context.Context) {
 	if _, err := s.chat.Post(ctx, channel, "", m); err != nil {
 		s.log.Error("audit summary not posted", "channel", channel, "err", err)
 	}
+}
+
+// messages counts the distinct messages a fleet schedule's runs were
+// posted in: one per firing that posted, however many runs it named.
+func messages(rs []store.Run) int {
+	seen := map[store.MessageRef]bool{}
+	for _, r := range rs {
+		if r.Message != nil {
+			seen[*r.Message] = true
+		}
+	}
+	return len(seen)
+}
+
+// fleetLatest is a fleet schedule's state: each deployment's latest run,
+// counted by outcome, and the worst of them, since one deployment's run
+// says nothing of the others.
+func fleetLatest(e *scheduled, rs []store.Run) (chat.Status, string) {
+	seen := map[string]bool{}
+	counts := map[store.Outcome]int{}
+	status := chat.StatusOK
+	for _, r := range rs { // newest first
+		dep := r.Params[e.depParam]
+		if seen[dep] {
+			continue
+		}
+		seen[dep] = true
+		counts[r.Outcome]++
+		if st := dispatch.RunOutcomeStatus(r); worse(st, status) {
+			status = st
+		}
+	}
+	var parts []string
+	for _, o := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s %d", outcomeName(o), counts[o]))
+	}
+	return status, fmt.Sprintf("Latest, per deployment (%d of %d): %s", len(seen), len(e.fleet), strings.Join(parts, ", "))
 }
 
 func outcomeName(o store.Outcome) string {
