@@ -28,7 +28,9 @@ const (
 	// PostAlways posts every run.
 	PostAlways PostPolicy = "always"
 	// PostOnChange posts a run whose outcome or diagnoses differ from the
-	// schedule's previous run (a first run only when it is not ok).
+	// schedule's previous run (a first run only when it is not ok). A
+	// fleet audit compares each deployment with its own previous run and
+	// posts its first firing as the fleet's baseline (planFleet).
 	PostOnChange PostPolicy = "on_change"
 	// PostOnFailure posts every run that is not ok.
 	PostOnFailure PostPolicy = "on_failure"
@@ -57,7 +59,7 @@ type Schedule struct {
 	// the runbook once per selected deployment that has the roles the
 	// runbook targets, its deployment param set to that deployment (so
 	// Params must not set it), and posts at most one message: what
-	// changed, deployment by deployment (see fleet.go).
+	// changed, deployment by deployment (planFleet, fleetMessage).
 	Deployments string
 	// Parallel bounds the deployments of a fleet audit that run at once;
 	// DefaultParallel when zero. It is an error without Deployments.
