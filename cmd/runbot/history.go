@@ -38,10 +38,12 @@ func newHistoryCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			if format == "json" {
-				for i := range runs {
-					runs[i].Report = nil
+				docs := make([]runDoc, len(runs))
+				for i, r := range runs {
+					r.Report = nil
+					docs[i] = runDoc{RunID: r.ID, Run: r}
 				}
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(runs)
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(docs)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
 			w := newOutput(tw)
@@ -120,7 +122,7 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 			if format == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"run": run, "plans": plans, "audit": audit})
+				return enc.Encode(map[string]any{"run": runDoc{RunID: run.ID, Run: run}, "plans": plans, "audit": audit})
 			}
 			out := newOutput(cmd.OutOrStdout())
 			out.printf("run %s  %s  %s by %s  status %s\n", run.ID, run.Runbook, run.Trigger, dash(run.RequestedBy), run.Status)
@@ -145,4 +147,12 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	cmd.Flags().StringVar(&timelinePath, "timeline", "", "draw the run's evidence timeline into this PNG file")
 	return cmd
+}
+
+// runDoc is a recorded run in the CLI's JSON: its id is also run_id, the
+// name `runbot run --format json` gives it, so one jq filter reads both;
+// id stays for the scripts that already read it.
+type runDoc struct {
+	RunID string `json:"run_id"`
+	store.Run
 }
