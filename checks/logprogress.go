@@ -665,7 +665,14 @@ func rateText(perMinute float64) string {
 	if perMinute == 0 {
 		return "no progress lines"
 	}
-	return formatNumber(float64(int(perMinute*10+0.5))/10) + " lines/min"
+	rounded := float64(int(perMinute*10+0.5)) / 10
+	switch rounded {
+	case 0:
+		return "under 0.1 lines/min"
+	case 1:
+		return "1 line/min"
+	}
+	return formatNumber(rounded) + " lines/min"
 }
 
 // clockText shows a time in UTC, with the date only when it is not today's.

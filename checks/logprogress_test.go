@@ -391,3 +391,12 @@ func TestLogProgressRecentThinsBusyLogs(t *testing.T) {
 		require.Equal(t, float64(sec*100), pl.Fields["inflight-req"], "the first line of second %d", sec)
 	}
 }
+
+func TestRateText(t *testing.T) {
+	for perMinute, want := range map[float64]string{
+		0: "no progress lines", 0.04: "under 0.1 lines/min", 0.5: "0.5 lines/min", 1: "1 line/min", 1.02: "1 line/min",
+		1.06: "1.1 lines/min", 2: "2 lines/min", 186.24: "186.2 lines/min",
+	} {
+		require.Equal(t, want, rateText(perMinute), "%v per minute", perMinute)
+	}
+}
