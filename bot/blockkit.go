@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/slack-go/slack"
+
+	"github.com/runbot/runbot/chat"
 )
 
 // Slack's Block Kit limits (docs.slack.dev/reference/block-kit/blocks).
@@ -23,24 +25,24 @@ const (
 	maxBlocksPerCode    = 2
 )
 
-var statusEmoji = map[Status]string{
-	StatusRunning:      ":hourglass_flowing_sand:",
-	StatusOK:           ":white_check_mark:",
-	StatusInfo:         ":information_source:",
-	StatusWarning:      ":warning:",
-	StatusCritical:     ":red_circle:",
-	StatusInconclusive: ":grey_question:",
-	StatusError:        ":x:",
-	StatusWaiting:      ":raised_hand:",
-	StatusPending:      ":white_circle:",
-	StatusApproved:     ":thumbsup:",
-	StatusDenied:       ":no_entry_sign:",
-	StatusSkipped:      ":fast_forward:",
+var statusEmoji = map[chat.Status]string{
+	chat.StatusRunning:      ":hourglass_flowing_sand:",
+	chat.StatusOK:           ":white_check_mark:",
+	chat.StatusInfo:         ":information_source:",
+	chat.StatusWarning:      ":warning:",
+	chat.StatusCritical:     ":red_circle:",
+	chat.StatusInconclusive: ":grey_question:",
+	chat.StatusError:        ":x:",
+	chat.StatusWaiting:      ":raised_hand:",
+	chat.StatusPending:      ":white_circle:",
+	chat.StatusApproved:     ":thumbsup:",
+	chat.StatusDenied:       ":no_entry_sign:",
+	chat.StatusSkipped:      ":fast_forward:",
 }
 
 // renderBlocks turns a message into Block Kit blocks within Slack's limits.
 // It is the only place that knows Block Kit.
-func renderBlocks(m Message) []slack.Block {
+func renderBlocks(m chat.Message) []slack.Block {
 	var head, body, tail []slack.Block
 	title := m.Title
 	if e := statusEmoji[m.Status]; e != "" {
@@ -74,9 +76,9 @@ func renderBlocks(m Message) []slack.Block {
 
 // fallbackText is the message's plain text for notifications and clients
 // that cannot show blocks.
-func fallbackText(m Message) string {
+func fallbackText(m chat.Message) string {
 	t := m.Title
-	if m.Status != StatusNone {
+	if m.Status != chat.StatusNone {
 		t += " (" + string(m.Status) + ")"
 	}
 	return esc(t)
@@ -89,7 +91,7 @@ func moreNote(more string) string {
 	return " Full output: `" + strings.ReplaceAll(esc(more), "`", "'") + "`"
 }
 
-func factsBlock(facts []Fact) slack.Block {
+func factsBlock(facts []chat.Fact) slack.Block {
 	var els []slack.MixedElement
 	for _, f := range facts {
 		text := esc(f.Text)
@@ -122,7 +124,7 @@ func limitElements(els []slack.MixedElement) []slack.MixedElement {
 // sectionBlocks renders a section as one or more section blocks, each
 // under Slack's 3000 characters, splitting between lines. What does not fit
 // in the section's share of blocks is cut with a pointer to the full output.
-func sectionBlocks(s Section, more string) []slack.Block {
+func sectionBlocks(s chat.Section, more string) []slack.Block {
 	var lines []string
 	if s.Heading != "" {
 		h := "*" + esc(s.Heading) + "*"
@@ -152,7 +154,7 @@ func sectionBlocks(s Section, more string) []slack.Block {
 	return out
 }
 
-func renderLine(l Line) string {
+func renderLine(l chat.Line) string {
 	text := esc(l.Text)
 	if l.Code {
 		text = "`" + strings.ReplaceAll(text, "`", "'") + "`"
@@ -250,7 +252,7 @@ func textSection(text string) slack.Block {
 	return slack.NewSectionBlock(mrkdwn(text), nil, nil)
 }
 
-func buttonsBlock(buttons []Button) slack.Block {
+func buttonsBlock(buttons []chat.Button) slack.Block {
 	var els []slack.BlockElement
 	for _, b := range buttons {
 		btn := slack.NewButtonBlockElement(b.ID, cut(b.Value, maxButtonValue), slack.NewTextBlockObject(slack.PlainTextType, cut(b.Label, maxButtonText), false, false))

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/actions"
+	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/runbooks"
@@ -24,7 +25,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.json")
 
 // golden compares the Block Kit rendering of m with testdata/NAME.golden.json.
-func golden(t *testing.T, name string, m Message) []slack.Block {
+func golden(t *testing.T, name string, m chat.Message) []slack.Block {
 	t.Helper()
 	blocks := renderBlocks(m)
 	got := marshalBlocks(t, map[string]any{"text": fallbackText(m), "blocks": blocks})
@@ -167,11 +168,11 @@ func TestGoldenRunInProgress(t *testing.T) {
 // broken code fences.
 func TestGoldenHostileOutputIsEscaped(t *testing.T) {
 	t.Parallel()
-	m := Message{Title: "<!channel> *alert*", Status: StatusWarning,
-		Facts: []Fact{{Label: "By", User: "U0REQ"}, {Label: "Fake user", User: "<!here>"}},
-		Sections: []Section{{
+	m := chat.Message{Title: "<!channel> *alert*", Status: chat.StatusWarning,
+		Facts: []chat.Fact{{Label: "By", User: "U0REQ"}, {Label: "Fake user", User: "<!here>"}},
+		Sections: []chat.Section{{
 			Heading: "<https://evil.example|click me>",
-			Lines:   []Line{{Text: "<@U0ADMIN> & <#C123> `tick` ~strike~"}},
+			Lines:   []chat.Line{{Text: "<@U0ADMIN> & <#C123> `tick` ~strike~"}},
 			Code:    "```\nbreak out\n``` <!everyone>",
 		}}}
 	blocks := golden(t, "hostile", m)
@@ -185,20 +186,20 @@ func TestGoldenHostileOutputIsEscaped(t *testing.T) {
 // A huge report stays within Slack's limits and says where the rest is.
 func TestGoldenTruncatedToSlackLimits(t *testing.T) {
 	t.Parallel()
-	m := Message{Title: strings.Repeat("Very long title ", 20), Status: StatusCritical, More: "runbot show r-20260618-204412-3f9a1c"}
+	m := chat.Message{Title: strings.Repeat("Very long title ", 20), Status: chat.StatusCritical, More: "runbot show r-20260618-204412-3f9a1c"}
 	for i := range 12 {
-		m.Facts = append(m.Facts, Fact{Label: fmt.Sprintf("fact%d", i), Text: "v"})
+		m.Facts = append(m.Facts, chat.Fact{Label: fmt.Sprintf("fact%d", i), Text: "v"})
 	}
-	var huge []Line
+	var huge []chat.Line
 	for i := range 400 {
-		huge = append(huge, Line{Text: fmt.Sprintf("line %03d %s", i, strings.Repeat("x", 40))})
+		huge = append(huge, chat.Line{Text: fmt.Sprintf("line %03d %s", i, strings.Repeat("x", 40))})
 	}
-	m.Sections = append(m.Sections, Section{Heading: "Huge stdout", Lines: huge, Code: strings.Repeat("diff line\n", 1000)})
-	m.Sections = append(m.Sections, Section{Heading: "One enormous line", Text: strings.Repeat("y", 5000)})
+	m.Sections = append(m.Sections, chat.Section{Heading: "Huge stdout", Lines: huge, Code: strings.Repeat("diff line\n", 1000)})
+	m.Sections = append(m.Sections, chat.Section{Heading: "One enormous line", Text: strings.Repeat("y", 5000)})
 	for i := range 60 {
-		m.Sections = append(m.Sections, Section{Heading: fmt.Sprintf("finding %d", i)})
+		m.Sections = append(m.Sections, chat.Section{Heading: fmt.Sprintf("finding %d", i)})
 	}
-	m.Buttons = []Button{{ID: dispatch.ActionApprove, Label: "Approve", Value: "p-1|abc"}}
+	m.Buttons = []chat.Button{{ID: dispatch.ActionApprove, Label: "Approve", Value: "p-1|abc"}}
 	m.Notes = []string{"small print"}
 	blocks := golden(t, "truncated", m)
 	raw := marshalBlocks(t, blocks)
@@ -210,7 +211,7 @@ func TestGoldenTruncatedToSlackLimits(t *testing.T) {
 func TestGoldenDryRun(t *testing.T) {
 	t.Parallel()
 	rs := wedgeState(t)
-	m := Message{Title: "Dry run: disable_overlap_and_restart on dsv4", Status: StatusInfo, Sections: dispatch.PlanSections(&rs.prop.Body),
+	m := chat.Message{Title: "Dry run: disable_overlap_and_restart on dsv4", Status: chat.StatusInfo, Sections: dispatch.PlanSections(&rs.prop.Body),
 		Notes: []string{"Nothing was changed. Plan " + rs.plan.ID + ", hash " + dispatch.ShortHash(rs.plan.Hash) + "."}}
 	golden(t, "dry-run", m)
 }
@@ -226,6 +227,6 @@ func BenchmarkRenderRunMessage(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		m := rs.view.Message()
-		_ = renderBlocks(redactMessage(m, r))
+		_ = renderBlocks(m.Map(r.Redact))
 	}
 }

@@ -12,24 +12,15 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
-	"github.com/runbot/runbot/dispatch"
+	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/runbooks"
-	"github.com/runbot/runbot/store"
 )
-
-// Deps are the parts the Slack front drives besides the Dispatcher: the
-// catalog and engine for list and explain, the store for status and
-// history.
-type Deps struct {
-	Catalog *runbooks.Catalog
-	Engine  *runbooks.Engine
-	Store   store.Store
-}
 
 // Slack is the Slack platform built from the config: the Web API client,
 // the credentials, the redactor and the API metrics. It implements
-// chat.Chat (Block Kit, redacted): hand it to the Dispatcher, and both to
-// New for the slash command and the buttons.
+// chat.Chat, chat.Replier and chat.UserGroups (Block Kit, redacted): hand
+// it to the dispatcher and the triggers, and to New, with the chat.Handler
+// that answers commands and clicks, for what Slack sends.
 type Slack struct {
 	*slackChat
 	cfg      Config
@@ -48,7 +39,7 @@ type Slack struct {
 func NewSlack(cfg Config, log *slog.Logger, now func() time.Time) (*Slack, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("slack bot config: %w", err)
+		return nil, fmt.Errorf("slack config: %w", err)
 	}
 	if log == nil {
 		log = slog.Default()
@@ -84,7 +75,7 @@ func NewSlack(cfg Config, log *slog.Logger, now func() time.Time) (*Slack, error
 	}
 	s.api = slack.New(botToken.Reveal(), opts...)
 	if s.redactor, err = NewRedactor(cfg.Redact, secrets...); err != nil {
-		return nil, fmt.Errorf("slack bot config: %w", err)
+		return nil, fmt.Errorf("slack config: %w", err)
 	}
 	s.metrics = newSlackMetrics()
 	api := meteredAPI{api: s.api, m: s.metrics}
@@ -94,26 +85,17 @@ func NewSlack(cfg Config, log *slog.Logger, now func() time.Time) (*Slack, error
 	return s, nil
 }
 
-// dispatch.Config is the part of the Slack config that tunes the
-// Dispatcher: the default channel, concurrency, timeouts, update pace.
-func (s *Slack) DispatcherConfig() dispatch.Config {
-	return dispatch.Config{
-		Channel: s.cfg.Channel, MaxConcurrentRuns: s.cfg.MaxConcurrentRuns,
-		RunTimeout: s.cfg.RunTimeout, ApplyTimeout: s.cfg.ApplyTimeout, UpdateInterval: s.cfg.UpdateInterval,
-	}
-}
-
 // RedactReport is the redaction of every Slack message applied to a
 // report, for what is drawn from it (the timeline picture).
 func (s *Slack) RedactReport(rep *runbooks.Report) (*runbooks.Report, error) {
 	return redactReport(rep, s.redactor)
 }
 
-// Describe implements prometheus.Collector: the bot's Slack API metrics.
-func (b *Bot) Describe(ch chan<- *prometheus.Desc) { b.metrics.Describe(ch) }
+// Describe implements prometheus.Collector: the Slack API metrics.
+func (s *Slack) Describe(ch chan<- *prometheus.Desc) { s.metrics.Describe(ch) }
 
 // Collect implements prometheus.Collector.
-func (b *Bot) Collect(ch chan<- prometheus.Metric) { b.metrics.Collect(ch) }
+func (s *Slack) Collect(ch chan<- prometheus.Metric) { s.metrics.Collect(ch) }
 
 // Approvers resolves the groups Config.SlackUsergroups backs with Slack
 // user groups; set it as the Remediator's Directory so that votes are
@@ -122,23 +104,16 @@ func (s *Slack) Approvers() runbooks.Directory {
 	return approverDirectory{ids: s.cfg.SlackUsergroups, groups: s.groups}
 }
 
-// Bot is runbot in Slack: the slash command, the run messages and the
-// approval buttons, over HTTP or Socket Mode.
+// Bot receives what Slack sends, over HTTP or Socket Mode: it verifies
+// it, parses slash commands and button clicks into chat.Command and
+// chat.Click for its handler, and answers in Block Kit.
 type Bot struct {
 	cfg      Config
 	log      *slog.Logger
-	now      func() time.Time
 	api      *slack.Client
 	msgr     *messenger
-	metrics  *slackMetrics
 	verifier verifier
-	appToken Secret
-	access   *access
-	catalog  *runbooks.Catalog
-	engine   *runbooks.Engine
-	store    store.Store
-	disp     *Dispatcher
-	slack    *Slack
+	handler  chat.Handler
 	seen     *dedup
 	// socketOptions tune the Socket Mode client (tests raise the ping
 	// interval: slacktest sends no pings).
@@ -149,31 +124,17 @@ type Bot struct {
 // Slack gives up after 3 seconds.
 const quickTimeout = 2500 * time.Millisecond
 
-// New builds the Slack front on the Slack platform s and the Dispatcher
-// d, which is built first (NewDispatcher, with s as its chat) and is
-// shared with the other triggers.
-func New(s *Slack, d *Dispatcher, deps Deps) (*Bot, error) {
-	if s == nil || d == nil {
-		return nil, errors.New("slack bot: the slack platform and a dispatcher are required")
+// New builds the receiving side of the Slack platform s, handing commands
+// and clicks to h.
+func New(s *Slack, h chat.Handler) (*Bot, error) {
+	if s == nil || h == nil {
+		return nil, errors.New("slack bot: the slack platform and a handler are required")
 	}
-	if deps.Catalog == nil || deps.Engine == nil || deps.Store == nil {
-		return nil, errors.New("slack bot: catalog, engine and store are required")
-	}
-	b := &Bot{
-		cfg: s.cfg, log: s.log, now: s.now, api: s.api, msgr: s.msgr, metrics: s.metrics,
-		verifier: s.verifier, appToken: s.appToken, catalog: deps.Catalog, engine: deps.Engine, store: deps.Store, disp: d,
-		slack:  s,
-		access: &access{rules: s.cfg.Access, groups: s.cfg.Groups, slack: s.groups},
-		seen:   newDedup(s.now, 30*time.Minute),
-	}
-	return b, nil
+	return &Bot{
+		cfg: s.cfg, log: s.log, api: s.api, msgr: s.msgr, verifier: s.verifier, handler: h,
+		seen: newDedup(s.now, 30*time.Minute),
+	}, nil
 }
-
-// Approvers is the Slack platform's (Slack.Approvers).
-func (b *Bot) Approvers() runbooks.Directory { return b.slack.Approvers() }
-
-// Dispatcher is the core the bot submits runs to.
-func (b *Bot) Dispatcher() *Dispatcher { return b.disp }
 
 // Handler serves Slack's HTTP requests: POST /slack/commands (slash
 // commands) and POST /slack/interactions (buttons). Every request must be
@@ -186,21 +147,13 @@ func (b *Bot) Handler() http.Handler {
 	return mux
 }
 
-// Run starts the workers for work queued before a restart and, with the
-// Socket Mode transport, holds the WebSocket to Slack until ctx ends. With
-// the HTTP transport it waits for ctx; serve Handler meanwhile.
+// Run holds the WebSocket to Slack until ctx ends, with the Socket Mode
+// transport. With the HTTP transport it waits for ctx; serve Handler
+// meanwhile.
 func (b *Bot) Run(ctx context.Context) error {
-	if err := b.disp.Resume(ctx); err != nil {
-		return fmt.Errorf("resume queued work: %w", err)
-	}
 	if b.cfg.Transport == TransportSocket {
 		return b.runSocketMode(ctx)
 	}
 	<-ctx.Done()
 	return nil
-}
-
-// Shutdown stops the dispatcher's work (Dispatcher.Shutdown).
-func (b *Bot) Shutdown(ctx context.Context) error {
-	return b.disp.Shutdown(ctx)
 }

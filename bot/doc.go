@@ -1,8 +1,8 @@
-// Package bot is runbot's Slack front and its alert receiver: the /runbot
-// slash command, the Approve / Deny / Dry-run buttons of a proposed
-// remediation, Slack as a chat.Chat (Block Kit, redacted, over HTTP or
-// Socket Mode with the same handlers), and the Alertmanager and generic
-// alert webhooks. Every trigger only builds requests and calls the
-// dispatch core (package dispatch), which runs, records and posts them;
-// the scheduler is its own trigger package (schedule).
+// Package bot is the Slack platform: Slack as a chat.Chat, chat.Replier
+// and chat.UserGroups (messages rendered as Block Kit and redacted, rate
+// limits waited out, files uploaded into threads), and the receiving side
+// (Bot): signed HTTP requests or Socket Mode, verified, parsed into
+// chat.Command and chat.Click for a chat.Handler (the commands package),
+// and answered in Block Kit. It knows no runbot trigger and no dispatch
+// core: only the chat seam.
 package bot

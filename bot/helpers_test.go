@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/commands"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/syncbuf"
 	"github.com/runbot/runbot/inventory"
@@ -42,13 +43,20 @@ const (
 	signingSecret = "8f742231b10e8888abcd99yyyzzz85a5"
 )
 
-// harness is a runbot Slack bot wired to real parts: the SQLite store in a
-// temp file, the runbook engine running commands on this machine, and the
-// fake Slack Web API of slackrec. Requests reach it over real HTTP, signed
-// as Slack signs them.
+// testGroups are the runbot groups of the tests: the oncall group may run
+// every runbook and approves the test remediation.
+var testGroups = runbooks.Groups{"oncall": {requester, approverA, approverB}}
+
+// harness is runbot in Slack wired to real parts, as serve wires it: the
+// SQLite store in a temp file, the dispatch core running the runbook
+// engine on this machine, the chat commands, the Slack platform, and the
+// fake Slack Web API of slackrec. Requests reach it over real HTTP,
+// signed as Slack signs them.
 type harness struct {
 	t     *testing.T
 	rec   *slackrec.Recorder
+	slack *Slack
+	disp  *dispatch.Dispatcher
 	bot   *Bot
 	srv   *httptest.Server
 	store *store.SQLite
@@ -57,36 +65,9 @@ type harness struct {
 	logs *syncbuf.Buffer
 	now  func() time.Time
 	// draw, when set (withTimeline), renders the timeline picture.
-	draw TimelineFunc
+	draw dispatch.TimelineFunc
 	// triggers numbers trigger ids.
 	triggers atomic.Int64
-}
-
-// testDeps are the parts a test's bot is wired to.
-type testDeps struct {
-	Catalog    *runbooks.Catalog
-	Engine     *runbooks.Engine
-	Remediator *runbooks.Remediator
-	Store      store.Store
-	Logger     *slog.Logger
-	Timeline   TimelineFunc
-}
-
-// newTestBot wires a bot as serve does: the Slack platform, the
-// dispatcher posting through it, and the Slack front on both.
-func newTestBot(cfg Config, deps testDeps) (*Bot, error) {
-	s, err := NewSlack(cfg, deps.Logger, nil)
-	if err != nil {
-		return nil, err
-	}
-	d, err := dispatch.New(s.DispatcherConfig(), dispatch.Deps{
-		Catalog: deps.Catalog, Engine: deps.Engine, Remediator: deps.Remediator, Store: deps.Store,
-		Chat: s, Logger: deps.Logger, Timeline: deps.Timeline, RedactReport: s.RedactReport,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return New(s, d, Deps{Catalog: deps.Catalog, Engine: deps.Engine, Store: deps.Store})
 }
 
 func writeSecret(t *testing.T, name, value string) SecretRef {
@@ -101,13 +82,7 @@ func testConfig(t *testing.T, rec *slackrec.Recorder) Config {
 		Transport:     TransportHTTP,
 		BotToken:      writeSecret(t, "bot-token", botToken),
 		SigningSecret: writeSecret(t, "signing-secret", signingSecret),
-		Channel:       opsChan,
-		Groups:        runbooks.Groups{"oncall": {requester, approverA, approverB}},
-		Access:        []AccessRule{{Runbooks: []string{"*"}, Groups: []string{"oncall"}}},
-		// Fast enough for tests; the coalescing itself is tested with
-		// synctest in live_test.go.
-		UpdateInterval: 20 * time.Millisecond,
-		APIURL:         rec.APIURL(),
+		APIURL:        rec.APIURL(),
 	}
 }
 
@@ -136,23 +111,36 @@ func newHarnessWith(t *testing.T, runbookDir string, tweak ...func(*Config)) *ha
 	inv, err := inventory.Load("testdata/inventory.yaml")
 	require.NoError(t, err)
 	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
-	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog, Groups: cfg.Groups}
+	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog, Groups: testGroups}
 	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h.bot, err = newTestBot(cfg, testDeps{Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Logger: logger,
+	h.slack, err = NewSlack(cfg, logger, nil)
+	require.NoError(t, err)
+	rem.Directory = h.slack.Approvers() // as runbot serve does
+	// Updates fast enough for tests; the coalescing itself is tested with
+	// synctest in live_test.go.
+	h.disp, err = dispatch.New(dispatch.Config{Channel: opsChan, UpdateInterval: 20 * time.Millisecond}, dispatch.Deps{
+		Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Chat: h.slack, Logger: logger,
+		RedactReport: h.slack.RedactReport,
 		Timeline: func(rep *runbooks.Report) ([]byte, error) {
 			if h.draw == nil {
 				return nil, nil
 			}
 			return h.draw(rep)
-		}})
+		},
+	})
 	require.NoError(t, err)
-	rem.Directory = h.bot.Approvers() // as runbot serve does
+	cmds, err := commands.New(commands.Config{
+		Groups: testGroups, Access: []commands.AccessRule{{Runbooks: []string{"*"}, Groups: []string{"oncall"}}},
+	}, h.disp, commands.Deps{Store: st, Engine: engine, Replier: h.slack, UserGroups: h.slack, Logger: logger})
+	require.NoError(t, err)
+	h.bot, err = New(h.slack, cmds)
+	require.NoError(t, err)
 	h.srv = httptest.NewServer(h.bot.Handler())
 	t.Cleanup(h.srv.Close)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		require.NoError(t, h.bot.Shutdown(ctx))
+		require.NoError(t, h.disp.Shutdown(ctx))
 		// Nothing secret ever reaches the logs.
 		require.NotContains(t, h.logs.String(), botToken)
 		require.NotContains(t, h.logs.String(), signingSecret)
@@ -265,7 +253,7 @@ func (h *harness) idle() {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	require.NoError(h.t, h.bot.disp.Idle(ctx))
+	require.NoError(h.t, h.disp.Idle(ctx))
 }
 
 // lastMessage is the newest content of the run message at ts: the last

@@ -34,7 +34,7 @@ func (b *Bot) serveInteraction(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
-	b.interaction(cb)
+	b.interaction(r.Context(), cb)
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -102,7 +102,7 @@ func newTestLive(api slackAPI, gap time.Duration) (*dispatch.Live, *bgTasks) {
 	return dispatch.NewLive(&slackChat{msgr: m, log: log}, ts.Go, log, chat.Ref{Platform: slackPlatform, Channel: "C1", ID: "1.1"}, gap), ts
 }
 
-func msg(n int) Message { return Message{Title: fmt.Sprintf("state %d", n)} }
+func msg(n int) chat.Message { return chat.Message{Title: fmt.Sprintf("state %d", n)} }
 
 func TestLiveMessageCoalescesToOneUpdatePerGap(t *testing.T) {
 	t.Parallel()
@@ -206,11 +206,11 @@ func TestRateLimitedSlackLosesNothing(t *testing.T) {
 	require.True(t, strings.HasPrefix(final.Form.Get("ts"), "1700000000."))
 
 	// The metrics an operator watches count each attempt by its outcome.
-	calls := h.bot.metrics.calls
+	calls := h.slack.metrics.calls
 	require.Equal(t, 1.0, testutil.ToFloat64(calls.WithLabelValues("chat.postMessage", "rate_limited")))
 	require.Equal(t, 1.0, testutil.ToFloat64(calls.WithLabelValues("chat.postMessage", "ok")))
 	require.Equal(t, 1.0, testutil.ToFloat64(calls.WithLabelValues("chat.update", "rate_limited")))
 	require.Equal(t, float64(len(updates)-1), testutil.ToFloat64(calls.WithLabelValues("chat.update", "ok")))
 	require.Zero(t, testutil.ToFloat64(calls.WithLabelValues("chat.update", "error")))
-	require.GreaterOrEqual(t, testutil.CollectAndCount(h.bot, "runbot_slack_api_call_duration_seconds"), 2, "timed per method")
+	require.GreaterOrEqual(t, testutil.CollectAndCount(h.slack, "runbot_slack_api_call_duration_seconds"), 2, "timed per method")
 }

@@ -9,10 +9,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/runbot/runbot/commands"
 )
 
-// The app manifest names exactly the URLs the handler serves, the default
-// command, and the scopes the bot uses.
+// The app manifest names exactly the URLs the handler serves, the chat
+// commands' default name, and the scopes the bot uses.
 func TestSlackAppManifestMatchesTheBot(t *testing.T) {
 	t.Parallel()
 	data, err := os.ReadFile("../deploy/slack-app-manifest.yaml")
@@ -40,7 +42,7 @@ func TestSlackAppManifestMatchesTheBot(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal(data, &m))
 	require.Len(t, m.Features.SlashCommands, 1)
 	cmd := m.Features.SlashCommands[0]
-	require.Equal(t, Config{}.withDefaults().Command, cmd.Command)
+	require.Equal(t, commands.DefaultCommand, cmd.Command)
 	require.False(t, cmd.ShouldEscape)
 	require.True(t, m.Settings.Interactivity.Enabled)
 	require.ElementsMatch(t, []string{"commands", "chat:write", "chat:write.public", "files:write", "usergroups:read"}, m.OAuth.Scopes.Bot)

@@ -5,12 +5,14 @@ import (
 	"fmt"
 
 	"github.com/slack-go/slack"
+
+	"github.com/runbot/runbot/chat"
 )
 
 // PostPreview posts a preview message to a real Slack channel with the
 // given bot token: the demo's optional last mile. apiURL overrides Slack's
 // Web API URL (a proxy, or a test server) when not empty.
-func PostPreview(ctx context.Context, token, channel, apiURL string, m Message) (string, error) {
+func PostPreview(ctx context.Context, token, channel, apiURL string, m chat.Message) (string, error) {
 	var opts []slack.Option
 	if apiURL != "" {
 		opts = append(opts, slack.OptionAPIURL(apiURL))

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
@@ -91,7 +92,7 @@ func TestRecoveryUpdatesMessagesOfInterruptedPlansAndRuns(t *testing.T) {
 	cut, err := h.store.CreateRun(ctx, store.Run{Runbook: "stuck-worker", Trigger: store.TriggerSlack, RequestedBy: requester,
 		Params: w.Params, WorkID: w.ID})
 	require.NoError(t, err)
-	cutRef, err := h.bot.disp.Chat().Post(ctx, opsChan, "", Message{Title: "Stuck worker", Status: StatusRunning})
+	cutRef, err := h.disp.Chat().Post(ctx, opsChan, "", chat.Message{Title: "Stuck worker", Status: chat.StatusRunning})
 	require.NoError(t, err)
 	require.NoError(t, h.store.SetRunMessage(ctx, cut.ID, cutRef))
 
@@ -105,7 +106,7 @@ func TestRecoveryUpdatesMessagesOfInterruptedPlansAndRuns(t *testing.T) {
 	rec, err := h.store.MarkInterrupted(ctx)
 	require.NoError(t, err)
 	require.Equal(t, store.Recovery{Runs: []string{cut.ID}, Plans: []string{plan.ID}, Requeued: []string{w.ID}}, rec)
-	h.bot.disp.ShowRecovered(ctx, rec)
+	h.disp.ShowRecovered(ctx, rec)
 	h.idle()
 
 	planMsg, ok := h.lastUpdate(planTS)
@@ -127,7 +128,7 @@ func TestRecoveryUpdatesMessagesOfInterruptedPlansAndRuns(t *testing.T) {
 	require.Len(t, h.rec.Calls("chat.postMessage"), posts, "recovery updates messages; it posts none")
 
 	// The workers start: the requeued work runs once more and says so.
-	require.NoError(t, h.bot.disp.Resume(ctx))
+	require.NoError(t, h.disp.Resume(ctx))
 	h.idle()
 	all := h.rec.Calls("chat.postMessage")
 	require.Len(t, all, posts+1)

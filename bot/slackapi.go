@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/runbot/runbot/chat"
 )
 
 // slackAPI is the part of the Slack Web API runbot uses; *slack.Client
@@ -60,8 +62,8 @@ type messenger struct {
 	metrics *slackMetrics // counts the response_url posts; api counts the rest
 }
 
-func (m *messenger) options(msg Message) []slack.MsgOption {
-	msg = redactMessage(msg, m.redact)
+func (m *messenger) options(msg chat.Message) []slack.MsgOption {
+	msg = msg.Map(m.redact.Redact)
 	return []slack.MsgOption{
 		slack.MsgOptionText(fallbackText(msg), false),
 		slack.MsgOptionBlocks(renderBlocks(msg)...),
@@ -70,7 +72,7 @@ func (m *messenger) options(msg Message) []slack.MsgOption {
 
 // post posts msg to a channel, in a thread when threadTS is set, and
 // returns the message's ts.
-func (m *messenger) post(ctx context.Context, channel, threadTS string, msg Message) (string, error) {
+func (m *messenger) post(ctx context.Context, channel, threadTS string, msg chat.Message) (string, error) {
 	opts := m.options(msg)
 	if threadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(threadTS))
@@ -89,7 +91,7 @@ func (m *messenger) post(ctx context.Context, channel, threadTS string, msg Mess
 
 // update replaces the message at channel/ts, once: the live updater does
 // its own rate-limit waiting so that it can send newer content after.
-func (m *messenger) update(ctx context.Context, channel, ts string, msg Message) error {
+func (m *messenger) update(ctx context.Context, channel, ts string, msg chat.Message) error {
 	_, _, _, err := m.api.UpdateMessageContext(ctx, channel, ts, m.options(msg)...)
 	if err != nil {
 		return fmt.Errorf("update message %s/%s: %w", channel, ts, err)
@@ -98,7 +100,7 @@ func (m *messenger) update(ctx context.Context, channel, ts string, msg Message)
 }
 
 // ephemeral shows msg to one user in a channel.
-func (m *messenger) ephemeral(ctx context.Context, channel, user string, msg Message) error {
+func (m *messenger) ephemeral(ctx context.Context, channel, user string, msg chat.Message) error {
 	opts := m.options(msg)
 	err := retryRateLimited(ctx, m.log, "chat.postEphemeral", func(ctx context.Context) error {
 		_, err := m.api.PostEphemeralContext(ctx, channel, user, opts...)
@@ -112,8 +114,8 @@ func (m *messenger) ephemeral(ctx context.Context, channel, user string, msg Mes
 
 // respond posts msg to a slash command's or interaction's response_url,
 // visible only to the user who asked.
-func (m *messenger) respond(ctx context.Context, responseURL string, msg Message) error {
-	msg = redactMessage(msg, m.redact)
+func (m *messenger) respond(ctx context.Context, responseURL string, msg chat.Message) error {
+	msg = msg.Map(m.redact.Redact)
 	blocks := renderBlocks(msg)
 	err := retryRateLimited(ctx, m.log, "response_url", func(ctx context.Context) error {
 		start := time.Now()
@@ -150,7 +152,7 @@ type commandReply struct {
 	Blocks       []slack.Block `json:"blocks"`
 }
 
-func (m *messenger) reply(msg Message) commandReply {
-	msg = redactMessage(msg, m.redact)
+func (m *messenger) reply(msg chat.Message) commandReply {
+	msg = msg.Map(m.redact.Redact)
 	return commandReply{ResponseType: slack.ResponseTypeEphemeral, Text: fallbackText(msg), Blocks: renderBlocks(msg)}
 }

@@ -32,7 +32,7 @@ type slackChat struct {
 var _ chat.Chat = (*slackChat)(nil)
 
 // Post implements chat.Chat; a Slack message's ID is its ts.
-func (c *slackChat) Post(ctx context.Context, channel, thread string, m Message) (chat.Ref, error) {
+func (c *slackChat) Post(ctx context.Context, channel, thread string, m chat.Message) (chat.Ref, error) {
 	ts, err := c.msgr.post(ctx, channel, thread, m)
 	if err != nil {
 		return chat.Ref{}, err
@@ -42,7 +42,7 @@ func (c *slackChat) Post(ctx context.Context, channel, thread string, m Message)
 
 // Update implements chat.Chat, once: a 429 comes back as a
 // *chat.RateLimitedError for the caller to wait out.
-func (c *slackChat) Update(ctx context.Context, ref chat.Ref, m Message) error {
+func (c *slackChat) Update(ctx context.Context, ref chat.Ref, m chat.Message) error {
 	err := c.msgr.update(ctx, ref.Channel, ref.ID, m)
 	var rl *slack.RateLimitedError
 	if errors.As(err, &rl) {
@@ -78,7 +78,7 @@ var _ chat.Replier = (*slackChat)(nil)
 // Reply implements chat.Replier: an ephemeral message in the channel the
 // person acted in, or, when that fails or there is no channel, a post to
 // the response_url their command or click carried (to.ReplyTo).
-func (c *slackChat) Reply(ctx context.Context, to chat.Recipient, m Message) error {
+func (c *slackChat) Reply(ctx context.Context, to chat.Recipient, m chat.Message) error {
 	var errs []error
 	if to.User != "" && to.Channel != "" {
 		err := c.msgr.ephemeral(ctx, to.Channel, to.User, m)

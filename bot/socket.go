@@ -69,7 +69,7 @@ func (b *Bot) socketEvent(ctx context.Context, ack acker, evt socketmode.Event) 
 			b.log.Warn("socket mode ack failed", "err", err)
 		}
 		if cb, ok := evt.Data.(slack.InteractionCallback); ok {
-			b.interaction(cb)
+			b.interaction(ctx, cb)
 		}
 	case socketmode.EventTypeEventsAPI:
 		// The app subscribes to no events; acknowledge anything Slack sends.

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
@@ -167,7 +168,7 @@ func TestTimelineFollowsAlertThread(t *testing.T) {
 	h := newHarness(t)
 	up := recordUploads(t, h.rec)
 	withTimeline(h, &fakeTimeline{png: testPNG(t)})
-	_, err := h.bot.Dispatcher().Submit(t.Context(), Request{
+	_, err := h.disp.Submit(t.Context(), dispatch.Request{
 		Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": h.dir},
 		RequestedBy: "alertmanager", Source: store.TriggerAlert, Channel: "C0ALERTS", Thread: "1700000000.000001",
 	})

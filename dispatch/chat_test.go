@@ -56,7 +56,7 @@ func TestDispatcherPostsThroughTheChatSeam(t *testing.T) {
 		RequestedBy: "alertmanager", Source: store.TriggerAlert,
 	})
 	require.NoError(t, err)
-	require.NoError(t, d.tasks.Idle(t.Context()))
+	require.NoError(t, d.Idle(t.Context()))
 	work, err := st.GetWork(t.Context(), acc.WorkID)
 	require.NoError(t, err)
 	require.Equal(t, store.WorkDone, work.State)
@@ -82,7 +82,7 @@ func TestDispatcherWithoutChatRunsAndRecords(t *testing.T) {
 		RequestedBy: "alertmanager", Source: store.TriggerAlert,
 	})
 	require.NoError(t, err)
-	require.NoError(t, d.tasks.Idle(t.Context()))
+	require.NoError(t, d.Idle(t.Context()))
 	work, err := st.GetWork(t.Context(), acc.WorkID)
 	require.NoError(t, err)
 	run, err := st.GetRun(t.Context(), work.RunID)

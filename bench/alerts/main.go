@@ -1,5 +1,5 @@
 // Command alerts-bench is bench/alerts/run.sh: it wires runbot's alert
-// intake the way `runbot serve` does (bot.New, alerts.New, the SQLite
+// intake the way `runbot serve` does (bot.NewSlack, dispatch.New, alerts.New, the SQLite
 // store, the runbook engine) against the fake Slack of bot/slackrec,
 // serves the webhook on a loopback port, and POSTs N Alertmanager
 // notifications for D distinct alerts from S concurrent senders. It
@@ -133,8 +133,9 @@ func run() error {
 	return nil
 }
 
-// wire builds the bot and the alert intake as the serve command does.
-func wire(o options, tmp string, rec *slackrec.Recorder, st store.Store) (*alerts.Receiver, *bot.Bot, error) {
+// wire builds Slack, the dispatcher and the alert intake as the serve
+// command does.
+func wire(o options, tmp string, rec *slackrec.Recorder, st store.Store) (*alerts.Receiver, *dispatch.Dispatcher, error) {
 	secret := func(name, value string) (bot.SecretRef, error) {
 		p := filepath.Join(tmp, name)
 		return bot.SecretRef{File: p}, os.WriteFile(p, []byte(value), 0o600)
@@ -165,20 +166,15 @@ func wire(o options, tmp string, rec *slackrec.Recorder, st store.Store) (*alert
 	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sl, err := bot.NewSlack(bot.Config{
-		Transport: bot.TransportHTTP, BotToken: botToken, SigningSecret: signing, Channel: "C0BENCH",
-		APIURL: rec.APIURL(), MaxConcurrentRuns: o.runs, UpdateInterval: o.update,
+		Transport: bot.TransportHTTP, BotToken: botToken, SigningSecret: signing, APIURL: rec.APIURL(),
 	}, log, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	disp, err := dispatch.New(sl.DispatcherConfig(), dispatch.Deps{
+	disp, err := dispatch.New(dispatch.Config{Channel: "C0BENCH", MaxConcurrentRuns: o.runs, UpdateInterval: o.update}, dispatch.Deps{
 		Catalog: catalog, Engine: engine, Remediator: &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}, Store: st,
 		Chat: sl, Logger: log, RedactReport: sl.RedactReport,
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	b, err := bot.New(sl, disp, bot.Deps{Catalog: catalog, Engine: engine, Store: st})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -189,7 +185,7 @@ func wire(o options, tmp string, rec *slackrec.Recorder, st store.Store) (*alert
 			Params: map[string]string{"host": "here", "instance": "{{ .labels.instance }}"},
 		}},
 	}, disp, alerts.Options{Store: st, Chat: sl, Logger: log})
-	return intake, b, err
+	return intake, disp, err
 }
 
 // notification is Alertmanager's webhook body for one firing alert.

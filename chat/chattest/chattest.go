@@ -1,5 +1,5 @@
 // Package chattest is a chat platform that records what it is asked to
-// post, update, upload and reply, for tests of the dispatcher and the
+// post, update, upload and reply, and answers user group lookups, for tests of the dispatcher and the
 // triggers that need no real chat platform.
 package chattest
 
@@ -52,6 +52,8 @@ const (
 	OpUpdate Op = "update"
 	OpUpload Op = "upload"
 	OpReply  Op = "reply"
+	// OpUserGroup is a user group lookup.
+	OpUserGroup Op = "user group"
 )
 
 // Recorder is a chat.Chat and chat.Replier that keeps everything in
@@ -72,8 +74,9 @@ type Recorder struct {
 }
 
 var (
-	_ chat.Chat    = (*Recorder)(nil)
-	_ chat.Replier = (*Recorder)(nil)
+	_ chat.Chat       = (*Recorder)(nil)
+	_ chat.Replier    = (*Recorder)(nil)
+	_ chat.UserGroups = (*Recorder)(nil)
 )
 
 // New returns an empty Recorder.
@@ -160,6 +163,28 @@ func (r *Recorder) Reply(_ context.Context, to chat.Recipient, m chat.Message) e
 	r.replies = append(r.replies, Reply{To: to, Message: m})
 	r.recorded()
 	return nil
+}
+
+// SetUserGroup makes the platform's user group id hold exactly members.
+func (r *Recorder) SetUserGroup(id string, members ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.groups[id] = members
+}
+
+// UserGroupMembers implements chat.UserGroups; a group never set is an
+// error, as a platform answers for an id it does not know.
+func (r *Recorder) UserGroupMembers(_ context.Context, id string) ([]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.failing(OpUserGroup, "", chat.Message{}); err != nil {
+		return nil, err
+	}
+	members, ok := r.groups[id]
+	if !ok {
+		return nil, fmt.Errorf("no user group %s", id)
+	}
+	return append([]string(nil), members...), nil
 }
 
 // Posts returns copies of the messages posted so far, oldest first.

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/bot"
+	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote"
@@ -281,8 +282,8 @@ func (d *demo) run(ctx context.Context) (err error) {
 
 // remediationPart keeps the title and the remediation sections, which are
 // all that changed since the diagnosis was shown.
-func remediationPart(m bot.Message) bot.Message {
-	out := bot.Message{Title: m.Title, Status: m.Status}
+func remediationPart(m chat.Message) chat.Message {
+	out := chat.Message{Title: m.Title, Status: m.Status}
 	for _, s := range m.Sections {
 		if strings.HasPrefix(s.Heading, "Proposed remediation") || strings.HasPrefix(s.Heading, "Remediation") {
 			out.Sections = append(out.Sections, s)
@@ -309,7 +310,7 @@ func (d *demo) confirm() bool {
 }
 
 // slack posts to a real channel when the environment names one.
-func (d *demo) slack(ctx context.Context, m bot.Message) {
+func (d *demo) slack(ctx context.Context, m chat.Message) {
 	token, channel := os.Getenv("SLACK_BOT_TOKEN"), os.Getenv("SLACK_CHANNEL")
 	if token == "" || channel == "" {
 		return

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/bot"
+	"github.com/runbot/runbot/commands"
 	"github.com/runbot/runbot/config"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/heartbeat"
@@ -72,8 +73,7 @@ type daemonParts struct {
 	st     store.Store
 	pool   *remote.Pool
 	inv    *inventory.Inventory // runs resolve against it; fleet audits pick from it
-	disp   *bot.Dispatcher
-	bot    *bot.Bot
+	disp   *dispatch.Dispatcher
 	server *http.Server
 	loops  sync.WaitGroup
 }
@@ -134,7 +134,7 @@ func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notif
 	runCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLoops()
 	// The dispatcher is the core every trigger submits to; Slack, when
-	// configured, is its chat and one of its triggers.
+	// configured, is its chat, and the chat commands come in through it.
 	dcfg := dispatch.Config{MaxConcurrentRuns: cfg.Parallel}
 	ddeps := dispatch.Deps{Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Logger: log, Timeline: timeline.ForSlack}
 	var sl *bot.Slack
@@ -142,9 +142,10 @@ func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notif
 		if sl, err = bot.NewSlack(slackConfig(cfg), log, nil); err != nil {
 			return err
 		}
-		dcfg = sl.DispatcherConfig()
+		dcfg.Channel = cfg.Slack.Channel
 		ddeps.Chat, ddeps.RedactReport = sl, sl.RedactReport
 		rem.Directory = sl.Approvers()
+		reg.MustRegister(sl)
 	}
 	if d.disp, err = dispatch.New(dcfg, ddeps); err != nil {
 		return err
@@ -152,23 +153,17 @@ func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notif
 	// Before the workers start: the messages of recovered runs say which
 	// attempt their requeued work runs as next.
 	d.disp.ShowRecovered(runCtx, recovered)
-	if sl == nil {
-		if err := d.disp.Resume(runCtx); err != nil {
-			return fmt.Errorf("resume queued work: %w", err)
-		}
-	} else {
-		b, err := bot.New(sl, d.disp, bot.Deps{Catalog: catalog, Engine: eng, Store: st})
+	if err := d.disp.Resume(runCtx); err != nil {
+		return fmt.Errorf("resume queued work: %w", err)
+	}
+	if sl != nil {
+		cmds, err := commands.New(commandsConfig(cfg), d.disp, commands.Deps{Store: st, Engine: eng, Replier: sl, UserGroups: sl, Logger: log})
 		if err != nil {
 			return err
 		}
-		d.bot = b
-		reg.MustRegister(b)
-		mux.Handle("/slack/", b.Handler())
-		d.loops.Go(func() {
-			if err := b.Run(runCtx); err != nil && runCtx.Err() == nil {
-				log.Error("slack bot stopped", "err", err)
-			}
-		})
+		if err := d.receiveSlack(runCtx, sl, cmds, mux); err != nil {
+			return err
+		}
 		d.slackCheck(runCtx, cfg, ready)
 	}
 	if err := wireTriggers(runCtx, cfg, d, mux, reg, ready); err != nil {
@@ -355,24 +350,31 @@ func slackReachable(ctx context.Context, c *config.Slack) error {
 	return err
 }
 
-// slackConfig maps the serve config onto the bot's.
+// slackConfig maps the serve config onto the Slack platform's.
 func slackConfig(cfg *config.Config) bot.Config {
 	s := cfg.Slack
-	bc := bot.Config{
-		Transport: bot.Transport(s.Mode), Command: s.Command, Channel: s.Channel, Groups: cfg.Groups, SlackUsergroups: cfg.SlackUsergroups,
+	return bot.Config{
+		Transport: bot.Transport(s.Mode), SlackUsergroups: cfg.SlackUsergroups,
 		BotToken: s.BotToken, SigningSecret: s.SigningSecret, AppToken: s.AppToken, Redact: s.Redact, APIURL: s.APIURL,
-		MaxConcurrentRuns: cfg.Parallel,
 	}
+}
+
+// commandsConfig maps the serve config onto the chat commands': the
+// command's name and who may run what (slack.authorize). A group that
+// looks like a Slack user group id (S…, upper case) is one.
+func commandsConfig(cfg *config.Config) commands.Config {
+	s := cfg.Slack
+	cc := commands.Config{Command: s.Command, Groups: cfg.Groups}
 	for _, r := range s.Authorize {
-		rule := bot.AccessRule{Runbooks: r.Runbooks, Users: r.Users, Channels: r.Channels}
+		rule := commands.AccessRule{Runbooks: r.Runbooks, Users: r.Users, Channels: r.Channels}
 		for _, g := range r.Groups {
 			if strings.HasPrefix(g, "S") && strings.ToUpper(g) == g {
-				rule.SlackGroups = append(rule.SlackGroups, g)
+				rule.UserGroups = append(rule.UserGroups, g)
 			} else {
 				rule.Groups = append(rule.Groups, g)
 			}
 		}
-		bc.Access = append(bc.Access, rule)
+		cc.Access = append(cc.Access, rule)
 	}
-	return bc
+	return cc
 }

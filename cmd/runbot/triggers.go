@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/runbot/runbot/alerts"
+	"github.com/runbot/runbot/bot"
+	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/config"
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/runbooks"
@@ -53,6 +55,22 @@ func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *
 	d.loops.Go(func() {
 		if err := sched.Run(ctx); err != nil && ctx.Err() == nil {
 			d.log.Error("scheduler stopped", "err", err)
+		}
+	})
+	return nil
+}
+
+// receiveSlack serves what Slack sends (over HTTP under /slack/, or over
+// Socket Mode) to the chat commands.
+func (d *daemonParts) receiveSlack(ctx context.Context, sl *bot.Slack, h chat.Handler, mux *http.ServeMux) error {
+	b, err := bot.New(sl, h)
+	if err != nil {
+		return err
+	}
+	mux.Handle("/slack/", b.Handler())
+	d.loops.Go(func() {
+		if err := b.Run(ctx); err != nil && ctx.Err() == nil {
+			d.log.Error("slack stopped", "err", err)
 		}
 	})
 	return nil

@@ -3,57 +3,20 @@ package bot
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/runbot/runbot/runbooks"
 )
 
-// access decides who may run which runbook from Slack.
-type access struct {
-	rules  []AccessRule
-	groups runbooks.Groups
-	slack  *slackGroups
-}
-
-// allowed reports whether user may run the runbook in channel. It fails
-// closed: an error looking up a Slack user group is an error, not a yes.
-func (a *access) allowed(ctx context.Context, runbook, user, channel string) (bool, error) {
-	for _, r := range a.rules {
-		if !slices.Contains(r.Runbooks, "*") && !slices.Contains(r.Runbooks, runbook) {
-			continue
-		}
-		if len(r.Channels) > 0 && !slices.Contains(r.Channels, channel) {
-			continue
-		}
-		if slices.Contains(r.Users, user) {
-			return true, nil
-		}
-		for _, g := range r.Groups {
-			if slices.Contains(a.groups[g], user) {
-				return true, nil
-			}
-		}
-		for _, g := range r.SlackGroups {
-			in, err := a.slack.contains(ctx, g, user)
-			if err != nil {
-				return false, err
-			}
-			if in {
-				return true, nil
-			}
-		}
-	}
-	return false, nil
-}
-
 // slackGroupsTTL is how long a user group's members are cached: long
 // enough to spare the API on every command, short enough that removing
 // someone takes effect soon.
 const slackGroupsTTL = 5 * time.Minute
 
-// slackGroups looks up Slack user group members, with a cache.
+// slackGroups looks up Slack user group members, with a cache, for the
+// access rules of the chat commands (chat.UserGroups) and for approver
+// groups backed by Slack user groups (approverDirectory).
 type slackGroups struct {
 	api slackAPI
 	now func() time.Time
@@ -65,11 +28,6 @@ type slackGroups struct {
 type groupEntry struct {
 	members []string
 	at      time.Time
-}
-
-func (g *slackGroups) contains(ctx context.Context, group, user string) (bool, error) {
-	members, err := g.members(ctx, group)
-	return slices.Contains(members, user), err
 }
 
 // members returns the user group's members, from the cache when fresh.
@@ -97,6 +55,8 @@ type approverDirectory struct {
 	groups *slackGroups
 }
 
+var _ runbooks.Directory = approverDirectory{}
+
 // Members implements runbooks.Directory.
 func (d approverDirectory) Members(ctx context.Context, group string) ([]string, bool, error) {
 	id, ok := d.ids[group]
@@ -105,4 +65,10 @@ func (d approverDirectory) Members(ctx context.Context, group string) ([]string,
 	}
 	members, err := d.groups.members(ctx, id)
 	return members, err == nil, err
+}
+
+// UserGroupMembers implements chat.UserGroups: the members of the Slack
+// user group id (S…), cached for a few minutes.
+func (s *Slack) UserGroupMembers(ctx context.Context, id string) ([]string, error) {
+	return s.groups.members(ctx, id)
 }

@@ -1,4 +1,4 @@
-package bot
+package commands
 
 import (
 	"errors"
@@ -8,11 +8,7 @@ import (
 // errUnterminatedQuote is a command with an opening quote and no closing one.
 var errUnterminatedQuote = errors.New("a quote is not closed")
 
-// slackUnescape undoes the HTML escaping Slack applies to &, < and > in
-// command text.
-var slackUnescape = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&")
-
-// quotePairs maps an opening quote to its closing one. Slack clients turn
+// quotePairs maps an opening quote to its closing one. Chat clients turn
 // typed quotes into typographic ones, so those count too.
 var quotePairs = map[rune]rune{'"': '"', '\'': '\'', '“': '”', '‘': '’', '”': '”', '’': '’'}
 
@@ -22,7 +18,6 @@ var quotePairs = map[rune]rune{'"': '"', '\'': '\'', '“': '”', '‘': '’',
 // inside double quotes and outside quotes. Nothing is expanded or
 // executed; the words are data.
 func tokenize(text string) ([]string, error) {
-	text = slackUnescape.Replace(text)
 	var (
 		words   []string
 		cur     strings.Builder

@@ -1,4 +1,4 @@
-package bot
+package commands
 
 import (
 	"strings"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/bot/slackrec"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/store"
 )
@@ -30,15 +29,15 @@ func TestApprovalByAllowedPeopleAppliesAndVerifies(t *testing.T) {
 	// The requester may not approve under the two-person rule.
 	h.click(requester, dispatch.ActionApprove, value, ts)
 	h.idle()
-	require.Len(t, h.ephemeralsTo(requester), 1)
-	require.Contains(t, h.ephemeralsTo(requester)[0], "two-person rule")
+	require.Len(t, h.repliesTo(requester), 1)
+	require.Contains(t, h.repliesTo(requester)[0], "two-person rule")
 	require.Equal(t, store.PlanProposed, h.planOf(run.ID).State)
 
 	// A stranger may not approve at all.
 	h.click(stranger, dispatch.ActionApprove, value, ts)
 	h.idle()
-	require.Len(t, h.ephemeralsTo(stranger), 1)
-	require.Contains(t, h.ephemeralsTo(stranger)[0], "You are not an approver of this remediation (approvers: @oncall)")
+	require.Len(t, h.repliesTo(stranger), 1)
+	require.Contains(t, h.repliesTo(stranger)[0], "You are not an approver of this remediation (approvers: @oncall)")
 	require.Equal(t, store.PlanProposed, h.planOf(run.ID).State)
 	approvals, err := h.store.Approvals(t.Context(), h.planOf(run.ID).ID)
 	require.NoError(t, err)
@@ -47,9 +46,9 @@ func TestApprovalByAllowedPeopleAppliesAndVerifies(t *testing.T) {
 	// The first approver's vote counts, and the message says so.
 	h.click(approverA, dispatch.ActionApprove, value, ts)
 	h.idle()
-	require.Contains(t, strings.Join(h.ephemeralsTo(approverA), "\n"), "Approval recorded (1 of 2 needed)")
+	require.Contains(t, strings.Join(h.repliesTo(approverA), "\n"), "Approval recorded (1 of 2 needed)")
 	msg := h.lastMessage(ts).Text()
-	require.Contains(t, msg, "Approved (1 of 2) by <@"+approverA+">")
+	require.Contains(t, msg, "Approved (1 of 2) by @"+approverA)
 	require.True(t, hasButtons(h.lastMessage(ts)), "still waiting for a second approver")
 	require.Zero(t, h.appliedCount())
 
@@ -63,7 +62,7 @@ func TestApprovalByAllowedPeopleAppliesAndVerifies(t *testing.T) {
 	require.False(t, hasButtons(final), "no buttons once the plan is decided")
 	text := final.Text()
 	for _, want := range []string{
-		"Approved (2 of 2) by <@" + approverA + ">, <@" + approverB + ">",
+		"Approved (2 of 2) by @" + approverA + " @" + approverB,
 		"Remediation: done",
 		"precheck: re-running stuck-worker",
 		"action: run on host@here: touch",
@@ -75,9 +74,11 @@ func TestApprovalByAllowedPeopleAppliesAndVerifies(t *testing.T) {
 
 	// The updates showed the apply's progress before its outcome.
 	sawApplying := false
-	for _, c := range h.rec.Calls("chat.update") {
-		if strings.Contains(c.Text(), "Remediation: applying") {
-			sawApplying = true
+	for _, p := range h.rec.Posts() {
+		for _, u := range p.Updates {
+			if strings.Contains(u.Text(), "Remediation: applying") {
+				sawApplying = true
+			}
 		}
 	}
 	require.True(t, sawApplying, "the message showed live apply progress")
@@ -99,7 +100,7 @@ func TestDoubleClickAppliesOnce(t *testing.T) {
 	require.Equal(t, store.PlanDone, h.planOf(run.ID).State)
 	// The extra click is told the plan is decided; it changed nothing.
 	var refusals int
-	for _, e := range h.ephemeralsTo(approverB) {
+	for _, e := range h.repliesTo(approverB) {
 		if strings.Contains(e, "votes are no longer taken") {
 			refusals++
 		}
@@ -122,11 +123,11 @@ func TestDenyClosesThePlan(t *testing.T) {
 	require.Equal(t, store.PlanDenied, h.planOf(run.ID).State)
 	final := h.lastMessage(ts)
 	require.False(t, hasButtons(final))
-	require.Contains(t, final.Text(), "Denied by <@"+approverA+">")
+	require.Contains(t, final.Text(), "Denied by @"+approverA)
 
 	h.click(approverB, dispatch.ActionApprove, value, ts)
 	h.idle()
-	require.Contains(t, strings.Join(h.ephemeralsTo(approverB), "\n"), "This plan is denied")
+	require.Contains(t, strings.Join(h.repliesTo(approverB), "\n"), "This plan is denied")
 	require.Zero(t, h.appliedCount())
 }
 
@@ -137,7 +138,7 @@ func TestStaleHashIsRefused(t *testing.T) {
 	plan := h.planOf(run.ID)
 	h.click(approverA, dispatch.ActionApprove, plan.ID+"|"+strings.Repeat("0", 64), ts)
 	h.idle()
-	require.Contains(t, strings.Join(h.ephemeralsTo(approverA), "\n"), "This plan changed since it was shown to you")
+	require.Contains(t, strings.Join(h.repliesTo(approverA), "\n"), "This plan changed since it was shown to you")
 	require.Equal(t, store.PlanProposed, h.planOf(run.ID).State)
 }
 
@@ -152,16 +153,16 @@ func TestDryRunShowsThePlanToApproversOnly(t *testing.T) {
 
 	h.click(approverA, dispatch.ActionDryRun, value, ts)
 	h.idle()
-	got := h.ephemeralsTo(approverA)
+	got := h.repliesTo(approverA)
 	require.Len(t, got, 1)
 	require.Contains(t, got[0], "Dry run: restart on host/here")
-	require.Contains(t, got[0], "```\ntouch "+h.dir+"/fixed &amp;&amp; echo restarted &gt;&gt; "+h.dir+"/applied.log\n```")
+	require.Contains(t, got[0], "touch "+h.dir+"/fixed && echo restarted >> "+h.dir+"/applied.log")
 	require.Contains(t, got[0], "Nothing was changed")
 	require.NotContains(t, got[0], "Re-check", "the targets did not change")
 
 	h.click(stranger, dispatch.ActionDryRun, value, ts)
 	h.idle()
-	require.Contains(t, strings.Join(h.ephemeralsTo(stranger), "\n"), "Only people who may run stuck-worker or approve this plan")
+	require.Contains(t, strings.Join(h.repliesTo(stranger), "\n"), "Only people who may run stuck-worker or approve this plan")
 	require.Zero(t, h.appliedCount())
 	require.Equal(t, store.PlanProposed, h.planOf(run.ID).State)
 }
@@ -183,7 +184,7 @@ func TestExpiredPlanLosesItsButtons(t *testing.T) {
 	expired, err := h.store.ExpirePlans(t.Context())
 	require.NoError(t, err)
 	require.Len(t, expired, 1)
-	h.bot.disp.ShowExpired(expired)
+	h.disp.ShowExpired(expired)
 	h.idle()
 
 	final := h.lastMessage(ts)
@@ -192,43 +193,7 @@ func TestExpiredPlanLosesItsButtons(t *testing.T) {
 
 	h.click(approverA, dispatch.ActionApprove, value, ts)
 	h.idle()
-	require.Contains(t, strings.Join(h.ephemeralsTo(approverA), "\n"), "expired")
+	require.Contains(t, strings.Join(h.repliesTo(approverA), "\n"), "expired")
 	require.Equal(t, store.PlanExpired, h.planOf(run.ID).State)
 	require.Zero(t, h.appliedCount())
-}
-
-// An approver group backed by a Slack user group follows the rotation in
-// Slack: whoever is in the user group when they click may approve. When
-// the lookup fails, the vote is refused as unknown, never counted.
-func TestApproverGroupBackedBySlackUserGroup(t *testing.T) {
-	t.Parallel()
-	const rotating = "U0ROTA"
-	cases := []struct {
-		name    string
-		setup   func(h *harness)
-		counted bool
-		reply   string
-	}{
-		{"in the user group", func(h *harness) { h.rec.SetUserGroup("S0ONCALL", rotating) }, true, "Approval recorded (1 of 2 needed)"},
-		{"not in the user group", func(h *harness) { h.rec.SetUserGroup("S0ONCALL", approverA) }, false, "You are not an approver"},
-		{"lookup fails", func(h *harness) {
-			h.rec.FailNext("usergroups.users.list", slackrec.Failure{Error: "missing_scope"})
-		}, false, "Could not check whether you may approve (members of @oncall: look up members of Slack user group S0ONCALL: missing_scope), so your vote was not counted"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			h := newHarness(t, func(c *Config) { c.SlackUsergroups = map[string]string{"oncall": "S0ONCALL"} })
-			tc.setup(h)
-			run, ts := h.runOnce("")
-			value := buttonValue(t, h.lastMessage(ts), dispatch.ActionApprove)
-			h.click(rotating, dispatch.ActionApprove, value, ts)
-			h.idle()
-			require.Contains(t, strings.Join(h.ephemeralsTo(rotating), "\n"), tc.reply)
-			approvals, err := h.store.Approvals(t.Context(), h.planOf(run.ID).ID)
-			require.NoError(t, err)
-			require.Equal(t, tc.counted, len(approvals) == 1, "approvals: %+v", approvals)
-			require.Equal(t, store.PlanProposed, h.planOf(run.ID).State)
-		})
-	}
 }

@@ -1,4 +1,4 @@
-package bot
+package commands
 
 import (
 	"testing"
@@ -25,7 +25,7 @@ func TestTokenize(t *testing.T) {
 		{`empty=""`, []string{"empty="}, nil},
 		{`""`, []string{""}, nil},
 		{"x=$(rm -rf /) `id`", []string{"x=$(rm", "-rf", "/)", "`id`"}, nil},
-		{"cmp &lt;b&gt; &amp;", []string{"cmp", "<b>", "&"}, nil},
+		{"cmp <b> &", []string{"cmp", "<b>", "&"}, nil},
 		{"line\nbreak\ttab", []string{"line", "break", "tab"}, nil},
 		{`note="open`, nil, errUnterminatedQuote},
 		{`trailing\`, []string{`trailing\`}, nil},

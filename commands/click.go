@@ -1,0 +1,102 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/runbot/runbot/chat"
+	"github.com/runbot/runbot/dispatch"
+	"github.com/runbot/runbot/store"
+)
+
+// dryRunTimeout bounds a dry run, which reads the targets' current state.
+const dryRunTimeout = 2 * time.Minute
+
+// isOurs says whether a button is one of runbot's approval buttons.
+func isOurs(action string) bool {
+	return action == dispatch.ActionApprove || action == dispatch.ActionDeny || action == dispatch.ActionDryRun
+}
+
+// Click implements chat.Handler: a press of one of runbot's buttons
+// becomes a background task, so that the platform can acknowledge it at
+// once. The buttons carry "plan id|plan hash", binding a vote to the plan
+// the voter saw.
+func (h *Handler) Click(_ context.Context, c chat.Click) {
+	if !isOurs(c.Action) {
+		h.log.Debug("click ignored", "action", c.Action)
+		return
+	}
+	planID, hash, _ := strings.Cut(c.Value, "|")
+	h.log.Info("button clicked", "user", c.User, "action", c.Action, "plan", planID)
+	var err error
+	switch c.Action {
+	case dispatch.ActionDryRun:
+		err = h.disp.Go("dry run", dryRunTimeout, func(ctx context.Context) { h.dryRun(ctx, c, planID) })
+	default:
+		approve := c.Action == dispatch.ActionApprove
+		err = h.disp.Go("vote", h.disp.ApplyTimeout(), func(ctx context.Context) { h.vote(ctx, c, planID, hash, approve) })
+	}
+	if err != nil {
+		h.log.Warn("click not handled", "action", c.Action, "err", err)
+	}
+}
+
+// vote records an Approve or Deny and tells the voter when it did not
+// count or what it changed; the run's message shows the rest.
+func (h *Handler) vote(ctx context.Context, c chat.Click, planID, hash string, approve bool) {
+	res, err := h.disp.Vote(ctx, dispatch.Vote{PlanID: planID, Hash: hash, User: c.User, Approve: approve})
+	switch {
+	case err != nil:
+		h.log.Error("vote not recorded", "plan", planID, "user", c.User, "err", err)
+		h.tell(ctx, c, errorReply("Your vote could not be recorded: "+err.Error()))
+	case res.Refusal != "":
+		h.log.Info("vote refused", "plan", planID, "user", c.User, "reason", res.Refusal)
+		h.tell(ctx, c, chat.Message{Title: "Vote not counted", Status: chat.StatusDenied, Sections: []chat.Section{{Text: res.Refusal}}})
+	case approve && res.State == store.PlanProposed:
+		h.tell(ctx, c, chat.Message{Title: fmt.Sprintf("Approval recorded (%d of %d needed)", res.Approvals, res.Needed), Status: chat.StatusApproved})
+	}
+}
+
+// dryRun shows the clicker, and only them, what the plan would change. It
+// is for people who may run the runbook or approve the plan.
+func (h *Handler) dryRun(ctx context.Context, c chat.Click, planID string) {
+	plan, err := h.store.GetPlan(ctx, planID)
+	if err != nil {
+		h.tell(ctx, c, errorReply("This plan no longer exists."))
+		return
+	}
+	run, err := h.store.GetRun(ctx, plan.RunID)
+	if err != nil {
+		h.tell(ctx, c, errorReply("Could not read the plan's run: "+err.Error()))
+		return
+	}
+	mayRun, err := h.access.allowed(ctx, run.Runbook, c.User, c.Channel)
+	mayApprove := false
+	if err == nil && !mayRun {
+		mayApprove, err = h.disp.MayApprove(ctx, plan.Policy.Approvers, c.User)
+	}
+	if err != nil || (!mayRun && !mayApprove) {
+		h.log.Info("dry run refused", "plan", planID, "user", c.User, "err", err)
+		h.tell(ctx, c, errorReply("Only people who may run "+run.Runbook+" or approve this plan can see its dry run."))
+		return
+	}
+	m, err := h.disp.DryRun(ctx, planID)
+	if err != nil {
+		h.tell(ctx, c, errorReply("Dry run failed: "+err.Error()))
+		return
+	}
+	h.tell(ctx, c, m)
+}
+
+// tell shows the clicker, and only them, a message.
+func (h *Handler) tell(ctx context.Context, c chat.Click, m chat.Message) {
+	if h.replier == nil {
+		h.log.Info("clicker not told: the chat cannot reply privately", "user", c.User, "message", m.Title)
+		return
+	}
+	if err := h.replier.Reply(ctx, chat.Recipient{User: c.User, Channel: c.Channel, ReplyTo: c.ReplyTo}, m); err != nil {
+		h.log.Warn("clicker not told", "user", c.User, "err", err)
+	}
+}

@@ -1,0 +1,238 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/runbot/runbot/chat"
+	"github.com/runbot/runbot/dispatch"
+	"github.com/runbot/runbot/internal/yamlnode"
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
+)
+
+// DefaultCommand is the command's name when Config names none.
+const DefaultCommand = "/runbot"
+
+// Config says how the commands are named and who may run what.
+type Config struct {
+	// Command is the name the chat knows runbot's command by, for help
+	// and usage text; DefaultCommand when empty.
+	Command string
+	// Access says who may run which runbook from the chat. With no
+	// rules, nobody may.
+	Access []AccessRule
+	// Groups are named sets of user IDs, used by access rules (and, in
+	// the Remediator, by approvers: "@sre-oncall").
+	Groups runbooks.Groups
+}
+
+// Deps are what the commands read besides the dispatch core.
+type Deps struct {
+	// Store answers status and history; Engine explains runbooks.
+	Store  store.Store
+	Engine *runbooks.Engine
+	// Replier tells a clicker what became of their click; without it,
+	// that is only logged.
+	Replier chat.Replier
+	// UserGroups looks up the chat platform's user groups that access
+	// rules name; nil when the platform has none.
+	UserGroups chat.UserGroups
+	// Logger is slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// Handler is the chat commands as a chat.Handler: the runbot command
+// (run, list, explain, status, history, help and the runbooks' own
+// trigger words) and the Approve / Deny / Dry-run buttons of a proposed
+// remediation. It builds requests and votes for the dispatch core.
+type Handler struct {
+	cfg     Config
+	disp    *dispatch.Dispatcher
+	catalog *runbooks.Catalog
+	engine  *runbooks.Engine
+	store   store.Store
+	replier chat.Replier
+	access  *access
+	log     *slog.Logger
+}
+
+var _ chat.Handler = (*Handler)(nil)
+
+// New checks the configuration and builds the commands over d.
+func New(cfg Config, d *dispatch.Dispatcher, deps Deps) (*Handler, error) {
+	if d == nil || deps.Store == nil || deps.Engine == nil {
+		return nil, errors.New("chat commands: a dispatcher, a store and an engine are required")
+	}
+	if cfg.Command == "" {
+		cfg.Command = DefaultCommand
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("chat commands config: %w", err)
+	}
+	log := deps.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Handler{
+		cfg: cfg, disp: d, catalog: d.Catalog(), engine: deps.Engine, store: deps.Store, replier: deps.Replier,
+		access: &access{rules: cfg.Access, groups: cfg.Groups, chat: deps.UserGroups},
+		log:    log.With("component", "commands"),
+	}, nil
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if !strings.HasPrefix(c.Command, "/") {
+		errs = append(errs, fmt.Errorf("command %q must start with /", c.Command))
+	}
+	for i, r := range c.Access {
+		if len(r.Runbooks) == 0 {
+			errs = append(errs, fmt.Errorf("access rule %d: runbooks is required (names or \"*\")", i+1))
+		}
+		if len(r.Users)+len(r.Groups)+len(r.UserGroups) == 0 {
+			errs = append(errs, fmt.Errorf("access rule %d: name users, groups or user groups", i+1))
+		}
+		for _, g := range r.Groups {
+			if _, ok := c.Groups[g]; !ok {
+				errs = append(errs, fmt.Errorf("access rule %d: unknown group %q", i+1, g))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// builtinCommands are the words the command knows besides runbooks'
+// trigger words.
+var builtinCommands = []string{"run", "list", "status", "history", "explain", "help"}
+
+// Command implements chat.Handler. The answer is the immediate reply only
+// its author sees; a run it starts reports in the channel on its own.
+func (h *Handler) Command(ctx context.Context, c chat.Command) chat.Message {
+	h.log.Info("command", "user", c.User, "channel", c.Channel)
+	words, err := tokenize(c.Text)
+	if err != nil {
+		return errorReply(fmt.Sprintf("Could not read the command: %v.", err), h.usage())
+	}
+	if len(words) == 0 || words[0] == "help" {
+		return h.help()
+	}
+	switch words[0] {
+	case "list":
+		return h.list()
+	case "history":
+		return h.history(ctx)
+	case "status":
+		return h.status(ctx, words[1:])
+	case "explain":
+		return h.explain(ctx, words[1:])
+	case "run":
+		if len(words) < 2 {
+			return errorReply("Which runbook? `"+h.cfg.Command+" run RUNBOOK [key=value …]`.", h.runbookList())
+		}
+		rb, err := h.disp.Runbook(words[1])
+		if err != nil {
+			return errorReply(err.Error()+".", "`"+h.cfg.Command+" list` shows them all.")
+		}
+		return h.run(ctx, c, rb, words[2:])
+	}
+	if rb := h.catalog.ByCommand(words[0]); rb != nil {
+		return h.run(ctx, c, rb, words[1:])
+	}
+	if slices.Contains(h.catalog.Names(), words[0]) {
+		return errorReply(fmt.Sprintf("%q is a runbook; run it with `%s run %s …`.", words[0], h.cfg.Command, words[0]))
+	}
+	hint := yamlnode.DidYouMean(words[0], h.commandWords())
+	return errorReply(fmt.Sprintf("Unknown command %q%s.", words[0], hint), "`"+h.cfg.Command+" help` lists the commands.")
+}
+
+// commandWords are every word the slash command accepts first.
+func (h *Handler) commandWords() []string {
+	words := slices.Clone(builtinCommands)
+	for _, rb := range h.catalog.All() {
+		if rb.Triggers.Command != "" {
+			words = append(words, rb.Triggers.Command)
+		}
+	}
+	return words
+}
+
+func errorReply(text string, more ...string) chat.Message {
+	m := chat.Message{Title: "runbot", Status: chat.StatusError, Sections: []chat.Section{{Text: text}}}
+	for _, t := range more {
+		if t != "" {
+			m.Sections = append(m.Sections, chat.Section{Text: t})
+		}
+	}
+	return m
+}
+
+// bindArgs maps the words after a runbook to its params: key=value words
+// by name, other words to the runbook's positional args not given by name,
+// in order.
+func bindArgs(rb *runbooks.Runbook, words []string) (map[string]string, error) {
+	params := map[string]string{}
+	var names []string
+	for _, p := range rb.Params {
+		names = append(names, p.Name)
+	}
+	nextArg := func() string {
+		for _, a := range rb.Triggers.Args {
+			if _, given := params[a]; !given {
+				return a
+			}
+		}
+		return ""
+	}
+	for _, w := range words {
+		k, v, isKV := strings.Cut(w, "=")
+		// "k=v" names a param when k is one, looks like a typo of one, or
+		// no positional arg is left; otherwise it is a positional value
+		// that happens to hold "=".
+		if isKV && k != "" && (rb.Param(k) != nil || yamlnode.Suggest(k, names) != "" || nextArg() == "") {
+			if _, dup := params[k]; dup {
+				return nil, fmt.Errorf("%s is given twice", k)
+			}
+			params[k] = v
+			continue
+		}
+		name := nextArg()
+		if name == "" {
+			return nil, fmt.Errorf("unexpected argument %q", w)
+		}
+		params[name] = w
+	}
+	return params, nil
+}
+
+// usageOf shows how to run a runbook from the chat.
+func (h *Handler) usageOf(rb *runbooks.Runbook) string {
+	var parts []string
+	if rb.Triggers.Command != "" {
+		parts = append(parts, strings.TrimSpace("`"+h.cfg.Command+" "+rb.Triggers.Command+" "+argNames(rb)+"`"))
+	}
+	var kv []string
+	for _, p := range rb.Params {
+		if p.Required {
+			kv = append(kv, p.Name+"=…")
+		}
+	}
+	parts = append(parts, "`"+strings.TrimSpace(h.cfg.Command+" run "+rb.Name+" "+strings.Join(kv, " "))+" [key=value …]`")
+	return strings.Join(parts, " or ")
+}
+
+func argNames(rb *runbooks.Runbook) string {
+	var out []string
+	for _, a := range rb.Triggers.Args {
+		out = append(out, strings.ToUpper(a))
+	}
+	return strings.Join(out, " ")
+}
+
+func (h *Handler) usage() string {
+	return "`" + h.cfg.Command + " help` shows how to use it."
+}
