@@ -107,6 +107,18 @@ func (g Groups) Authorized(approvers []string, user string) bool {
 	return false
 }
 
+// Undefined returns the groups approvers name that have no members in g,
+// so a refusal can say that the group, not the person, is what is missing.
+func (g Groups) Undefined(approvers []string) []string {
+	var out []string
+	for _, a := range approvers {
+		if name, isGroup := groupName(a); isGroup && len(g[name]) == 0 {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 func groupName(a string) (string, bool) {
 	if s, ok := strings.CutPrefix(a, "@"); ok {
 		return s, true

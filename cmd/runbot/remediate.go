@@ -75,6 +75,9 @@ func remediate(cmd *cobra.Command, rem *runbooks.Remediator, p *runbooks.Prepare
 			out.printf(" (two-person rule: %s, who asked, cannot approve)", prop.Plan.RequestedBy)
 		}
 		out.printf("; expires %s\n", prop.Plan.Policy.ExpiresAt.Local().Format("15:04:05"))
+		if hint := groupHint(rem, prop.Plan.Policy.Approvers); hint != "" {
+			out.printf("Note: %s\n", hint)
+		}
 	}
 	approver := rf.approveAs
 	approve := true
@@ -90,6 +93,9 @@ func remediate(cmd *cobra.Command, rem *runbooks.Remediator, p *runbooks.Prepare
 	}
 	res, err := rem.Vote(ctx, prop.Plan.ID, approver, approve, prop.Plan.Hash)
 	if err != nil {
+		if hint := groupHint(rem, prop.Plan.Policy.Approvers); hint != "" && errors.Is(err, runbooks.ErrNotApprover) {
+			return o, fmt.Errorf("approval: %w; %s", err, hint)
+		}
 		return o, fmt.Errorf("approval: %w", err)
 	}
 	o.State = res.Plan.State
@@ -165,6 +171,21 @@ func printPlan(out *output, b *runbooks.PlanBody, planID string) {
 		out.printf("Then verify with: %s\n", strings.Join(b.Verify, ", "))
 	}
 	out.println(b.RollbackPlan())
+}
+
+// groupHint says how to define the approver groups a policy names that
+// this run does not know: the CLI has no config, so without --group no one
+// can approve a plan whose approvers are all groups.
+func groupHint(rem *runbooks.Remediator, approvers []string) string {
+	missing := rem.Groups.Undefined(approvers)
+	if len(missing) == 0 || rem.Directory != nil {
+		return ""
+	}
+	flags := make([]string, len(missing))
+	for i, g := range missing {
+		flags[i] = "--group " + g + "=USER[,USER...]"
+	}
+	return fmt.Sprintf("approver group %s has no members in this run; pass %s", strings.Join(missing, ", "), strings.Join(flags, " "))
 }
 
 func firstLine(s string) string {
