@@ -47,8 +47,11 @@ type Plan struct {
 	Reversible bool `json:"reversible"`
 	// Fingerprint identifies the state the plan was made against.
 	Fingerprint string `json:"fingerprint"`
-	// Data carries what Apply needs (e.g. the new file content); it is part
-	// of the plan hash.
+	// Data carries what Apply needs (e.g. the new file content, the backup
+	// name the plan shows). The plan hash covers it through the Fingerprint
+	// and Diff it is made from rather than byte for byte, so that a backup's
+	// timestamp does not change the hash; Apply is given the approved plan's
+	// Data, never a re-made one's.
 	Data map[string]string `json:"data,omitempty"`
 }
 

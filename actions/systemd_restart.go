@@ -101,7 +101,7 @@ func (SystemdRestart) Plan(ctx context.Context, env Env) (Plan, error) {
 	}
 	wait := args.Duration("wait_active")
 
-	var now []string
+	var now, pids []string
 	for _, u := range units {
 		st, err := svc.Show(ctx, u)
 		if err != nil {
@@ -111,6 +111,7 @@ func (SystemdRestart) Plan(ctx context.Context, env Env) (Plan, error) {
 			return Plan{}, fmt.Errorf("plan systemd_restart on %s: unit %s not found", env.Target.Name(), u)
 		}
 		now = append(now, fmt.Sprintf("%s is %s (MainPID %d)", u, describeState(st), st.MainPID))
+		pids = append(pids, u+"="+strconv.Itoa(st.MainPID))
 	}
 	cmds := make([]string, len(units))
 	for i, u := range units {
@@ -131,7 +132,11 @@ func (SystemdRestart) Plan(ctx context.Context, env Env) (Plan, error) {
 		Target:      env.Target.Name(),
 		Summary:     summary,
 		Commands:    cmds,
-		Fingerprint: fingerprint("systemd_restart", env.Target.Host, strings.Join(units, "\n"), order, wait.String()),
+		// The processes are part of what was approved: the plan shows
+		// "MainPID 1234", and a unit that has restarted since (a crash, a
+		// colleague) is not the state the approvers looked at, so the
+		// re-plan before applying differs and asks for a new approval.
+		Fingerprint: fingerprint("systemd_restart", env.Target.Host, strings.Join(units, "\n"), order, wait.String(), strings.Join(pids, "\n")),
 		Data: map[string]string{
 			"units":       strings.Join(units, "\n"),
 			"order":       order,

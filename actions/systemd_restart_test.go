@@ -237,3 +237,26 @@ func TestSystemdRestartPlanErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestSystemdRestartPlanBindsTheProcesses: the plan shows each unit's
+// MainPID, so a unit that restarted after planning (a crash, someone else)
+// gives a different fingerprint and so a different plan hash; planning an
+// unchanged unit again gives the same one.
+func TestSystemdRestartPlanBindsTheProcesses(t *testing.T) {
+	m := newSvcman(t, map[string]string{"decode.service": "ok"})
+	env := restartEnv(m, argspec.Values{"units": []string{"decode.service"}})
+	var a SystemdRestart
+	first, err := a.Plan(testCtx(t), env)
+	require.NoError(t, err)
+	again, err := a.Plan(testCtx(t), env)
+	require.NoError(t, err)
+	require.Equal(t, first.Fingerprint, again.Fingerprint, "nothing changed")
+
+	before := m.pid(t, "decode.service")
+	m.run(t, "restart", "decode.service")
+	require.NotEqual(t, before, m.pid(t, "decode.service"))
+	after, err := a.Plan(testCtx(t), env)
+	require.NoError(t, err)
+	require.NotEqual(t, first.Fingerprint, after.Fingerprint, "another process than the one shown")
+	require.Contains(t, after.Summary, "MainPID "+strconv.Itoa(m.pid(t, "decode.service")))
+}

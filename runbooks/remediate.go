@@ -397,18 +397,27 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 	if err != nil {
 		return finish(store.PlanFailed, "could not re-make the plan", err)
 	}
+	if body.Hash() != plan.Hash {
+		// The stored plan is what gets applied; one that no longer hashes
+		// to what was approved was not approved.
+		return finish(store.PlanFailed, "the stored plan does not match its approved hash; nothing was done", ErrPlanChanged)
+	}
 	if fresh.Hash() != plan.Hash {
 		return finish(store.PlanFailed, "the target changed since approval (e.g. the file was edited); propose again", ErrPlanChanged)
 	}
 
-	applied, failedAt, applyErr := r.applyActions(ctx, plan.ID, p, rem, fresh, say)
+	// What is applied is the plan the approvers saw, not the re-made one:
+	// the hashes agree on every change, but the approved plan is the one
+	// whose backup file names (and summaries) were shown, so those are the
+	// names the apply creates and the record keeps.
+	applied, failedAt, applyErr := r.applyActions(ctx, plan.ID, p, rem, &body, say)
 	res.Actions, _ = r.Store.Actions(ctx, plan.ID)
 	if applyErr != nil {
 		rb := r.rollback(ctx, plan.ID, applied, say)
 		res.Actions, _ = r.Store.Actions(ctx, plan.ID)
-		return finish(store.PlanFailed, fmt.Sprintf("action %d (%s on %s) failed; %s", failedAt, fresh.Actions[failedAt].Action, fresh.Actions[failedAt].Target, rb.message()), applyErr)
+		return finish(store.PlanFailed, fmt.Sprintf("action %d (%s on %s) failed; %s", failedAt, body.Actions[failedAt].Action, body.Actions[failedAt].Target, rb.message()), applyErr)
 	}
-	if allNoOp(fresh) {
+	if allNoOp(&body) {
 		return finish(store.PlanNotNeeded, "every target was already in the wanted state", nil)
 	}
 	if _, err := r.move(ctx, plan, store.PlanApplying, store.PlanVerifying, actor, nil); err != nil {
@@ -429,7 +438,7 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 	if res.Recovered {
 		return finish(store.PlanDone, "verified: the symptom is gone", nil)
 	}
-	if rem.Rollback == "on_failed_verify" && anyReversible(fresh) {
+	if rem.Rollback == "on_failed_verify" && anyReversible(&body) {
 		rb := r.rollback(ctx, plan.ID, applied, say)
 		res.Actions, _ = r.Store.Actions(ctx, plan.ID)
 		msg := "verification failed: the symptom is still there; " + rb.message() + " (escalate to a human)"

@@ -339,3 +339,31 @@ func TestUnconfirmedDiagnosisIsNotApplied(t *testing.T) {
 	script, _ := os.ReadFile(e.script)
 	require.NotContains(t, string(script), "--safe-mode")
 }
+
+// TestApplyCreatesTheBackupThePlanShowed: approval takes minutes, and the
+// re-made plan right before applying has a later backup name; the apply
+// must still create (and record, for rollback) the one the approvers saw.
+func TestApplyCreatesTheBackupThePlanShowed(t *testing.T) {
+	e := newRemedy(t, "app-fixable.sh")
+	prop := e.propose(t)
+	var shown string
+	for _, a := range prop.Body.Actions {
+		if b := a.Plan.Data["backup"]; b != "" {
+			shown = b
+			require.Contains(t, a.Plan.Summary, "(backup "+b+")", "the plan names its backup")
+		}
+	}
+	require.NotEmpty(t, shown)
+	e.approve(t, prop, "bob")
+	e.now = e.now.Add(4 * time.Minute)
+
+	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil)
+	require.NoError(t, err)
+	require.Equal(t, store.PlanDone, res.State)
+	backups, err := filepath.Glob(e.script + ".runbot-bak.*")
+	require.NoError(t, err)
+	require.Equal(t, []string{shown}, backups, "exactly the backup the plan showed")
+	actions, err := e.st.Actions(t.Context(), prop.Plan.ID)
+	require.NoError(t, err)
+	require.Contains(t, string(actions[0].Detail), shown, "the record names the same backup")
+}
