@@ -99,8 +99,8 @@ func (s *Shell) Run(ctx context.Context, cmd Command) (Output, error) {
 		return Output{Duration: time.Since(start)}, err
 	}
 	select {
-	case d := <-job.done:
-		out, err := ss.fetch(ctx, job, d, max)
+	case <-job.fin:
+		out, err := ss.fetch(ctx, job, max)
 		out.Duration = time.Since(start)
 		if err != nil && ctx.Err() != nil {
 			return timedOut(out)

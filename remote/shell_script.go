@@ -11,66 +11,89 @@ import (
 // shellDriver is the POSIX sh program a Shell runs as its one session. It
 // reads one request per line from stdin and answers on two channels:
 //
-//   - stderr carries only short notices, each one printf of less than
-//     PIPE_BUF bytes so that jobs finishing together cannot interleave them:
-//     "pid ID PID" once a job started, "done ID RC OUTSIZE ERRSIZE" once it
-//     ended.
+//   - stderr carries only "fin ID" notices, each one printf of a few bytes,
+//     so that jobs finishing together cannot interleave them.
 //   - stdout carries only what the loop itself writes: the ready line, then
-//     one frame per "get": "out ID\n", exactly the requested bytes of the
-//     job's stdout and stderr, "\nend ID\n".
+//     one frame per "get": "out ID RC", the job's stdout as od hex lines,
+//     "err", its stderr likewise, "end ID". Hex lines can never read as
+//     "err" or "end", whatever the job printed.
 //
-// Requests: "run ID CMD" starts a job, "get ID OUTLEN ERRLEN" frames its
-// capped output and deletes its files, "kill ID LINE" runs a kill line in
-// the loop. CMD and LINE are printf formats with every byte that is not
-// plainly printable written as \ooo (see printfEncode), so a request is one
-// line with no spaces inside its fields, whatever the text holds.
+// Requests: "run ID CMD" starts a job, "get ID N" reaps it and frames the
+// first N bytes of each of its streams, "kill ID" kills its process tree,
+// "poll" reports the jobs that died without saying so. CMD is a printf
+// format with every byte that is not plainly printable written as \ooo
+// (see printfEncode), so a request is one line with no spaces inside its
+// fields, whatever the text holds.
 //
-// Watchers write notices by reopening the driver's stderr through /proc
-// rather than holding it: when the driver dies, no job still running keeps
-// the session open, so Go learns at once that the commands in flight are
-// lost.
+// On this project's hosts a process costs a few milliseconds of CPU (a
+// whole SSH session is only about ten times that), so a command costs as
+// few as the job needs: the fork and exec of its /bin/sh (behind setsid
+// when the host has it, so that the job leads its own process group and a
+// kill reaches its whole tree), plus one od per stream that is not empty.
+// The job's shell reports its own end from an EXIT trap the job file sets
+// (see jobPrefix), so no watcher process waits for it; the loop, its
+// parent, reaps it at "get" and so learns the exact status (128+n for a
+// signal). A job that cannot run its trap (killed by a signal, or one that
+// replaced the trap or exec'd) is found by "poll", which Go sends while
+// jobs are outstanding: the loop reads each one's /proc state, a builtin,
+// and reports the dead. Notices reach the driver's stderr by reopening it
+// through /proc rather than inheriting it, so that when the driver dies no
+// job still running holds the session open and Go learns at once that the
+// commands in flight are lost.
 //
-// Each job runs /bin/sh on a file holding its command, with stdout and
-// stderr in files of a private directory (umask 077, removed on exit), in
-// its own process group when setsid exists, so a kill line can stop its
-// whole tree. A watcher subshell per job waits for it and reports; the loop
-// never waits, so jobs run concurrently. Files keep bulk data off the
-// notice channel, and reading exactly the sizes Go asks for keeps frames
-// intact even when an orphan the job left behind still writes.
-//
-// The job's file starts with "shift", so that the command sees $0 as
-// /bin/sh and no positional parameters, as with `sh -c LINE`.
-const shellDriver = `umask 077
-rb_d=$(mktemp -d) || exit 125
+// Output goes to files in a private directory (mktemp -d makes it 0700;
+// removed on exit), and the loop removes them in batches to spare a
+// process per command. Jobs keep the login's umask and working directory,
+// and read stdin from /dev/null.
+const shellDriver = `rb_d=$(mktemp -d) || exit 125
 trap 'rm -rf "$rb_d"' EXIT
 trap 'exit 129' HUP
 trap 'exit 143' TERM
 if command -v setsid >/dev/null 2>&1; then rb_ss=setsid; rb_s=1; else rb_ss=; rb_s=0; fi
-rb_n=/proc/$$/fd/2
-printf '` + shellReadyTag + ` %s\n' "$rb_s"
-while read -r rb_op rb_id rb_a rb_b; do
+rb_j=
+rb_rm=
+rb_k=0
+printf '` + shellReadyTag + ` %s %s\n' "$rb_s" "$$"
+while read -r rb_op rb_id rb_a; do
 	case $rb_op in
 	run)
 		printf "$rb_a" >"$rb_d/$rb_id.c"
-		(
-			$rb_ss /bin/sh -c '. "$1"' /bin/sh "$rb_d/$rb_id.c" </dev/null >"$rb_d/$rb_id.o" 2>"$rb_d/$rb_id.e" &
-			printf 'pid %s %s\n' "$rb_id" "$!" >>"$rb_n"
-			wait "$!"
-			rb_rc=$?
-			cd "$rb_d" || exit
-			set -- $(wc -c "$rb_id.o" "$rb_id.e")
-			printf 'done %s %s %s %s\n' "$rb_id" "$rb_rc" "$1" "$3" >>"$rb_n"
-		) </dev/null >/dev/null 2>/dev/null &
+		$rb_ss /bin/sh -c '. "$1"' /bin/sh "$rb_d/$rb_id.c" </dev/null >"$rb_d/$rb_id.o" 2>"$rb_d/$rb_id.e" &
+		eval "rb_p$rb_id=\$!"
+		rb_j="$rb_j $rb_id"
 		;;
 	get)
-		printf 'out %s\n' "$rb_id"
-		if [ "$rb_a" -gt 0 ]; then head -c "$rb_a" "$rb_d/$rb_id.o"; fi
-		if [ "$rb_b" -gt 0 ]; then head -c "$rb_b" "$rb_d/$rb_id.e"; fi
-		printf '\nend %s\n' "$rb_id"
-		rm -f "$rb_d/$rb_id.c" "$rb_d/$rb_id.o" "$rb_d/$rb_id.e"
+		eval "rb_x=\$rb_p$rb_id"
+		wait "$rb_x"
+		printf 'out %s %s\n' "$rb_id" "$?"
+		[ -s "$rb_d/$rb_id.o" ] && od -An -v -tx1 -N "$rb_a" "$rb_d/$rb_id.o"
+		printf 'err\n'
+		[ -s "$rb_d/$rb_id.e" ] && od -An -v -tx1 -N "$rb_a" "$rb_d/$rb_id.e"
+		printf 'end %s\n' "$rb_id"
+		unset "rb_p$rb_id"
+		rb_l=
+		for rb_i in $rb_j; do [ "$rb_i" = "$rb_id" ] || rb_l="$rb_l $rb_i"; done
+		rb_j=$rb_l
+		rb_rm="$rb_rm $rb_id.c $rb_id.o $rb_id.e"
+		rb_k=$((rb_k + 1))
+		if [ "$rb_k" -ge 32 ]; then
+			(cd "$rb_d" && exec rm -f $rb_rm)
+			rb_rm=
+			rb_k=0
+		fi
 		;;
 	kill)
-		printf "$rb_a" >"$rb_d/k" && . "$rb_d/k" 2>/dev/null
+		eval "rb_x=\$rb_p$rb_id"
+		[ -n "$rb_x" ] && { ` + "KILL_LINE" + `; } 2>/dev/null
+		;;
+	poll)
+		for rb_i in $rb_j; do
+			eval "rb_x=\$rb_p$rb_i"
+			rb_l=
+			read -r rb_l <"/proc/$rb_x/stat" 2>/dev/null
+			rb_l=${rb_l##*) }
+			case $rb_l in Z* | X* | '') printf 'fin %s\n' "$rb_i" >&2 ;; esac
+		done
 		;;
 	esac
 done
@@ -78,13 +101,30 @@ done
 
 // shellReadyTag starts the driver's first stdout line; login scripts may
 // print before it, so it is searched for.
-const shellReadyTag = "runbot-shell-ready-1"
+const shellReadyTag = "runbot-shell-ready-2"
 
 // shellLine is the session command that starts the driver: the login shell
-// execs /bin/sh so that every host runs the same language, and the driver
-// pid is the session's.
+// execs /bin/sh so that every host runs the same language, the driver pid
+// is the session's, and jobs see $0 as /bin/sh. The kill case is written
+// from procGroup.killLine, so a timed-out job is stopped exactly as SSH.Run
+// stops a command: its group when setsid made it a leader, else it and its
+// children.
 func shellLine() string {
-	return "exec /bin/sh -c " + shell.Quote(shellDriver)
+	const pid = 999999999
+	line := func(leader bool) string {
+		return strings.ReplaceAll(procGroup{pid: pid, leader: leader}.killLine(), strconv.Itoa(pid), `"$rb_x"`)
+	}
+	kill := `if [ "$rb_s" = 1 ]; then ` + line(true) + `; else ` + line(false) + `; fi`
+	return "exec /bin/sh -c " + shell.Quote(strings.Replace(shellDriver, "KILL_LINE", kill, 1)) + " /bin/sh"
+}
+
+// jobPrefix starts every job's file: shift drops the file name, so the
+// command sees no positional parameters, as with `sh -c LINE`; the EXIT
+// trap tells Go the job ended, through the driver's stderr (pid is the
+// driver's). A command that sets its own EXIT trap replaces this one; its
+// end is then found by poll.
+func jobPrefix(id uint64, driverPID int) string {
+	return fmt.Sprintf("shift\ntrap 'printf \"fin %d\\n\" >>/proc/%d/fd/2 2>/dev/null' EXIT\n", id, driverPID)
 }
 
 // printfEncode writes s as a printf format that prints s: letters, digits
@@ -111,15 +151,18 @@ func plainPrintf(c byte) bool {
 	return strings.IndexByte("!\"#$&'()*+,./:;<=>?@[]^_`{|}~", c) >= 0
 }
 
-// runRequest, getRequest and killRequest build the driver's request lines.
-func runRequest(id uint64, line string) string {
-	return "run " + strconv.FormatUint(id, 10) + " " + printfEncode("shift\n"+line) + "\n"
+// runRequest, getRequest, killRequest and pollRequest build the driver's
+// request lines.
+func runRequest(id uint64, driverPID int, line string) string {
+	return "run " + strconv.FormatUint(id, 10) + " " + printfEncode(jobPrefix(id, driverPID)+line) + "\n"
 }
 
-func getRequest(id uint64, outLen, errLen int64) string {
-	return "get " + strconv.FormatUint(id, 10) + " " + strconv.FormatInt(outLen, 10) + " " + strconv.FormatInt(errLen, 10) + "\n"
+func getRequest(id uint64, n int) string {
+	return "get " + strconv.FormatUint(id, 10) + " " + strconv.Itoa(n) + "\n"
 }
 
-func killRequest(id uint64, g procGroup) string {
-	return "kill " + strconv.FormatUint(id, 10) + " " + printfEncode(g.killLine()) + "\n"
+func killRequest(id uint64) string {
+	return "kill " + strconv.FormatUint(id, 10) + "\n"
 }
+
+const pollRequest = "poll\n"

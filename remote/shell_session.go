@@ -2,14 +2,15 @@ package remote
 
 import (
 	"bufio"
-	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -18,14 +19,24 @@ import (
 // driver's ready line.
 const maxReadyScan = 64 << 10
 
+// pollInterval is how often the driver is asked for jobs that ended
+// without their EXIT trap (killed by a signal, or exec'd): the longest such
+// a command's end can go unnoticed. stopPollInterval is the same while a
+// timed-out command is being killed, when its end is expected at once.
+const (
+	pollInterval     = time.Second
+	stopPollInterval = 20 * time.Millisecond
+)
+
 // shellSession is one running driver: its session, the jobs in flight and
 // the frames asked for.
 type shellSession struct {
 	host  string
 	sess  *ssh.Session
 	stdin io.WriteCloser
-	// setsid says jobs lead their own process group.
+	// setsid says jobs lead their own process group; pid is the driver's.
 	setsid bool
+	pid    int
 	// release gives back the session slot taken on the SSH runner.
 	release func()
 
@@ -35,11 +46,14 @@ type shellSession struct {
 	mu     sync.Mutex
 	nextID uint64
 	jobs   map[uint64]*shellJob
+	// running counts jobs whose end has not been heard of, so that the
+	// driver is polled only while there are some.
+	running int
 
-	dead     chan struct{}
-	dieOnce  sync.Once
-	deadWhy  error
-	stderrMu sync.Mutex
+	dead    chan struct{}
+	dieOnce sync.Once
+	deadWhy error
+	tailMu  sync.Mutex
 	// stderrTail keeps the last lines on stderr that were not notices, to
 	// explain a driver that failed.
 	stderrTail []string
@@ -47,20 +61,16 @@ type shellSession struct {
 
 // shellJob is one command in flight.
 type shellJob struct {
-	id   uint64
-	pid  chan int      // receives once
-	done chan jobDone  // receives once
-	out  chan jobFrame // receives once, after a get
-	// outLen and errLen are the byte counts asked for by the get.
-	outLen, errLen int64
-}
-
-type jobDone struct {
-	rc               int
-	outSize, errSize int64
+	id    uint64
+	fin   chan struct{} // closed once its end is heard of
+	out   chan jobFrame // receives once, after a get
+	ended bool          // guarded by shellSession.mu
+	// limit is how many bytes of each stream the get asked for.
+	limit int
 }
 
 type jobFrame struct {
+	rc             int
 	stdout, stderr []byte
 }
 
@@ -111,15 +121,15 @@ func startDriver(ctx context.Context, host string, sess *ssh.Session, release fu
 	}
 	go ss.readNotices(stderr)
 	out := bufio.NewReader(stdout)
-	setsid, err := readReady(out)
+	ss.setsid, ss.pid, err = readReady(out)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("start shell on %s: %w", host, context.Cause(ctx))
 		}
 		return nil, fmt.Errorf("start shell on %s: the driver did not start: %w%s", host, err, ss.tail())
 	}
-	ss.setsid = setsid
 	go ss.readFrames(out)
+	go ss.pollWhileRunning()
 	go func() {
 		err := sess.Wait()
 		ss.die(fmt.Errorf("the shell session ended: %v", err))
@@ -128,20 +138,24 @@ func startDriver(ctx context.Context, host string, sess *ssh.Session, release fu
 }
 
 // readReady skips what login scripts print and reads the ready line.
-func readReady(r *bufio.Reader) (setsid bool, err error) {
+func readReady(r *bufio.Reader) (setsid bool, pid int, err error) {
 	read := 0
 	for read < maxReadyScan {
 		line, err := r.ReadString('\n')
 		read += len(line)
 		if err != nil {
-			return false, fmt.Errorf("reading its ready line: %w", err)
+			return false, 0, fmt.Errorf("reading its ready line: %w", err)
 		}
 		f := strings.Fields(line)
-		if len(f) == 2 && f[0] == shellReadyTag {
-			return f[1] == "1", nil
+		if len(f) == 3 && f[0] == shellReadyTag {
+			pid, err := strconv.Atoi(f[2])
+			if err != nil || pid <= 1 {
+				return false, 0, fmt.Errorf("its ready line names no pid: %q", line)
+			}
+			return f[1] == "1", pid, nil
 		}
 	}
-	return false, fmt.Errorf("no ready line in the first %d bytes of output", maxReadyScan)
+	return false, 0, fmt.Errorf("no ready line in the first %d bytes of output", maxReadyScan)
 }
 
 func (ss *shellSession) isDead() bool {
@@ -190,44 +204,64 @@ func (ss *shellSession) send(line string) error {
 func (ss *shellSession) start(line string) (*shellJob, error) {
 	ss.mu.Lock()
 	ss.nextID++
-	j := &shellJob{id: ss.nextID, pid: make(chan int, 1), done: make(chan jobDone, 1), out: make(chan jobFrame, 1)}
+	j := &shellJob{id: ss.nextID, fin: make(chan struct{}), out: make(chan jobFrame, 1)}
 	ss.jobs[j.id] = j
+	ss.running++
 	ss.mu.Unlock()
-	if err := ss.send(runRequest(j.id, line)); err != nil {
-		ss.forget(j)
+	if err := ss.send(runRequest(j.id, ss.pid, line)); err != nil {
 		return nil, err
 	}
 	return j, nil
 }
 
-func (ss *shellSession) forget(j *shellJob) {
-	ss.mu.Lock()
-	delete(ss.jobs, j.id)
-	ss.mu.Unlock()
-}
-
-func (ss *shellSession) job(id uint64) *shellJob {
+// ended records that a job's end was heard of; repeats are ignored.
+func (ss *shellSession) ended(id uint64) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.jobs[id]
+	j := ss.jobs[id]
+	if j == nil || j.ended {
+		return
+	}
+	j.ended = true
+	ss.running--
+	close(j.fin)
 }
 
-// fetch asks for a finished job's output, capped at max per stream, and
-// turns it into Output.
-func (ss *shellSession) fetch(ctx context.Context, j *shellJob, d jobDone, max int) (Output, error) {
-	// The frame reader reads the lengths under mu, and forgets the job
-	// once its frame is delivered.
+// pollWhileRunning asks the driver, while jobs run, for those that ended
+// without a word.
+func (ss *shellSession) pollWhileRunning() {
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ss.dead:
+			return
+		case <-t.C:
+		}
+		ss.mu.Lock()
+		running := ss.running
+		ss.mu.Unlock()
+		if running > 0 && ss.send(pollRequest) != nil {
+			return
+		}
+	}
+}
+
+// fetch reaps a finished job and returns its output, capped at max per
+// stream. The driver is asked for one byte more than the cap, so that a
+// stream longer than it is known to be truncated.
+func (ss *shellSession) fetch(ctx context.Context, j *shellJob, max int) (Output, error) {
 	ss.mu.Lock()
-	j.outLen, j.errLen = min(d.outSize, int64(max)), min(d.errSize, int64(max))
+	j.limit = max + 1
 	ss.mu.Unlock()
-	if err := ss.send(getRequest(j.id, j.outLen, j.errLen)); err != nil {
-		return Output{ExitCode: d.rc}, err
+	if err := ss.send(getRequest(j.id, max+1)); err != nil {
+		return Output{}, err
 	}
 	select {
 	case f := <-j.out:
-		out := Output{ExitCode: d.rc}
-		out.Stdout, out.StdoutTruncated = capped(f.stdout, d.outSize > j.outLen)
-		out.Stderr, out.StderrTruncated = capped(f.stderr, d.errSize > j.errLen)
+		out := Output{ExitCode: f.rc}
+		out.Stdout, out.StdoutTruncated = capped(f.stdout, max)
+		out.Stderr, out.StderrTruncated = capped(f.stderr, max)
 		return out, nil
 	case <-ss.dead:
 		return Output{}, ss.lost()
@@ -236,10 +270,10 @@ func (ss *shellSession) fetch(ctx context.Context, j *shellJob, d jobDone, max i
 	}
 }
 
-// capped marks output the cap cut as capWriter does.
-func capped(b []byte, truncated bool) ([]byte, bool) {
-	if truncated {
-		return append(b[:len(b):len(b)], TruncationMarker...), true
+// capped cuts b at max and marks it as capWriter does.
+func capped(b []byte, max int) ([]byte, bool) {
+	if len(b) > max {
+		return append(b[:max:max], TruncationMarker...), true
 	}
 	return b, false
 }
@@ -250,97 +284,57 @@ func capped(b []byte, truncated bool) ([]byte, bool) {
 func (ss *shellSession) stop(j *shellJob, max int) (Output, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
-	var pid int
-	select {
-	case pid = <-j.pid:
-	case <-ss.dead:
-		ss.forget(j)
-		return Output{}, ss.lost()
-	case <-ctx.Done():
-		ss.forget(j)
-		return Output{}, fmt.Errorf("stop command on %s: the remote process id never arrived, so it may still be running", ss.host)
+	if err := ss.send(killRequest(j.id)); err != nil {
+		return Output{}, fmt.Errorf("stop command on %s: %w; it may still be running", ss.host, err)
 	}
-	g := procGroup{pid: pid, leader: ss.setsid}
-	if err := ss.send(killRequest(j.id, g)); err != nil {
-		ss.forget(j)
-		return Output{}, fmt.Errorf("stop command on %s (process %d): %w; it may still be running", ss.host, pid, err)
-	}
-	select {
-	case d := <-j.done:
-		// Killed or finished just as the deadline hit: either way what it
-		// wrote is there to collect.
-		out, err := ss.fetch(ctx, j, d, max)
-		if err != nil {
-			return out, fmt.Errorf("stop command on %s: %w", ss.host, err)
+	// A killed job runs no EXIT trap: ask until the driver sees it dead.
+	t := time.NewTicker(stopPollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-j.fin:
+			out, err := ss.fetch(ctx, j, max)
+			if err != nil {
+				return out, fmt.Errorf("stop command on %s: %w", ss.host, err)
+			}
+			return out, nil
+		case <-ss.dead:
+			return Output{}, ss.lost()
+		case <-ctx.Done():
+			return Output{}, fmt.Errorf("stop command on %s: it did not end after the kill; it may still be running", ss.host)
+		case <-t.C:
+			if err := ss.send(pollRequest); err != nil {
+				return Output{}, err
+			}
 		}
-		return out, nil
-	case <-ss.dead:
-		ss.forget(j)
-		return Output{}, ss.lost()
-	case <-ctx.Done():
-		ss.forget(j)
-		return Output{}, fmt.Errorf("stop command on %s (process %d): it did not end after the kill; it may still be running", ss.host, pid)
 	}
 }
 
-// readNotices reads the driver's stderr: pid and done notices, and
-// anything else (the driver's own errors) kept for diagnosis.
+// readNotices reads the driver's stderr: "fin ID" notices, and anything
+// else (the driver's own errors) kept for diagnosis.
 func (ss *shellSession) readNotices(r io.Reader) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		if !ss.notice(sc.Text()) {
-			ss.stderrMu.Lock()
-			ss.stderrTail = append(ss.stderrTail, sc.Text())
-			if len(ss.stderrTail) > 10 {
-				ss.stderrTail = ss.stderrTail[1:]
+		line := sc.Text()
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "fin" {
+			if id, err := strconv.ParseUint(f[1], 10, 64); err == nil {
+				ss.ended(id)
+				continue
 			}
-			ss.stderrMu.Unlock()
 		}
+		ss.tailMu.Lock()
+		ss.stderrTail = append(ss.stderrTail, line)
+		if len(ss.stderrTail) > 10 {
+			ss.stderrTail = ss.stderrTail[1:]
+		}
+		ss.tailMu.Unlock()
 	}
 	ss.die(errors.New("the shell's stderr ended"))
 }
 
-// notice handles one notice line and says whether it was one.
-func (ss *shellSession) notice(line string) bool {
-	f := strings.Fields(line)
-	if len(f) < 3 {
-		return false
-	}
-	id, err := strconv.ParseUint(f[1], 10, 64)
-	if err != nil {
-		return false
-	}
-	n := make([]int64, len(f)-2)
-	for i, s := range f[2:] {
-		if n[i], err = strconv.ParseInt(s, 10, 64); err != nil {
-			return false
-		}
-	}
-	j := ss.job(id)
-	switch {
-	case f[0] == "pid" && len(n) == 1:
-		if j != nil {
-			select {
-			case j.pid <- int(n[0]):
-			default: // a repeated notice; the first one counts
-			}
-		}
-	case f[0] == "done" && len(n) == 3:
-		if j != nil {
-			select {
-			case j.done <- jobDone{rc: int(n[0]), outSize: n[1], errSize: n[2]}:
-			default: // a repeated notice; the first one counts
-			}
-		}
-	default:
-		return false
-	}
-	return true
-}
-
 func (ss *shellSession) tail() string {
-	ss.stderrMu.Lock()
-	defer ss.stderrMu.Unlock()
+	ss.tailMu.Lock()
+	defer ss.tailMu.Unlock()
 	if len(ss.stderrTail) == 0 {
 		return ""
 	}
@@ -365,27 +359,64 @@ func (ss *shellSession) readFrame(r *bufio.Reader) error {
 		return fmt.Errorf("the shell's stdout ended: %w", err)
 	}
 	f := strings.Fields(head)
-	if len(f) != 2 || f[0] != "out" {
+	if len(f) != 3 || f[0] != "out" {
 		return fmt.Errorf("the shell wrote %q where a frame should start", head)
 	}
 	id, err := strconv.ParseUint(f[1], 10, 64)
-	j := ss.job(id)
-	if err != nil || j == nil {
-		return fmt.Errorf("the shell framed output for unknown job %q", f[1])
+	if err != nil {
+		return fmt.Errorf("the shell framed output for job %q", f[1])
+	}
+	rc, err := strconv.Atoi(f[2])
+	if err != nil {
+		return fmt.Errorf("the shell gave job %d the exit status %q", id, f[2])
 	}
 	ss.mu.Lock()
-	outLen, errLen := j.outLen, j.errLen
+	j := ss.jobs[id]
+	limit := 0
+	if j != nil {
+		limit = j.limit
+	}
 	ss.mu.Unlock()
-	body := make([]byte, outLen+errLen)
-	if _, err := io.ReadFull(r, body); err != nil {
-		return fmt.Errorf("reading the output of job %d: %w", id, err)
+	if j == nil {
+		return fmt.Errorf("the shell framed output for unknown job %d", id)
 	}
-	trailer := "\nend " + f[1] + "\n"
-	got := make([]byte, len(trailer))
-	if _, err := io.ReadFull(r, got); err != nil || !bytes.Equal(got, []byte(trailer)) {
-		return fmt.Errorf("the output of job %d did not end where its size said (%q)", id, got)
+	stdout, err := readHex(r, "err", limit)
+	if err != nil {
+		return fmt.Errorf("reading the stdout of job %d: %w", id, err)
 	}
-	ss.forget(j)
-	j.out <- jobFrame{stdout: body[:outLen], stderr: body[outLen:]} // buffered, and one get per job
+	stderr, err := readHex(r, "end "+f[1], limit)
+	if err != nil {
+		return fmt.Errorf("reading the stderr of job %d: %w", id, err)
+	}
+	ss.mu.Lock()
+	delete(ss.jobs, id)
+	ss.mu.Unlock()
+	j.out <- jobFrame{rc: rc, stdout: stdout, stderr: stderr} // buffered, and one get per job
 	return nil
+}
+
+// readHex decodes od hex lines up to the line end, and refuses more than
+// limit bytes: the driver never sends more than it was asked for.
+func readHex(r *bufio.Reader, end string, limit int) ([]byte, error) {
+	var out []byte
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		line = strings.TrimSuffix(line, "\n")
+		if line == end {
+			return out, nil
+		}
+		for _, h := range strings.Fields(line) {
+			b, err := hex.DecodeString(h)
+			if err != nil || len(b) != 1 {
+				return nil, fmt.Errorf("%q is not an od hex line", line)
+			}
+			out = append(out, b[0])
+		}
+		if len(out) > limit {
+			return nil, fmt.Errorf("more than the %d bytes asked for", limit)
+		}
+	}
 }

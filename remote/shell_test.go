@@ -50,8 +50,12 @@ func TestShellRun(t *testing.T) {
 		{name: "posix shell", cmd: remote.Command{Line: `x=1; [ "$x" = 1 ] && printf '%s %s\n' "$0" "$#"`}, stdout: "/bin/sh 0\n"},
 		{name: "no output", cmd: remote.Command{Line: "true"}},
 		{name: "no trailing newline", cmd: remote.Command{Line: "printf abc; printf def >&2"}, stdout: "abc", stderr: "def"},
-		{name: "frame words in output", cmd: remote.Command{Line: `printf 'out 1\n\nend 1\n'; printf 'done 1 0 0 0\npid 1 1\n' >&2`},
-			stdout: "out 1\n\nend 1\n", stderr: "done 1 0 0 0\npid 1 1\n"},
+		{name: "frame words in output", cmd: remote.Command{Line: `printf 'out 1 0\nerr\nend 1\n'; printf 'fin 1\nfin 2\nerr\n' >&2`},
+			stdout: "out 1 0\nerr\nend 1\n", stderr: "fin 1\nfin 2\nerr\n"},
+		// These end without the driver's EXIT trap; the driver's poll finds
+		// them.
+		{name: "own exit trap", cmd: remote.Command{Line: "trap 'echo bye' EXIT; exit 4"}, stdout: "bye\n", exit: 4},
+		{name: "exec", cmd: remote.Command{Line: "exec sh -c 'echo replaced; exit 5'"}, stdout: "replaced\n", exit: 5},
 		{name: "multi-line command", cmd: remote.Command{Line: "echo one\necho two\n\n"}, stdout: "one\ntwo\n"},
 		{name: "binary output", cmd: remote.Command{Line: `printf '\000\377\n\r'`}, stdout: "\x00\xff\n\r"},
 		{name: "home directory", cmd: remote.Command{Line: `[ "$PWD" = "$HOME" ] && echo home`}, stdout: "home\n"},
@@ -239,8 +243,8 @@ func TestShellDriverKilled(t *testing.T) {
 		other <- err
 	}()
 	require.Eventually(t, func() bool { return len(pgrep(t, "sleep "+marker)) > 0 }, 10*time.Second, 10*time.Millisecond)
-	// The job's parent is its watcher subshell, whose parent is the driver.
-	_, err = sh.Run(testCtx(t), remote.Command{Line: "read -r a b c ppid rest </proc/$PPID/stat; kill -KILL $ppid"})
+	// The job's parent is the driver.
+	_, err = sh.Run(testCtx(t), remote.Command{Line: "kill -KILL $PPID"})
 	require.ErrorIs(t, err, remote.ErrConnectionLost)
 	// The sleeping job outlives its driver, as a command outlives a dropped
 	// SSH session, but it does not hold the session open: its command
@@ -286,4 +290,49 @@ func TestShellClosed(t *testing.T) {
 
 	_, err = sh.Run(testCtx(t), remote.Command{Line: "true"})
 	require.ErrorIs(t, err, remote.ErrClosed)
+}
+
+// TestShellWithoutSetsid runs the driver on a host whose PATH has no
+// setsid: jobs stay in the driver's process group, and a timeout kills the
+// job and its children the way SSH.Run does on a server that does not
+// setsid.
+func TestShellWithoutSetsid(t *testing.T) {
+	bin := t.TempDir()
+	for _, dir := range []string{"/usr/bin", "/bin"} {
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		for _, e := range entries {
+			if e.Name() == "setsid" {
+				continue
+			}
+			// Both directories may be the same (merged /usr): the first wins.
+			_ = os.Symlink(filepath.Join(dir, e.Name()), filepath.Join(bin, e.Name()))
+		}
+	}
+	srv := sshdtest.Start(t, sshdtest.Options{Config: []string{"SetEnv PATH=" + bin}})
+	sh := newShell(t, newSSH(t, hostConfig(t, srv)))
+
+	out, err := sh.Run(testCtx(t), remote.Command{Line: `command -v setsid || echo none; read -r a b c d pgid rest </proc/$$/stat; [ "$pgid" != "$$" ] && echo not-leader`})
+	require.NoError(t, err)
+	require.Equal(t, "none\nnot-leader\n", string(out.Stdout))
+
+	marker := fmt.Sprintf("%d.%d", 8000+os.Getpid()%1000, time.Now().UnixNano()%1000000)
+	t.Cleanup(func() { killAll(t, pgrep(t, "sleep "+marker)) })
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	go func() {
+		for ctx.Err() == nil && len(pgrep(t, "sleep "+marker)) < 1 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel(errors.New("step timeout"))
+	}()
+	_, err = sh.Run(ctx, remote.Command{Line: "sleep " + marker + "; echo not-stopped"})
+	var terr *remote.TimeoutError
+	require.ErrorAs(t, err, &terr)
+	require.Eventually(t, func() bool { return len(pgrep(t, "sleep "+marker)) == 0 },
+		5*time.Second, 20*time.Millisecond, "the job's child survived the timeout")
+	out, err = sh.Run(testCtx(t), remote.Command{Line: "echo next"})
+	require.NoError(t, err)
+	require.Equal(t, "next\n", string(out.Stdout))
+	require.Equal(t, 1, sessions(srv))
 }

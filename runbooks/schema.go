@@ -177,7 +177,8 @@ const sharedSessionDoc = "When true, every step of a run on one SSH host shares 
 	"runs each command as its own background job, so the host pays for one session per run instead of one per command " +
 	"(on OpenSSH a session is an sshd child, PAM and a login shell). Each command keeps its exit status, stdout and stderr, " +
 	"output cap, timeout and the kill of its process tree; commands that feed stdin still get a session of their own. " +
-	"Jobs run with stdin from /dev/null and, being background jobs of a non-interactive shell, with SIGINT and SIGQUIT ignored. " +
+	"Jobs run with stdin from /dev/null and, being background jobs of a non-interactive shell, with SIGINT and SIGQUIT ignored; " +
+	"a command that ends without running the driver's EXIT trap (killed by a signal, exec, or its own EXIT trap) is noticed within a second. " +
 	"Off by default; local hosts are unaffected."
 
 // ReferenceDoc renders the Markdown reference of every check and action:
