@@ -19,7 +19,8 @@ build:
 	$(GO) build -o $(BIN)/sglang-sim ./cmd/sglang-sim
 
 # test-deps installs what the tests use as real parts: OpenSSH's sshd and
-# client, and a real Prometheus Alertmanager.
+# client, PostgreSQL (the store's tests start a throwaway cluster), and a
+# real Prometheus Alertmanager.
 test-deps:
 	@scripts/test-deps.sh
 

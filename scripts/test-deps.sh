@@ -8,6 +8,9 @@ command -v ssh >/dev/null 2>&1 || need_pkgs+=(openssh-client)
 command -v ssh-keygen >/dev/null 2>&1 || need_pkgs+=(openssh-client)
 command -v pgrep >/dev/null 2>&1 || need_pkgs+=(procps)
 command -v dbus-daemon >/dev/null 2>&1 || need_pkgs+=(dbus-daemon)
+# The PostgreSQL store's tests start a throwaway cluster with initdb and
+# pg_ctl; the postgres system user the package creates runs it.
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_pkgs+=(postgresql)
 
 if ((${#need_pkgs[@]})); then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
