@@ -1,8 +1,10 @@
-// Package chat is the seam between runbot and a chat platform: the
-// platform-neutral Message runbot posts, and the Chat interface a platform
-// implements to post, update and thread messages (Slack is the first, in
-// package bot; chattest records for tests). A Live keeps one posted
-// message up to date without flooding the platform.
+// Package chat is the seam between runbot and a chat platform. Going out:
+// the platform-neutral Message runbot posts, the Chat interface a platform
+// implements to post, update and thread messages, and Replier to answer
+// one person privately. Coming in: the Command and Click a platform parses
+// its payloads into, and the Handler it hands them to (package commands).
+// Slack is the first platform, in package slackchat; chattest records for
+// tests.
 package chat
 
 import "time"

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -23,10 +24,17 @@ const opsChan = "C0OPS"
 // no Slack anywhere.
 func newChatDispatcher(t *testing.T, c chat.Chat) (*Dispatcher, *store.SQLite, string) {
 	t.Helper()
+	return newChatDispatcherWith(t, c, "testdata/runbooks", io.Discard)
+}
+
+// newChatDispatcherWith is newChatDispatcher with the runbooks of dir,
+// logging to logs.
+func newChatDispatcherWith(t *testing.T, c chat.Chat, dir string, logs io.Writer) (*Dispatcher, *store.SQLite, string) {
+	t.Helper()
 	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "runbot.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	catalog, problems, err := runbooks.LoadCatalog("testdata/runbooks")
+	catalog, problems, err := runbooks.LoadCatalog(dir)
 	require.NoError(t, err)
 	require.Empty(t, problems)
 	inv, err := inventory.Load("testdata/inventory.yaml")
@@ -34,7 +42,7 @@ func newChatDispatcher(t *testing.T, c chat.Chat) (*Dispatcher, *store.SQLite, s
 	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
 	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}
 	d, err := New(Config{Channel: opsChan, UpdateInterval: 10 * time.Millisecond}, Deps{
-		Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Chat: c, Logger: slog.New(slog.DiscardHandler),
+		Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Chat: c, Logger: slog.New(slog.NewTextHandler(logs, nil)),
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {

@@ -1,4 +1,4 @@
-package bot
+package slackchat
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ const (
 
 // Config is the Slack platform's configuration. Loading it from YAML is
 // the caller's business; secrets are references (env or file), loaded by
-// NewSlack.
+// New.
 type Config struct {
 	Transport Transport
 	// BotToken (xoxb-…) calls the Web API.

@@ -1,4 +1,4 @@
-package bot
+package slackchat
 
 import (
 	"bytes"
@@ -20,12 +20,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/bot/slackrec"
 	"github.com/runbot/runbot/commands"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/syncbuf"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/slackchat/slackrec"
 	"github.com/runbot/runbot/store"
 )
 
@@ -57,7 +57,7 @@ type harness struct {
 	rec   *slackrec.Recorder
 	slack *Slack
 	disp  *dispatch.Dispatcher
-	bot   *Bot
+	bot   *Receiver
 	srv   *httptest.Server
 	store *store.SQLite
 	// dir is the stuck-worker's state directory.
@@ -113,7 +113,7 @@ func newHarnessWith(t *testing.T, runbookDir string, tweak ...func(*Config)) *ha
 	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
 	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog, Groups: testGroups}
 	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h.slack, err = NewSlack(cfg, logger, nil)
+	h.slack, err = New(cfg, logger, nil)
 	require.NoError(t, err)
 	rem.Directory = h.slack.Approvers() // as runbot serve does
 	// Updates fast enough for tests; the coalescing itself is tested with
@@ -133,7 +133,7 @@ func newHarnessWith(t *testing.T, runbookDir string, tweak ...func(*Config)) *ha
 		Groups: testGroups, Access: []commands.AccessRule{{Runbooks: []string{"*"}, Groups: []string{"oncall"}}},
 	}, h.disp, commands.Deps{Store: st, Engine: engine, Replier: h.slack, UserGroups: h.slack, Logger: logger})
 	require.NoError(t, err)
-	h.bot, err = New(h.slack, cmds)
+	h.bot, err = NewReceiver(h.slack, cmds)
 	require.NoError(t, err)
 	h.srv = httptest.NewServer(h.bot.Handler())
 	t.Cleanup(h.srv.Close)

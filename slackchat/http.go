@@ -1,4 +1,4 @@
-package bot
+package slackchat
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 
 // serveCommand answers a verified slash command request with its
 // ephemeral reply; a run it starts continues after the response.
-func (b *Bot) serveCommand(w http.ResponseWriter, r *http.Request) {
+func (b *Receiver) serveCommand(w http.ResponseWriter, r *http.Request) {
 	sc, err := slack.SlashCommandParse(r)
 	if err != nil {
 		http.Error(w, "bad request", http.StatusBadRequest)
@@ -24,7 +24,7 @@ func (b *Bot) serveCommand(w http.ResponseWriter, r *http.Request) {
 
 // serveInteraction acknowledges a verified button click at once; the
 // click is handled in the background.
-func (b *Bot) serveInteraction(w http.ResponseWriter, r *http.Request) {
+func (b *Receiver) serveInteraction(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return

@@ -1,4 +1,4 @@
-package bot
+package slackchat
 
 import (
 	"context"
@@ -24,7 +24,7 @@ func commandOf(sc slack.SlashCommand) chat.Command {
 
 // command answers a slash command through the handler, within Slack's 3
 // seconds.
-func (b *Bot) command(ctx context.Context, sc slack.SlashCommand) chat.Message {
+func (b *Receiver) command(ctx context.Context, sc slack.SlashCommand) chat.Message {
 	ctx, cancel := context.WithTimeoutCause(ctx, quickTimeout, errors.New("the command took longer than Slack waits for its answer"))
 	defer cancel()
 	return b.handler.Command(ctx, commandOf(sc))
@@ -33,7 +33,7 @@ func (b *Bot) command(ctx context.Context, sc slack.SlashCommand) chat.Message {
 // interaction hands each button press of a block_actions payload to the
 // handler, after it was acknowledged or right before; the handler returns
 // at once. A redelivered click (same action_ts) is handed on once.
-func (b *Bot) interaction(ctx context.Context, cb slack.InteractionCallback) {
+func (b *Receiver) interaction(ctx context.Context, cb slack.InteractionCallback) {
 	if cb.Type != slack.InteractionTypeBlockActions {
 		b.log.Debug("interaction ignored", "type", cb.Type)
 		return

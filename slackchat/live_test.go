@@ -1,4 +1,4 @@
-package bot
+package slackchat
 
 import (
 	"context"
@@ -99,7 +99,7 @@ func newTestLive(api slackAPI, gap time.Duration) (*dispatch.Live, *bgTasks) {
 	log := quietLog()
 	ts := &bgTasks{}
 	m := &messenger{api: api, log: log}
-	return dispatch.NewLive(&slackChat{msgr: m, log: log}, ts.Go, log, chat.Ref{Platform: slackPlatform, Channel: "C1", ID: "1.1"}, gap), ts
+	return dispatch.NewLive(&outgoing{msgr: m, log: log}, ts.Go, log, chat.Ref{Platform: slackPlatform, Channel: "C1", ID: "1.1"}, gap), ts
 }
 
 func msg(n int) chat.Message { return chat.Message{Title: fmt.Sprintf("state %d", n)} }

@@ -1,4 +1,4 @@
-package bot
+package slackchat
 
 import (
 	"bytes"
@@ -20,19 +20,19 @@ type fileUploader interface {
 
 var _ fileUploader = (*slack.Client)(nil)
 
-// slackChat is Slack as a chat.Chat: messages rendered as Block Kit and
+// outgoing is Slack as a chat.Chat: messages rendered as Block Kit and
 // redacted by the messenger, files uploaded with slack-go's three-step
 // upload.
-type slackChat struct {
+type outgoing struct {
 	msgr  *messenger
 	files fileUploader
 	log   *slog.Logger
 }
 
-var _ chat.Chat = (*slackChat)(nil)
+var _ chat.Chat = (*outgoing)(nil)
 
 // Post implements chat.Chat; a Slack message's ID is its ts.
-func (c *slackChat) Post(ctx context.Context, channel, thread string, m chat.Message) (chat.Ref, error) {
+func (c *outgoing) Post(ctx context.Context, channel, thread string, m chat.Message) (chat.Ref, error) {
 	ts, err := c.msgr.post(ctx, channel, thread, m)
 	if err != nil {
 		return chat.Ref{}, err
@@ -42,7 +42,7 @@ func (c *slackChat) Post(ctx context.Context, channel, thread string, m chat.Mes
 
 // Update implements chat.Chat, once: a 429 comes back as a
 // *chat.RateLimitedError for the caller to wait out.
-func (c *slackChat) Update(ctx context.Context, ref chat.Ref, m chat.Message) error {
+func (c *outgoing) Update(ctx context.Context, ref chat.Ref, m chat.Message) error {
 	err := c.msgr.update(ctx, ref.Channel, ref.ID, m)
 	var rl *slack.RateLimitedError
 	if errors.As(err, &rl) {
@@ -52,7 +52,7 @@ func (c *slackChat) Update(ctx context.Context, ref chat.Ref, m chat.Message) er
 }
 
 // Upload implements chat.Chat.
-func (c *slackChat) Upload(ctx context.Context, channel, thread string, f chat.File) error {
+func (c *outgoing) Upload(ctx context.Context, channel, thread string, f chat.File) error {
 	if c.files == nil {
 		return errors.New("slack file upload is not configured")
 	}
@@ -73,12 +73,12 @@ func (c *slackChat) Upload(ctx context.Context, channel, thread string, f chat.F
 	return nil
 }
 
-var _ chat.Replier = (*slackChat)(nil)
+var _ chat.Replier = (*outgoing)(nil)
 
 // Reply implements chat.Replier: an ephemeral message in the channel the
 // person acted in, or, when that fails or there is no channel, a post to
 // the response_url their command or click carried (to.ReplyTo).
-func (c *slackChat) Reply(ctx context.Context, to chat.Recipient, m chat.Message) error {
+func (c *outgoing) Reply(ctx context.Context, to chat.Recipient, m chat.Message) error {
 	var errs []error
 	if to.User != "" && to.Channel != "" {
 		err := c.msgr.ephemeral(ctx, to.Channel, to.User, m)

@@ -1,11 +1,11 @@
-package bot
+package slackchat
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/slackchat/slackrec"
 	"github.com/runbot/runbot/store"
 )
 

@@ -1,4 +1,4 @@
-package bot
+package slackchat
 
 import "github.com/runbot/runbot/internal/secret"
 

@@ -1,4 +1,4 @@
-package bot
+package slackchat
 
 import (
 	"bytes"
@@ -55,10 +55,10 @@ func TestSecretNeverPrints(t *testing.T) {
 
 func TestConfigNeedsTheRightSecrets(t *testing.T) {
 	t.Parallel()
-	_, err := NewSlack(Config{Transport: TransportHTTP, BotToken: SecretRef{Env: "X"}}, nil, nil)
+	_, err := New(Config{Transport: TransportHTTP, BotToken: SecretRef{Env: "X"}}, nil, nil)
 	require.ErrorContains(t, err, "signing_secret")
-	_, err = NewSlack(Config{Transport: TransportSocket, BotToken: SecretRef{Env: "X"}}, nil, nil)
+	_, err = New(Config{Transport: TransportSocket, BotToken: SecretRef{Env: "X"}}, nil, nil)
 	require.ErrorContains(t, err, "app_token")
-	_, err = NewSlack(Config{Transport: "pigeon"}, nil, nil)
+	_, err = New(Config{Transport: "pigeon"}, nil, nil)
 	require.ErrorContains(t, err, `transport "pigeon"`)
 }

@@ -1,4 +1,4 @@
-package bot
+package slackchat
 
 import (
 	"context"
@@ -16,7 +16,7 @@ type acker interface {
 
 // runSocketMode holds the Socket Mode connection (slack-go reconnects it)
 // and handles its events until ctx ends.
-func (b *Bot) runSocketMode(ctx context.Context) error {
+func (b *Receiver) runSocketMode(ctx context.Context) error {
 	client := socketmode.New(b.api, b.socketOptions...)
 	errc := make(chan error, 1)
 	go func() { errc <- client.RunContext(ctx) }()
@@ -46,7 +46,7 @@ var errInvalidAuth = errors.New("slack socket mode: the app-level token was reje
 // socketEvent handles one Socket Mode event with the same handlers as the
 // HTTP transport. Requests are acknowledged first thing (a slash command
 // with its reply as the payload); the work happens after.
-func (b *Bot) socketEvent(ctx context.Context, ack acker, evt socketmode.Event) error {
+func (b *Receiver) socketEvent(ctx context.Context, ack acker, evt socketmode.Event) error {
 	switch evt.Type {
 	case socketmode.EventTypeSlashCommand:
 		sc, ok := evt.Data.(slack.SlashCommand)

@@ -1,4 +1,4 @@
-package bot
+package slackchat
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"github.com/slack-go/slack/socketmode"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/bot/slackrec"
 	"github.com/runbot/runbot/dispatch"
+	"github.com/runbot/runbot/slackchat/slackrec"
 	"github.com/runbot/runbot/store"
 )
 

@@ -1,4 +1,4 @@
-package bot
+package slackchat
 
 import (
 	"bytes"
@@ -16,9 +16,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/bot/slackrec"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/slackchat/slackrec"
 	"github.com/runbot/runbot/store"
 )
 

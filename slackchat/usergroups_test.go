@@ -1,4 +1,4 @@
-package bot
+package slackchat
 
 import (
 	"strings"
@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/bot/slackrec"
 	"github.com/runbot/runbot/dispatch"
+	"github.com/runbot/runbot/slackchat/slackrec"
 	"github.com/runbot/runbot/store"
 )
 

@@ -1,4 +1,4 @@
-package bot
+package slackchat
 
 import (
 	"bytes"
@@ -69,7 +69,7 @@ func (v verifier) verify(h http.Header, body []byte) error {
 // verified reads the body (bounded), verifies the request and hands it on
 // with the body restored. Anything unverified gets 401 and goes no
 // further.
-func (b *Bot) verified(next http.Handler) http.Handler {
+func (b *Receiver) verified(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 		if err != nil {

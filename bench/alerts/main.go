@@ -1,6 +1,6 @@
 // Command alerts-bench is bench/alerts/run.sh: it wires runbot's alert
-// intake the way `runbot serve` does (bot.NewSlack, dispatch.New, alerts.New, the SQLite
-// store, the runbook engine) against the fake Slack of bot/slackrec,
+// intake the way `runbot serve` does (slackchat.New, dispatch.New, alerts.New, the SQLite
+// store, the runbook engine) against the fake Slack of slackchat/slackrec,
 // serves the webhook on a loopback port, and POSTs N Alertmanager
 // notifications for D distinct alerts from S concurrent senders. It
 // prints how fast notifications were acknowledged and checks that exactly
@@ -29,11 +29,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/runbot/runbot/alerts"
-	"github.com/runbot/runbot/bot"
-	"github.com/runbot/runbot/bot/slackrec"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/slackchat"
+	"github.com/runbot/runbot/slackchat/slackrec"
 	"github.com/runbot/runbot/store"
 )
 
@@ -136,9 +136,9 @@ func run() error {
 // wire builds Slack, the dispatcher and the alert intake as the serve
 // command does.
 func wire(o options, tmp string, rec *slackrec.Recorder, st store.Store) (*alerts.Receiver, *dispatch.Dispatcher, error) {
-	secret := func(name, value string) (bot.SecretRef, error) {
+	secret := func(name, value string) (slackchat.SecretRef, error) {
 		p := filepath.Join(tmp, name)
-		return bot.SecretRef{File: p}, os.WriteFile(p, []byte(value), 0o600)
+		return slackchat.SecretRef{File: p}, os.WriteFile(p, []byte(value), 0o600)
 	}
 	botToken, err := secret("bot-token", "xoxb-bench")
 	if err != nil {
@@ -165,8 +165,8 @@ func wire(o options, tmp string, rec *slackrec.Recorder, st store.Store) (*alert
 	}
 	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sl, err := bot.NewSlack(bot.Config{
-		Transport: bot.TransportHTTP, BotToken: botToken, SigningSecret: signing, APIURL: rec.APIURL(),
+	sl, err := slackchat.New(slackchat.Config{
+		Transport: slackchat.TransportHTTP, BotToken: botToken, SigningSecret: signing, APIURL: rec.APIURL(),
 	}, log, nil)
 	if err != nil {
 		return nil, nil, err

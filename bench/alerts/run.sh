@@ -5,7 +5,7 @@
 # loopback by S concurrent senders to runbot's /alerts/alertmanager, with
 # the real SQLite store (synchronous=FULL), the real dispatcher running a
 # one-command runbook per distinct alert, and the fake Slack of
-# bot/slackrec. A 503 (queue full) is retried after RETRY_MS, as
+# slackchat/slackrec. A 503 (queue full) is retried after RETRY_MS, as
 # Alertmanager would retry later. Prints accepted/s, ack latency
 # percentiles, 503s, runs started (must equal D) and alerts dropped (must
 # be 0).

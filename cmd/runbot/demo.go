@@ -15,12 +15,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/runbot/runbot/bot"
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/slackchat"
 	"github.com/runbot/runbot/store"
 )
 
@@ -315,7 +315,7 @@ func (d *demo) slack(ctx context.Context, m chat.Message) {
 	if token == "" || channel == "" {
 		return
 	}
-	if _, err := bot.PostPreview(ctx, token, channel, os.Getenv("SLACK_API_URL"), m); err != nil {
+	if _, err := slackchat.PostPreview(ctx, token, channel, os.Getenv("SLACK_API_URL"), m); err != nil {
 		d.out.printf("      (Slack: %v)\n", err)
 		return
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/slackchat/slackrec"
 )
 
 // buildBinaries builds runbot and sglang-sim the way make build does.

@@ -20,7 +20,6 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/spf13/cobra"
 
-	"github.com/runbot/runbot/bot"
 	"github.com/runbot/runbot/commands"
 	"github.com/runbot/runbot/config"
 	"github.com/runbot/runbot/dispatch"
@@ -28,6 +27,7 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/slackchat"
 	"github.com/runbot/runbot/store"
 	"github.com/runbot/runbot/timeline"
 )
@@ -137,9 +137,9 @@ func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notif
 	// configured, is its chat, and the chat commands come in through it.
 	dcfg := dispatch.Config{MaxConcurrentRuns: cfg.Parallel}
 	ddeps := dispatch.Deps{Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Logger: log, Timeline: timeline.ForSlack}
-	var sl *bot.Slack
+	var sl *slackchat.Slack
 	if cfg.Slack != nil {
-		if sl, err = bot.NewSlack(slackConfig(cfg), log, nil); err != nil {
+		if sl, err = slackchat.New(slackConfig(cfg), log, nil); err != nil {
 			return err
 		}
 		dcfg.Channel = cfg.Slack.Channel
@@ -351,10 +351,10 @@ func slackReachable(ctx context.Context, c *config.Slack) error {
 }
 
 // slackConfig maps the serve config onto the Slack platform's.
-func slackConfig(cfg *config.Config) bot.Config {
+func slackConfig(cfg *config.Config) slackchat.Config {
 	s := cfg.Slack
-	return bot.Config{
-		Transport: bot.Transport(s.Mode), SlackUsergroups: cfg.SlackUsergroups,
+	return slackchat.Config{
+		Transport: slackchat.Transport(s.Mode), SlackUsergroups: cfg.SlackUsergroups,
 		BotToken: s.BotToken, SigningSecret: s.SigningSecret, AppToken: s.AppToken, Redact: s.Redact, APIURL: s.APIURL,
 	}
 }

@@ -7,12 +7,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/runbot/runbot/alerts"
-	"github.com/runbot/runbot/bot"
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/config"
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/schedule"
+	"github.com/runbot/runbot/slackchat"
 )
 
 // wireTriggers mounts the alert webhook and starts the scheduler. Both
@@ -62,8 +62,8 @@ func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *
 
 // receiveSlack serves what Slack sends (over HTTP under /slack/, or over
 // Socket Mode) to the chat commands.
-func (d *daemonParts) receiveSlack(ctx context.Context, sl *bot.Slack, h chat.Handler, mux *http.ServeMux) error {
-	b, err := bot.New(sl, h)
+func (d *daemonParts) receiveSlack(ctx context.Context, sl *slackchat.Slack, h chat.Handler, mux *http.ServeMux) error {
+	b, err := slackchat.NewReceiver(sl, h)
 	if err != nil {
 		return err
 	}

@@ -16,9 +16,10 @@ const mod = "github.com/runbot/runbot/"
 var allowed = map[string][]string{
 	"cmd/runbot":     {"*"},
 	"cmd/sglang-sim": {"sim"},
-	// bot is the Slack platform: it implements the chat seam and hands
-	// what Slack sends to a chat.Handler; it knows no trigger and no core.
-	"bot": {"chat", "runbooks", "store", "internal/"},
+	// slackchat is the Slack platform: it implements the chat seam and
+	// hands what Slack sends to a chat.Handler; it knows no trigger and
+	// no core.
+	"slackchat": {"chat", "runbooks", "store", "internal/"},
 	// dispatch is the core every trigger goes through: it runs and
 	// records through runbooks and posts through chat, and knows no
 	// platform and no trigger.
@@ -100,7 +101,7 @@ func TestRulesCatchViolations(t *testing.T) {
 	}{
 		{"checks", "actions", false},
 		{"actions", "checks", false},
-		{"runbooks", "bot", false},
+		{"runbooks", "slackchat", false},
 		{"remote", "runbooks", false},
 		{"checks", "remote", true},
 		{"runbooks", "internal/step", true},
@@ -110,25 +111,25 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"store/storetest", "store", true},
 		{"chat", "store", true},
 		{"chat", "runbooks", false},
-		{"chat", "bot", false},
+		{"chat", "slackchat", false},
 		{"chat/chattest", "chat", true},
-		{"chat/chattest", "bot", false},
+		{"chat/chattest", "slackchat", false},
 		{"runbooks", "chat", false},
-		{"dispatch", "bot", false},
+		{"dispatch", "slackchat", false},
 		{"dispatch", "chat", true},
 		{"runbooks", "dispatch", false},
 		{"chat", "dispatch", false},
-		{"bot", "dispatch", false},
-		{"bot", "commands", false},
-		{"bot", "chat", true},
+		{"slackchat", "dispatch", false},
+		{"slackchat", "commands", false},
+		{"slackchat", "chat", true},
 		{"commands", "dispatch", true},
-		{"commands", "bot", false},
+		{"commands", "slackchat", false},
 		{"dispatch", "commands", false},
 		{"schedule", "dispatch", true},
-		{"schedule", "bot", false},
+		{"schedule", "slackchat", false},
 		{"alerts", "dispatch", true},
 		{"alerts", "chat", true},
-		{"alerts", "bot", false},
+		{"alerts", "slackchat", false},
 		{"alerts", "schedule", false},
 		{"dispatch", "alerts", false},
 		{"dispatch", "schedule", false},

@@ -27,7 +27,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/bot/slackrec"
+	"github.com/runbot/runbot/slackchat/slackrec"
 	"github.com/runbot/runbot/test/e2e/testhost"
 )
 

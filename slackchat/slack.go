@@ -1,28 +1,23 @@
-package bot
+package slackchat
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
-	"github.com/slack-go/slack/socketmode"
 
-	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/runbooks"
 )
 
 // Slack is the Slack platform built from the config: the Web API client,
 // the credentials, the redactor and the API metrics. It implements
 // chat.Chat, chat.Replier and chat.UserGroups (Block Kit, redacted): hand
-// it to the dispatcher and the triggers, and to New, with the chat.Handler
-// that answers commands and clicks, for what Slack sends.
+// it to the dispatcher and the triggers, and to NewReceiver, with the
+// chat.Handler that answers commands and clicks, for what Slack sends.
 type Slack struct {
-	*slackChat
+	*outgoing
 	cfg      Config
 	log      *slog.Logger
 	now      func() time.Time
@@ -34,9 +29,9 @@ type Slack struct {
 	groups   *slackGroups
 }
 
-// NewSlack checks the configuration and loads the secrets. Logger is
+// New checks the configuration and loads the secrets. Logger is
 // slog.Default() and now time.Now when nil.
-func NewSlack(cfg Config, log *slog.Logger, now func() time.Time) (*Slack, error) {
+func New(cfg Config, log *slog.Logger, now func() time.Time) (*Slack, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("slack config: %w", err)
@@ -80,7 +75,7 @@ func NewSlack(cfg Config, log *slog.Logger, now func() time.Time) (*Slack, error
 	s.metrics = newSlackMetrics()
 	api := meteredAPI{api: s.api, m: s.metrics}
 	msgr := &messenger{api: api, redact: s.redactor, log: log, metrics: s.metrics}
-	s.slackChat = &slackChat{msgr: msgr, files: api, log: log}
+	s.outgoing = &outgoing{msgr: msgr, files: api, log: log}
 	s.groups = &slackGroups{api: api, now: now, cache: map[string]groupEntry{}}
 	return s, nil
 }
@@ -102,58 +97,4 @@ func (s *Slack) Collect(ch chan<- prometheus.Metric) { s.metrics.Collect(ch) }
 // checked against who is in the Slack group now.
 func (s *Slack) Approvers() runbooks.Directory {
 	return approverDirectory{ids: s.cfg.SlackUsergroups, groups: s.groups}
-}
-
-// Bot receives what Slack sends, over HTTP or Socket Mode: it verifies
-// it, parses slash commands and button clicks into chat.Command and
-// chat.Click for its handler, and answers in Block Kit.
-type Bot struct {
-	cfg      Config
-	log      *slog.Logger
-	api      *slack.Client
-	msgr     *messenger
-	verifier verifier
-	handler  chat.Handler
-	seen     *dedup
-	// socketOptions tune the Socket Mode client (tests raise the ping
-	// interval: slacktest sends no pings).
-	socketOptions []socketmode.Option
-}
-
-// quickTimeout bounds what happens before a Slack request is acknowledged;
-// Slack gives up after 3 seconds.
-const quickTimeout = 2500 * time.Millisecond
-
-// New builds the receiving side of the Slack platform s, handing commands
-// and clicks to h.
-func New(s *Slack, h chat.Handler) (*Bot, error) {
-	if s == nil || h == nil {
-		return nil, errors.New("slack bot: the slack platform and a handler are required")
-	}
-	return &Bot{
-		cfg: s.cfg, log: s.log, api: s.api, msgr: s.msgr, verifier: s.verifier, handler: h,
-		seen: newDedup(s.now, 30*time.Minute),
-	}, nil
-}
-
-// Handler serves Slack's HTTP requests: POST /slack/commands (slash
-// commands) and POST /slack/interactions (buttons). Every request must be
-// signed with the signing secret; anything else gets 401. Mount it at the
-// server's root or under a prefix with http.StripPrefix.
-func (b *Bot) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("POST /slack/commands", b.verified(http.HandlerFunc(b.serveCommand)))
-	mux.Handle("POST /slack/interactions", b.verified(http.HandlerFunc(b.serveInteraction)))
-	return mux
-}
-
-// Run holds the WebSocket to Slack until ctx ends, with the Socket Mode
-// transport. With the HTTP transport it waits for ctx; serve Handler
-// meanwhile.
-func (b *Bot) Run(ctx context.Context) error {
-	if b.cfg.Transport == TransportSocket {
-		return b.runSocketMode(ctx)
-	}
-	<-ctx.Done()
-	return nil
 }
