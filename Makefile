@@ -10,7 +10,7 @@ ALERTMANAGER  := github.com/prometheus/alertmanager/cmd/alertmanager@v0.31.1
 GOBIN         := $(shell $(GO) env GOPATH)/bin
 export PATH   := $(GOBIN):$(PATH)
 
-.PHONY: all build test test-deps lint generate demo bench clean e2e e2e-down
+.PHONY: all build test test-deps lint generate demo bench clean e2e e2e-down release
 
 all: build
 
@@ -52,6 +52,11 @@ generate:
 
 demo: build
 	$(BIN)/runbot demo --sim $(BIN)/sglang-sim
+
+# release: static, stripped runbot binaries for linux/amd64 and linux/arm64
+# in dist/, with SHA256SUMS; VERSION defaults to `git describe`.
+release:
+	scripts/release.sh dist
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./runbooks ./sim ./remote

@@ -54,10 +54,12 @@ func newRootCmd() *cobra.Command {
 		Short:         "Runbooks that diagnose, explain and (with approval) fix production services",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildInfo(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringSliceVar(&g.runbookDirs, "runbooks", envList("RUNBOT_RUNBOOKS"), "directories of runbooks besides the built-ins (env RUNBOT_RUNBOOKS, comma-separated)")
 	root.PersistentFlags().StringVar(&g.store, "store", defaultStorePath(), "SQLite file of runs, plans and the audit log (env RUNBOT_STORE)")
-	root.AddCommand(newLintCmd(g), newListCmd(g), newExplainCmd(g), newRunCmd(g), newHistoryCmd(g), newShowCmd(g), newDemoCmd(g), newServeCmd(g))
+	root.AddCommand(newLintCmd(g), newListCmd(g), newExplainCmd(g), newRunCmd(g), newHistoryCmd(g), newShowCmd(g), newDemoCmd(g), newServeCmd(g), newVersionCmd())
 	return root
 }
 
