@@ -250,6 +250,10 @@ func TestNewSchedulerRefusesFleetMistakes(t *testing.T) {
 	}
 	s, err := New(Config{Schedules: []Schedule{ok()}}, d, Options{Fleet: fleet})
 	require.NoError(t, err)
+	single := ok()
+	single.Deployments, single.Params["deployment"] = "", "fleet-2"
+	_, err = New(Config{Schedules: []Schedule{single}}, d, Options{Fleet: fleet})
+	require.NoError(t, err, "a single schedule on a known deployment starts")
 	got := s.Schedules()[0]
 	require.Equal(t, "fleet-check dir=/var/lib/x deployments=fleet-*", got.Name)
 	require.Equal(t, DefaultParallel, got.Parallel)
@@ -276,6 +280,10 @@ func TestNewSchedulerRefusesFleetMistakes(t *testing.T) {
 		"parallel without deployments": {func(s *Schedule) {
 			s.Deployments, s.Parallel, s.Params["deployment"] = "", 2, "fleet-1"
 		}, Options{Fleet: fleet}, "parallel 2: only a fleet audit (deployments) runs in parallel"},
+		"single schedule, unknown deployment": {func(s *Schedule) { s.Deployments, s.Params["deployment"] = "", "fleet-9" }, Options{Fleet: fleet},
+			`param deployment: inventory testdata/inventory.yaml has no deployment matching "fleet-9" (deployments: batch, fleet-1, fleet-2, fleet-3, fleet-4, fleet-5)`},
+		"single schedule, deployment without the role": {func(s *Schedule) { s.Deployments, s.Params["deployment"] = "", "batch" }, Options{Fleet: fleet},
+			"param deployment: deployment batch has no role app, which runbook fleet-check targets"},
 	} {
 		sc := ok()
 		tc.mod(&sc)

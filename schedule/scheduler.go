@@ -222,6 +222,27 @@ func (s *Scheduler) allSchedules() []Schedule {
 	return out
 }
 
+// checkDeployment refuses, when the scheduler knows the inventory, a
+// schedule whose deployment param names a deployment that is not in it or
+// lacks a role the runbook targets: every firing would fail, and a
+// misspelt deployment should stop serve from starting, not show up at 3am.
+func (s *Scheduler) checkDeployment(rb *runbooks.Runbook, params map[string]string) error {
+	dp := rb.DeploymentParam()
+	if dp == nil || s.fleet == nil {
+		return nil
+	}
+	// The param's type admits no glob characters, so the name selects
+	// itself or nothing.
+	members, err := s.fleet.Select(rb, params[dp.Name])
+	if err == nil {
+		err = members[0].Err
+	}
+	if err != nil {
+		return fmt.Errorf("param %s: %w", dp.Name, err)
+	}
+	return nil
+}
+
 func (s *Scheduler) compile(sc Schedule) (*scheduled, error) {
 	rb, err := s.disp.Runbook(sc.Runbook)
 	if err != nil {
@@ -239,7 +260,11 @@ func (s *Scheduler) compile(sc Schedule) (*scheduled, error) {
 		if sc.Parallel != 0 {
 			return nil, fmt.Errorf("parallel %d: only a fleet audit (deployments) runs in parallel", sc.Parallel)
 		}
-		if _, _, err := rb.ResolveParams(sc.Params); err != nil {
+		_, resolved, err := rb.ResolveParams(sc.Params)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.checkDeployment(rb, resolved); err != nil {
 			return nil, err
 		}
 	}
