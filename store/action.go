@@ -41,7 +41,7 @@ func scanAction(row interface{ Scan(...any) error }) (ActionRecord, error) {
 // StartAction records an action as started before its side effect. The plan
 // must be applying: an action can never start for a plan that was not
 // approved, or that another process interrupted.
-func (s *SQLite) StartAction(ctx context.Context, a ActionRecord) (ActionRecord, error) {
+func (s *sqlStore) StartAction(ctx context.Context, a ActionRecord) (ActionRecord, error) {
 	if a.Target == "" || a.Action == "" || a.Index < 0 {
 		return ActionRecord{}, errors.New("start action: target, action and a non-negative index are required")
 	}
@@ -50,8 +50,8 @@ func (s *SQLite) StartAction(ctx context.Context, a ActionRecord) (ActionRecord,
 	}
 	now := s.clock()
 	a.State, a.StartedAt, a.FinishedAt = ActionStarted, now, time.Time{}
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		p, err := getPlan(ctx, tx, a.PlanID)
+	err := s.write(ctx, func(tx querier) error {
+		p, err := lockPlan(ctx, tx, a.PlanID)
 		if err != nil {
 			return err
 		}
@@ -70,7 +70,7 @@ func (s *SQLite) StartAction(ctx context.Context, a ActionRecord) (ActionRecord,
 	return a, nil
 }
 
-func auditAction(ctx context.Context, tx *sql.Tx, now time.Time, runID string, a ActionRecord) error {
+func auditAction(ctx context.Context, tx querier, now time.Time, runID string, a ActionRecord) error {
 	detail := map[string]any{"index": a.Index, "target": a.Target, "action": a.Action, "state": a.State}
 	if len(a.Detail) > 0 {
 		detail["detail"] = a.Detail
@@ -80,13 +80,13 @@ func auditAction(ctx context.Context, tx *sql.Tx, now time.Time, runID string, a
 
 // SetActionState records what became of an action. A nil detail keeps the
 // one recorded before.
-func (s *SQLite) SetActionState(ctx context.Context, planID string, index int, to ActionState, detail json.RawMessage) (ActionRecord, error) {
+func (s *sqlStore) SetActionState(ctx context.Context, planID string, index int, to ActionState, detail json.RawMessage) (ActionRecord, error) {
 	if err := checkJSON("detail", detail); err != nil {
 		return ActionRecord{}, fmt.Errorf("set action %d of plan %s: %w", index, planID, err)
 	}
 	now := s.clock()
 	var a ActionRecord
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx querier) error {
 		cur, err := scanAction(tx.QueryRowContext(ctx, `SELECT `+actionColumns+` FROM actions WHERE plan_id = ? AND idx = ?`, planID, index))
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
@@ -116,8 +116,8 @@ func (s *SQLite) SetActionState(ctx context.Context, planID string, index int, t
 }
 
 // Actions returns a plan's action records in plan order.
-func (s *SQLite) Actions(ctx context.Context, planID string) ([]ActionRecord, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+actionColumns+` FROM actions WHERE plan_id = ? ORDER BY idx`, planID)
+func (s *sqlStore) Actions(ctx context.Context, planID string) ([]ActionRecord, error) {
+	rows, err := s.read().QueryContext(ctx, `SELECT `+actionColumns+` FROM actions WHERE plan_id = ? ORDER BY idx`, planID)
 	if err != nil {
 		return nil, fmt.Errorf("list actions of plan %s: %w", planID, err)
 	}

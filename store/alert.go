@@ -76,7 +76,7 @@ func scanAlert(row interface{ Scan(...any) error }) (AlertState, error) {
 
 // RecordAlert stores a delivery and updates the fingerprint's dedup state in
 // one transaction; when it returns, both are on disk.
-func (s *SQLite) RecordAlert(ctx context.Context, fingerprint string, payload []byte, receivedAt time.Time) (AlertState, error) {
+func (s *sqlStore) RecordAlert(ctx context.Context, fingerprint string, payload []byte, receivedAt time.Time) (AlertState, error) {
 	if fingerprint == "" || receivedAt.IsZero() {
 		return AlertState{}, errors.New("record alert: fingerprint and receive time are required")
 	}
@@ -92,7 +92,13 @@ func (s *SQLite) RecordAlert(ctx context.Context, fingerprint string, payload []
 	}
 	at := receivedAt.UTC()
 	var st AlertState
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx querier) error {
+		// Deliveries of one fingerprint fold into its state one after
+		// the other, in whichever process they arrive: the lock holds
+		// even while the state row does not exist yet.
+		if err := lockKey(ctx, tx, "alert/"+fingerprint); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO alert_inbox (fingerprint, received_at, payload) VALUES (?, ?, ?)`,
 			fingerprint, at.UnixNano(), payload); err != nil {
 			return fmt.Errorf("store delivery: %w", err)
@@ -145,8 +151,8 @@ func (s *SQLite) RecordAlert(ctx context.Context, fingerprint string, payload []
 }
 
 // GetAlert returns the dedup state of one fingerprint.
-func (s *SQLite) GetAlert(ctx context.Context, fingerprint string) (AlertState, error) {
-	st, err := scanAlert(s.db.QueryRowContext(ctx, `SELECT `+alertColumns+alertFrom+` WHERE s.fingerprint = ?`, fingerprint))
+func (s *sqlStore) GetAlert(ctx context.Context, fingerprint string) (AlertState, error) {
+	st, err := scanAlert(s.read().QueryRowContext(ctx, `SELECT `+alertColumns+alertFrom+` WHERE s.fingerprint = ?`, fingerprint))
 	if err != nil {
 		return AlertState{}, fmt.Errorf("get alert %s: %w", fingerprint, notFound(err))
 	}
@@ -155,8 +161,8 @@ func (s *SQLite) GetAlert(ctx context.Context, fingerprint string) (AlertState, 
 
 // RecentAlerts returns fingerprints last seen at or after since, most
 // recent first.
-func (s *SQLite) RecentAlerts(ctx context.Context, since time.Time) ([]AlertState, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+alertColumns+alertFrom+` WHERE s.last_seen >= ?
+func (s *sqlStore) RecentAlerts(ctx context.Context, since time.Time) ([]AlertState, error) {
+	rows, err := s.read().QueryContext(ctx, `SELECT `+alertColumns+alertFrom+` WHERE s.last_seen >= ?
 		ORDER BY s.last_seen DESC, s.fingerprint`, since.UnixNano())
 	if err != nil {
 		return nil, fmt.Errorf("list recent alerts: %w", err)
@@ -177,8 +183,8 @@ func (s *SQLite) RecentAlerts(ctx context.Context, since time.Time) ([]AlertStat
 }
 
 // AlertDeliveries returns a fingerprint's stored deliveries, oldest first.
-func (s *SQLite) AlertDeliveries(ctx context.Context, fingerprint string) ([]AlertDelivery, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, fingerprint, received_at, payload FROM alert_inbox
+func (s *sqlStore) AlertDeliveries(ctx context.Context, fingerprint string) ([]AlertDelivery, error) {
+	rows, err := s.read().QueryContext(ctx, `SELECT id, fingerprint, received_at, payload FROM alert_inbox
 		WHERE fingerprint = ? ORDER BY id`, fingerprint)
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries of alert %s: %w", fingerprint, err)

@@ -39,9 +39,9 @@ type ApprovalResult struct {
 }
 
 // RecordApproval records a decision and settles the plan when it can. The
-// whole check-and-move runs in one IMMEDIATE transaction, so two approvers
+// whole check-and-move runs in one write transaction (the plan row locked), so two approvers
 // clicking at once cannot both (or neither) settle the plan.
-func (s *SQLite) RecordApproval(ctx context.Context, a Approval) (ApprovalResult, error) {
+func (s *sqlStore) RecordApproval(ctx context.Context, a Approval) (ApprovalResult, error) {
 	if a.PlanID == "" || a.User == "" {
 		return ApprovalResult{}, errors.New("record approval: plan and user are required")
 	}
@@ -53,8 +53,8 @@ func (s *SQLite) RecordApproval(ctx context.Context, a Approval) (ApprovalResult
 		a.At = now
 	}
 	var res ApprovalResult
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		p, err := getPlan(ctx, tx, a.PlanID)
+	err := s.write(ctx, func(tx querier) error {
+		p, err := lockPlan(ctx, tx, a.PlanID)
 		if err != nil {
 			return err
 		}
@@ -119,8 +119,8 @@ func (s *SQLite) RecordApproval(ctx context.Context, a Approval) (ApprovalResult
 }
 
 // Approvals returns a plan's recorded decisions in the order they were made.
-func (s *SQLite) Approvals(ctx context.Context, planID string) ([]Approval, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT plan_id, approver, decision, plan_hash, at FROM approvals
+func (s *sqlStore) Approvals(ctx context.Context, planID string) ([]Approval, error) {
+	rows, err := s.read().QueryContext(ctx, `SELECT plan_id, approver, decision, plan_hash, at FROM approvals
 		WHERE plan_id = ? ORDER BY at, approver`, planID)
 	if err != nil {
 		return nil, fmt.Errorf("list approvals of plan %s: %w", planID, err)

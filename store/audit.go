@@ -54,7 +54,7 @@ type AuditFilter struct {
 }
 
 // AppendAudit adds an entry; an empty At is now.
-func (s *SQLite) AppendAudit(ctx context.Context, e AuditEvent) (AuditEvent, error) {
+func (s *sqlStore) AppendAudit(ctx context.Context, e AuditEvent) (AuditEvent, error) {
 	if e.Kind == "" {
 		return AuditEvent{}, errors.New("append audit: kind is required")
 	}
@@ -64,7 +64,7 @@ func (s *SQLite) AppendAudit(ctx context.Context, e AuditEvent) (AuditEvent, err
 	if e.At.IsZero() {
 		e.At = s.clock()
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx querier) error {
 		return tx.QueryRowContext(ctx, auditInsert+` RETURNING id`, auditArgs(e)...).Scan(&e.ID)
 	})
 	if err != nil {
@@ -82,7 +82,7 @@ func auditArgs(e AuditEvent) []any {
 
 // appendAudit writes an entry inside the transaction that makes the change
 // it records, so the log and the state never disagree.
-func appendAudit(ctx context.Context, tx *sql.Tx, e AuditEvent) error {
+func appendAudit(ctx context.Context, tx querier, e AuditEvent) error {
 	if _, err := tx.ExecContext(ctx, auditInsert, auditArgs(e)...); err != nil {
 		return fmt.Errorf("append audit %s: %w", e.Kind, err)
 	}
@@ -90,7 +90,7 @@ func appendAudit(ctx context.Context, tx *sql.Tx, e AuditEvent) error {
 }
 
 // Audit returns entries oldest first.
-func (s *SQLite) Audit(ctx context.Context, f AuditFilter) ([]AuditEvent, error) {
+func (s *sqlStore) Audit(ctx context.Context, f AuditFilter) ([]AuditEvent, error) {
 	var where []string
 	var args []any
 	if f.RunID != "" {
@@ -117,7 +117,7 @@ func (s *SQLite) Audit(ctx context.Context, f AuditFilter) ([]AuditEvent, error)
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	q += ` ORDER BY id LIMIT ?`
-	rows, err := s.db.QueryContext(ctx, q, append(args, limit)...)
+	rows, err := s.read().QueryContext(ctx, q, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("read audit: %w", err)
 	}

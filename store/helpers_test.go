@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/store"
+	"github.com/runbot/runbot/store/internal/pgtest"
 	"github.com/runbot/runbot/store/storetest"
 )
 
@@ -19,7 +20,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
 		os.Exit(runChild(mode))
 	}
-	os.Exit(m.Run())
+	// pgtest.Main stops the binary's PostgreSQL cluster, if a test
+	// started one.
+	os.Exit(pgtest.Main(m))
 }
 
 // The SQLite-specific tests use the conformance suite's helpers.

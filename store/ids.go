@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // newID makes a sortable, human-typable record ID such as
@@ -49,5 +51,7 @@ func isUniqueViolation(err error) bool {
 	if errors.As(err, &coded) {
 		return coded.Code() == primaryKey || coded.Code() == unique
 	}
-	return false
+	// PostgreSQL's unique_violation.
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }

@@ -24,13 +24,13 @@ type Lock struct {
 // gets a *LockedError. One INSERT ... ON CONFLICT DO UPDATE ... WHERE expired
 // statement takes a free or expired lock, so two processes racing for it
 // cannot both win.
-func (s *SQLite) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (Lock, error) {
+func (s *sqlStore) Acquire(ctx context.Context, key, holder string, ttl time.Duration) (Lock, error) {
 	if key == "" || holder == "" || ttl <= 0 {
 		return Lock{}, errors.New("acquire lock: key, holder and a positive ttl are required")
 	}
 	now := s.clock()
 	l := Lock{Key: key, Holder: holder, Token: newToken(), Since: now, Expires: now.Add(ttl)}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx querier) error {
 		var prev sql.NullString
 		// The previous holder of an expired lock, read in the same
 		// transaction, goes into the audit entry: a lease taken over is
@@ -70,13 +70,13 @@ func (s *SQLite) Acquire(ctx context.Context, key, holder string, ttl time.Durat
 
 // Refresh extends a lock that is still held under l's token. A lease that
 // expired but was not taken over is still ours and is extended.
-func (s *SQLite) Refresh(ctx context.Context, l Lock, ttl time.Duration) (Lock, error) {
+func (s *sqlStore) Refresh(ctx context.Context, l Lock, ttl time.Duration) (Lock, error) {
 	if ttl <= 0 {
 		return Lock{}, errors.New("refresh lock: ttl must be positive")
 	}
 	now := s.clock()
 	expires := now.Add(ttl)
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx querier) error {
 		res, err := tx.ExecContext(ctx, `UPDATE locks SET expires_at = ? WHERE key = ? AND token = ?`,
 			expires.UnixNano(), l.Key, l.Token)
 		if err != nil {
@@ -95,9 +95,9 @@ func (s *SQLite) Refresh(ctx context.Context, l Lock, ttl time.Duration) (Lock, 
 }
 
 // Release gives up a lock held under l's token.
-func (s *SQLite) Release(ctx context.Context, l Lock) error {
+func (s *sqlStore) Release(ctx context.Context, l Lock) error {
 	now := s.clock()
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx querier) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM locks WHERE key = ? AND token = ?`, l.Key, l.Token)
 		if err != nil {
 			return err

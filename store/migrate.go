@@ -12,7 +12,21 @@ import (
 )
 
 //go:embed migrations/*.sql
-var migrationFiles embed.FS
+var sqliteMigrationFiles embed.FS
+
+//go:embed migrations/postgres/*.sql
+var postgresMigrationFiles embed.FS
+
+// migrationSet is one backend's migrations: the files in dir of fsys.
+type migrationSet struct {
+	fsys embed.FS
+	dir  string
+}
+
+var (
+	sqliteMigrations   = migrationSet{sqliteMigrationFiles, "migrations"}
+	postgresMigrations = migrationSet{postgresMigrationFiles, "migrations/postgres"}
+)
 
 // migration is one numbered schema change, migrations/NNNN_name.sql.
 type migration struct {
@@ -21,8 +35,8 @@ type migration struct {
 	sql     string
 }
 
-func loadMigrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
+func (set migrationSet) load() ([]migration, error) {
+	entries, err := fs.ReadDir(set.fsys, set.dir)
 	if err != nil {
 		return nil, fmt.Errorf("read migrations: %w", err)
 	}
@@ -34,7 +48,7 @@ func loadMigrations() ([]migration, error) {
 		if !ok || err != nil || v <= 0 {
 			return nil, fmt.Errorf("migration %s: name must be NNNN_name.sql", name)
 		}
-		b, err := migrationFiles.ReadFile("migrations/" + name)
+		b, err := set.fsys.ReadFile(set.dir + "/" + name)
 		if err != nil {
 			return nil, fmt.Errorf("read migration %s: %w", name, err)
 		}
@@ -49,21 +63,29 @@ func loadMigrations() ([]migration, error) {
 	return ms, nil
 }
 
-// SchemaVersion is the schema version this binary brings a database to.
-func SchemaVersion() int {
-	ms, err := loadMigrations()
+// SchemaVersion is the schema version this binary brings a SQLite database
+// to.
+func SchemaVersion() int { return sqliteMigrations.version() }
+
+// PostgresSchemaVersion is the schema version this binary brings a
+// PostgreSQL database to. The two backends number their migrations apart.
+func PostgresSchemaVersion() int { return postgresMigrations.version() }
+
+func (set migrationSet) version() int {
+	ms, err := set.load()
 	if err != nil {
 		return 0
 	}
 	return len(ms)
 }
 
-// migrate applies the migrations the database lacks, each in its own
-// IMMEDIATE transaction together with its row in schema_migrations. The
-// version is read again inside the transaction, so two processes opening a
-// new file at once apply each migration exactly once.
-func (s *SQLite) migrate(ctx context.Context) error {
-	ms, err := loadMigrations()
+// migrate applies the migrations the database lacks, each in its own write
+// transaction together with its row in schema_migrations. The version is
+// read again inside the transaction (after the dialect's migration lock),
+// so two processes opening a new database at once apply each migration
+// exactly once.
+func (s *sqlStore) migrate(ctx context.Context, set migrationSet) error {
+	ms, err := set.load()
 	if err != nil {
 		return err
 	}
@@ -73,11 +95,15 @@ func (s *SQLite) migrate(ctx context.Context) error {
 // applyMigrations brings the database to the last of ms, which are the
 // migrations from version 1 on. Tests pass a prefix to make a database of
 // an older version.
-func (s *SQLite) applyMigrations(ctx context.Context, ms []migration) error {
+func (s *sqlStore) applyMigrations(ctx context.Context, ms []migration) error {
 	for _, m := range ms {
-		err := s.write(ctx, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-				version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`); err != nil {
+		err := s.write(ctx, func(tx querier) error {
+			if s.d.migrationLock != "" {
+				if _, err := tx.ExecContext(ctx, s.d.migrationLock); err != nil {
+					return fmt.Errorf("lock schema_migrations: %w", err)
+				}
+			}
+			if _, err := tx.ExecContext(ctx, s.d.schemaMigrations); err != nil {
 				return fmt.Errorf("create schema_migrations: %w", err)
 			}
 			v, err := currentVersion(ctx, tx)
@@ -115,6 +141,6 @@ func currentVersion(ctx context.Context, q querier) (int, error) {
 }
 
 // Version returns the schema version recorded in the database.
-func (s *SQLite) Version(ctx context.Context) (int, error) {
-	return currentVersion(ctx, s.db)
+func (s *sqlStore) Version(ctx context.Context) (int, error) {
+	return currentVersion(ctx, s.read())
 }

@@ -16,12 +16,12 @@ import (
 // Methods whose tables did not change since v work on it.
 func openAtVersion(t *testing.T, ctx context.Context, path string, v int) *SQLite {
 	t.Helper()
-	ms, err := loadMigrations()
+	ms, err := sqliteMigrations.load()
 	require.NoError(t, err)
 	require.Less(t, v, len(ms))
 	db, err := sql.Open("sqlite", dsn(path, 10*time.Second))
 	require.NoError(t, err)
-	s := &SQLite{db: db, now: time.Now, owner: processOwner(), alive: ownerAlive, writeSlot: make(chan struct{}, 1)}
+	s := &SQLite{sqlStore{db: db, d: sqliteDialect, now: time.Now, owner: processOwner(), alive: ownerAlive, writeSlot: make(chan struct{}, 1)}}
 	require.NoError(t, s.applyMigrations(ctx, ms[:v]))
 	got, err := s.Version(ctx)
 	require.NoError(t, err)

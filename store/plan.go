@@ -117,7 +117,7 @@ func scanPlans(rows *sql.Rows) ([]Plan, error) {
 
 // CreatePlan inserts a proposed plan and supersedes older proposals of the
 // same remediation on the same deployment.
-func (s *SQLite) CreatePlan(ctx context.Context, p Plan) (Plan, []Plan, error) {
+func (s *sqlStore) CreatePlan(ctx context.Context, p Plan) (Plan, []Plan, error) {
 	switch {
 	case p.RunID == "", p.Remediation == "", p.Deployment == "", p.Hash == "":
 		return Plan{}, nil, errors.New("create plan: run_id, remediation, deployment and hash are required")
@@ -142,7 +142,13 @@ func (s *SQLite) CreatePlan(ctx context.Context, p Plan) (Plan, []Plan, error) {
 			p.ID = newID("p", now)
 		}
 		superseded = nil
-		err = s.write(ctx, func(tx *sql.Tx) error {
+		err = s.write(ctx, func(tx querier) error {
+			// Two proposals of one remediation on one deployment made at
+			// once must still leave one proposed: the second supersedes
+			// the first, which it can only see once the first committed.
+			if err := lockKey(ctx, tx, "plan/"+p.Deployment+"/"+p.Remediation); err != nil {
+				return err
+			}
 			rows, err := tx.QueryContext(ctx, `UPDATE plans SET state = 'superseded', updated_at = ?, finished_at = ?
 				WHERE deployment = ? AND remediation = ? AND state = 'proposed' RETURNING `+planColumns,
 				now.UnixNano(), now.UnixNano(), p.Deployment, p.Remediation)
@@ -178,17 +184,17 @@ func (s *SQLite) CreatePlan(ctx context.Context, p Plan) (Plan, []Plan, error) {
 }
 
 // GetPlan returns one plan by ID or unique ID prefix.
-func (s *SQLite) GetPlan(ctx context.Context, id string) (Plan, error) {
+func (s *sqlStore) GetPlan(ctx context.Context, id string) (Plan, error) {
 	if err := checkID(id); err != nil {
 		return Plan{}, fmt.Errorf("get plan: %w", err)
 	}
-	p, err := getPlan(ctx, s.db, id)
+	p, err := getPlan(ctx, s.read(), id)
 	if errors.Is(err, ErrNotFound) {
 		full, perr := s.resolvePrefix(ctx, "plans", id)
 		if perr != nil {
 			return Plan{}, fmt.Errorf("get plan %s: %w", id, perr)
 		}
-		p, err = getPlan(ctx, s.db, full)
+		p, err = getPlan(ctx, s.read(), full)
 	}
 	if err != nil {
 		return Plan{}, fmt.Errorf("get plan %s: %w", id, err)
@@ -197,7 +203,18 @@ func (s *SQLite) GetPlan(ctx context.Context, id string) (Plan, error) {
 }
 
 func getPlan(ctx context.Context, q querier, id string) (Plan, error) {
-	p, err := scanPlan(q.QueryRowContext(ctx, `SELECT `+planColumns+` FROM plans WHERE id = ?`, id))
+	return selectPlan(ctx, q, id, "")
+}
+
+// lockPlan reads a plan in a write transaction that decides on its state
+// (an approval, an action start): the row stays locked until the
+// transaction ends, so no other process moves the plan in between.
+func lockPlan(ctx context.Context, tx querier, id string) (Plan, error) {
+	return selectPlan(ctx, tx, id, tx.dialect().forUpdate)
+}
+
+func selectPlan(ctx context.Context, q querier, id, lock string) (Plan, error) {
+	p, err := scanPlan(q.QueryRowContext(ctx, `SELECT `+planColumns+` FROM plans WHERE id = ?`+lock, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Plan{}, ErrNotFound
 	}
@@ -205,7 +222,7 @@ func getPlan(ctx context.Context, q querier, id string) (Plan, error) {
 }
 
 // ListPlans returns plans newest first.
-func (s *SQLite) ListPlans(ctx context.Context, f PlanFilter) ([]Plan, error) {
+func (s *sqlStore) ListPlans(ctx context.Context, f PlanFilter) ([]Plan, error) {
 	var where []string
 	var args []any
 	if f.RunID != "" {
@@ -232,7 +249,7 @@ func (s *SQLite) ListPlans(ctx context.Context, f PlanFilter) ([]Plan, error) {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	q += ` ORDER BY created_at DESC, rowid DESC LIMIT ?`
-	rows, err := s.db.QueryContext(ctx, q, append(args, limit)...)
+	rows, err := s.read().QueryContext(ctx, q, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list plans: %w", err)
 	}
@@ -245,8 +262,8 @@ func (s *SQLite) ListPlans(ctx context.Context, f PlanFilter) ([]Plan, error) {
 
 // PendingPlans returns proposed plans whose approval window is open, oldest
 // first.
-func (s *SQLite) PendingPlans(ctx context.Context) ([]Plan, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+planColumns+` FROM plans
+func (s *sqlStore) PendingPlans(ctx context.Context) ([]Plan, error) {
+	rows, err := s.read().QueryContext(ctx, `SELECT `+planColumns+` FROM plans
 		WHERE state = 'proposed' AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at, rowid`, s.clock().UnixNano())
 	if err != nil {
 		return nil, fmt.Errorf("list pending plans: %w", err)
@@ -259,12 +276,13 @@ func (s *SQLite) PendingPlans(ctx context.Context) ([]Plan, error) {
 }
 
 // ExpirePlans moves proposed and approved plans past their expiry to expired.
-func (s *SQLite) ExpirePlans(ctx context.Context) ([]Plan, error) {
+func (s *sqlStore) ExpirePlans(ctx context.Context) ([]Plan, error) {
 	now := s.clock()
 	var expired []Plan
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx querier) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+planColumns+` FROM plans
-			WHERE state IN ('proposed', 'approved') AND expires_at IS NOT NULL AND expires_at <= ?`, now.UnixNano())
+			WHERE state IN ('proposed', 'approved') AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY id`+tx.dialect().forUpdate,
+			now.UnixNano())
 		if err != nil {
 			return err
 		}
@@ -288,7 +306,7 @@ func (s *SQLite) ExpirePlans(ctx context.Context) ([]Plan, error) {
 }
 
 // TransitionPlan moves a plan's state with compare-and-set.
-func (s *SQLite) TransitionPlan(ctx context.Context, t Transition) (Plan, error) {
+func (s *sqlStore) TransitionPlan(ctx context.Context, t Transition) (Plan, error) {
 	if t.To == PlanApproved || t.To == PlanDenied {
 		// Approval is the one move that needs people, and the policy check
 		// lives in RecordApproval; no caller may skip it.
@@ -298,7 +316,7 @@ func (s *SQLite) TransitionPlan(ctx context.Context, t Transition) (Plan, error)
 		return Plan{}, fmt.Errorf("move plan %s: %w", t.PlanID, err)
 	}
 	var p Plan
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx querier) error {
 		var err error
 		p, err = transition(ctx, tx, s.clock(), t)
 		if err == nil && t.To == PlanApplying {
@@ -318,7 +336,7 @@ func (s *SQLite) TransitionPlan(ctx context.Context, t Transition) (Plan, error)
 // transition is the one place plan states change. The UPDATE's WHERE state
 // = From is the compare-and-set: of two transactions making the same move,
 // the second finds no row in From and reports a conflict.
-func transition(ctx context.Context, tx *sql.Tx, now time.Time, t Transition) (Plan, error) {
+func transition(ctx context.Context, tx querier, now time.Time, t Transition) (Plan, error) {
 	if !CanTransition(t.From, t.To) {
 		return Plan{}, &InvalidTransitionError{Kind: "plan", From: string(t.From), To: string(t.To)}
 	}

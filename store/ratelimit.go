@@ -24,7 +24,7 @@ type AppliedFilter struct {
 
 // CountApplied counts plans on a deployment that entered applying at or
 // after Since: "how many restarts of decode on dsv4 in the last hour".
-func (s *SQLite) CountApplied(ctx context.Context, f AppliedFilter) (int, error) {
+func (s *sqlStore) CountApplied(ctx context.Context, f AppliedFilter) (int, error) {
 	if f.Deployment == "" || f.Since.IsZero() {
 		return 0, errors.New("count applied plans: deployment and since are required")
 	}
@@ -41,7 +41,7 @@ func (s *SQLite) CountApplied(ctx context.Context, f AppliedFilter) (int, error)
 		args = append(args, f.Action, f.Action, f.Target, f.Target)
 	}
 	var n int
-	if err := s.db.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+	if err := s.read().QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count applied plans on %s: %w", f.Deployment, err)
 	}
 	return n, nil
@@ -50,8 +50,8 @@ func (s *SQLite) CountApplied(ctx context.Context, f AppliedFilter) (int, error)
 // LastRemediation returns the plan most recently applied for a diagnosis on
 // a deployment. Its State tells how it ended (done, rolled_back, failed, ...)
 // or that it is still applying or verifying.
-func (s *SQLite) LastRemediation(ctx context.Context, deployment, diagnosis string) (Plan, error) {
-	p, err := scanPlan(s.db.QueryRowContext(ctx, `SELECT `+planColumns+` FROM plans
+func (s *sqlStore) LastRemediation(ctx context.Context, deployment, diagnosis string) (Plan, error) {
+	p, err := scanPlan(s.read().QueryRowContext(ctx, `SELECT `+planColumns+` FROM plans
 		WHERE deployment = ? AND diagnosis = ? AND applied_at IS NOT NULL
 		ORDER BY applied_at DESC, rowid DESC LIMIT 1`, deployment, diagnosis))
 	if err != nil {

@@ -45,7 +45,7 @@ func (r Recovery) Empty() bool {
 // MarkInterrupted recovers what a dead process left behind. Rows owned by a
 // process that still runs (this one, or a concurrent `runbot run`) are left
 // alone, so a restarting server does not interrupt a CLI run beside it.
-func (s *SQLite) MarkInterrupted(ctx context.Context) (Recovery, error) {
+func (s *sqlStore) MarkInterrupted(ctx context.Context) (Recovery, error) {
 	now := s.clock()
 	var rec Recovery
 	alive := map[string]bool{}
@@ -57,8 +57,13 @@ func (s *SQLite) MarkInterrupted(ctx context.Context) (Recovery, error) {
 		}
 		return !a
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx querier) error {
 		rec = Recovery{}
+		// Two processes starting at once recover one after the other; the
+		// rows read below are locked against everyone else's writes.
+		if err := lockKey(ctx, tx, "runbot.recovery"); err != nil {
+			return err
+		}
 		runs, err := runningRows(ctx, tx)
 		if err != nil {
 			return err
@@ -97,7 +102,8 @@ func (s *SQLite) MarkInterrupted(ctx context.Context) (Recovery, error) {
 			owned
 			state PlanState
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT id, owner, state FROM plans WHERE state IN ('applying', 'verifying') ORDER BY id`)
+		rows, err := tx.QueryContext(ctx, `SELECT id, owner, state FROM plans WHERE state IN ('applying', 'verifying') ORDER BY id`+
+			tx.dialect().forUpdate)
 		if err != nil {
 			return err
 		}
@@ -127,7 +133,7 @@ func (s *SQLite) MarkInterrupted(ctx context.Context) (Recovery, error) {
 			rec.Plans = append(rec.Plans, p.id)
 		}
 
-		work, err := ownedRows(ctx, tx, `SELECT id, owner FROM work WHERE state = 'started' ORDER BY id`)
+		work, err := ownedRows(ctx, tx, `SELECT id, owner FROM work WHERE state = 'started' ORDER BY id`+tx.dialect().forUpdate)
 		if err != nil {
 			return err
 		}
@@ -149,7 +155,7 @@ func (s *SQLite) MarkInterrupted(ctx context.Context) (Recovery, error) {
 
 type owned struct{ id, owner string }
 
-func ownedRows(ctx context.Context, tx *sql.Tx, q string) ([]owned, error) {
+func ownedRows(ctx context.Context, tx querier, q string) ([]owned, error) {
 	rows, err := tx.QueryContext(ctx, q)
 	if err != nil {
 		return nil, err
@@ -171,8 +177,8 @@ type runningRow struct {
 	report sql.NullString
 }
 
-func runningRows(ctx context.Context, tx *sql.Tx) ([]runningRow, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id, owner, report FROM runs WHERE status = 'running' ORDER BY id`)
+func runningRows(ctx context.Context, tx querier) ([]runningRow, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, owner, report FROM runs WHERE status = 'running' ORDER BY id`+tx.dialect().forUpdate)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +215,7 @@ func finalReport(report sql.NullString) (Outcome, time.Time, bool) {
 // whose run ended (finished, failed or cancelled, its report stored) is done:
 // it is never run again. Work whose run was cut short, or that had no run
 // yet, is queued again, up to MaxWorkAttempts claims in all.
-func recoverWork(ctx context.Context, tx *sql.Tx, now time.Time, id string, rec *Recovery) error {
+func recoverWork(ctx context.Context, tx querier, now time.Time, id string, rec *Recovery) error {
 	w, err := scanWork(tx.QueryRowContext(ctx, `SELECT `+workColumns+` FROM work WHERE id = ?`, id))
 	if err != nil {
 		return err

@@ -182,7 +182,7 @@ func checkJSON(what string, b []byte) error {
 }
 
 // CreateRun inserts a run in state running.
-func (s *SQLite) CreateRun(ctx context.Context, r Run) (Run, error) {
+func (s *sqlStore) CreateRun(ctx context.Context, r Run) (Run, error) {
 	if r.Runbook == "" {
 		return Run{}, errors.New("create run: runbook is required")
 	}
@@ -219,7 +219,7 @@ func (s *SQLite) CreateRun(ctx context.Context, r Run) (Run, error) {
 		if generated {
 			r.ID = newID("r", r.StartedAt)
 		}
-		err = s.write(ctx, func(tx *sql.Tx) error {
+		err = s.write(ctx, func(tx querier) error {
 			var platform, channel, id any
 			if m := r.Message; m != nil {
 				platform, channel, id = m.Platform, m.Channel, m.ID
@@ -252,11 +252,11 @@ func (s *SQLite) CreateRun(ctx context.Context, r Run) (Run, error) {
 }
 
 // GetRun finds a run by ID or unique ID prefix.
-func (s *SQLite) GetRun(ctx context.Context, idOrPrefix string) (Run, error) {
+func (s *sqlStore) GetRun(ctx context.Context, idOrPrefix string) (Run, error) {
 	if err := checkID(idOrPrefix); err != nil {
 		return Run{}, fmt.Errorf("get run: %w", err)
 	}
-	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, idOrPrefix))
+	r, err := scanRun(s.read().QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, idOrPrefix))
 	if err == nil {
 		return r, nil
 	}
@@ -267,7 +267,7 @@ func (s *SQLite) GetRun(ctx context.Context, idOrPrefix string) (Run, error) {
 	if err != nil {
 		return Run{}, fmt.Errorf("get run %s: %w", idOrPrefix, err)
 	}
-	r, err = scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	r, err = scanRun(s.read().QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
 	if err != nil {
 		return Run{}, fmt.Errorf("get run %s: %w", id, err)
 	}
@@ -277,8 +277,8 @@ func (s *SQLite) GetRun(ctx context.Context, idOrPrefix string) (Run, error) {
 // resolvePrefix finds the one ID in table that starts with prefix. IDs hold
 // only characters below '~' (checkID), so [prefix, prefix+"~") is exactly
 // the IDs with that prefix, and the primary key index serves the range.
-func (s *SQLite) resolvePrefix(ctx context.Context, table, prefix string) (string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM `+table+` WHERE id >= ? AND id < ? ORDER BY id LIMIT 5`,
+func (s *sqlStore) resolvePrefix(ctx context.Context, table, prefix string) (string, error) {
+	rows, err := s.read().QueryContext(ctx, `SELECT id FROM `+table+` WHERE id >= ? AND id < ? ORDER BY id LIMIT 5`,
 		prefix, prefix+"~")
 	if err != nil {
 		return "", err
@@ -305,7 +305,7 @@ func (s *SQLite) resolvePrefix(ctx context.Context, table, prefix string) (strin
 }
 
 // ListRuns returns runs newest first.
-func (s *SQLite) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
+func (s *sqlStore) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 	var where []string
 	var args []any
 	if f.Runbook != "" {
@@ -321,13 +321,11 @@ func (s *SQLite) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 		where, args = append(where, "requested_by = ?"), append(args, f.RequestedBy)
 	}
 	for _, k := range slices.Sorted(maps.Keys(f.Params)) {
-		// The key is quoted as a JSON path member, so any param name
-		// (dots and brackets included) names one member only.
-		path, err := json.Marshal(k)
+		cond, cargs, err := s.d.paramEquals(k, f.Params[k])
 		if err != nil {
 			return nil, fmt.Errorf("list runs: param %q: %w", k, err)
 		}
-		where, args = append(where, "json_extract(params, ?) = ?"), append(args, "$."+string(path), f.Params[k])
+		where, args = append(where, cond), append(args, cargs...)
 	}
 	if !f.Since.IsZero() {
 		where, args = append(where, "started_at >= ?"), append(args, f.Since.UnixNano())
@@ -341,7 +339,7 @@ func (s *SQLite) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	q += ` ORDER BY started_at DESC, rowid DESC LIMIT ?`
-	rows, err := s.db.QueryContext(ctx, q, append(args, limit)...)
+	rows, err := s.read().QueryContext(ctx, q, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
@@ -364,11 +362,11 @@ func (s *SQLite) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 // outcome and finished_at is the run's result: if the process dies before
 // FinishRun, MarkInterrupted finishes the run from it instead of
 // interrupting it, so that the run is not run again.
-func (s *SQLite) SetRunReport(ctx context.Context, id string, report json.RawMessage) error {
+func (s *sqlStore) SetRunReport(ctx context.Context, id string, report json.RawMessage) error {
 	if err := checkJSON("report", report); err != nil {
 		return fmt.Errorf("set report of run %s: %w", id, err)
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx querier) error {
 		res, err := tx.ExecContext(ctx, `UPDATE runs SET report = ? WHERE id = ? AND status = 'running'`, jsonText(report), id)
 		if err != nil {
 			return err
@@ -398,7 +396,7 @@ func runConflict(ctx context.Context, q querier, id string, want RunStatus) erro
 }
 
 // FinishRun moves a running run to a final status.
-func (s *SQLite) FinishRun(ctx context.Context, id string, status RunStatus, outcome Outcome, report json.RawMessage) (Run, error) {
+func (s *sqlStore) FinishRun(ctx context.Context, id string, status RunStatus, outcome Outcome, report json.RawMessage) (Run, error) {
 	if !status.Final() {
 		return Run{}, fmt.Errorf("finish run %s: %w", id, &InvalidTransitionError{Kind: "run", From: string(RunRunning), To: string(status)})
 	}
@@ -410,7 +408,7 @@ func (s *SQLite) FinishRun(ctx context.Context, id string, status RunStatus, out
 	}
 	now := s.clock()
 	var r Run
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx querier) error {
 		// A nil report keeps the one SetRunReport stored last.
 		row := tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, outcome = ?, finished_at = ?, report = coalesce(?, report)
 			WHERE id = ? AND status = 'running' RETURNING `+runColumns,
@@ -434,11 +432,11 @@ func (s *SQLite) FinishRun(ctx context.Context, id string, status RunStatus, out
 
 // SetRunMessage records where a chat front end posted the run, replacing
 // any reference recorded before.
-func (s *SQLite) SetRunMessage(ctx context.Context, id string, ref MessageRef) error {
+func (s *sqlStore) SetRunMessage(ctx context.Context, id string, ref MessageRef) error {
 	if err := ref.check(); err != nil {
 		return fmt.Errorf("set message of run %s: %w", id, err)
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx querier) error {
 		res, err := tx.ExecContext(ctx, `UPDATE runs SET message_platform = ?, message_channel = ?, message_id = ? WHERE id = ?`,
 			ref.Platform, ref.Channel, ref.ID, id)
 		if err != nil {

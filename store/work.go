@@ -70,7 +70,7 @@ func scanWork(row interface{ Scan(...any) error }) (Work, error) {
 }
 
 // Enqueue adds pending work unless work with the same Key exists.
-func (s *SQLite) Enqueue(ctx context.Context, w Work) (Work, bool, error) {
+func (s *sqlStore) Enqueue(ctx context.Context, w Work) (Work, bool, error) {
 	if w.Runbook == "" || !w.Trigger.Valid() {
 		return Work{}, false, fmt.Errorf("enqueue work: a runbook and a valid trigger are required (got %q, %q)", w.Runbook, w.Trigger)
 	}
@@ -90,7 +90,7 @@ func (s *SQLite) Enqueue(ctx context.Context, w Work) (Work, bool, error) {
 	created := false
 	for attempt := 0; ; attempt++ {
 		w.ID = newID("w", now)
-		err := s.write(ctx, func(tx *sql.Tx) error {
+		err := s.write(ctx, func(tx querier) error {
 			res, err := tx.ExecContext(ctx, `INSERT INTO work (`+workColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 				ON CONFLICT (dedup_key) DO NOTHING`,
 				w.ID, nullString(w.Key), w.Trigger, w.Runbook, string(params), w.RequestedBy, jsonText(w.Payload),
@@ -118,13 +118,16 @@ func (s *SQLite) Enqueue(ctx context.Context, w Work) (Work, bool, error) {
 }
 
 // ClaimWork moves the oldest pending work to started, owned by this process.
-func (s *SQLite) ClaimWork(ctx context.Context) (Work, error) {
+// On PostgreSQL the pick skips rows other claimers have locked, so claimers
+// in several processes each take a different item at once; the UPDATE
+// re-checks state = 'pending' on the row it locks either way.
+func (s *sqlStore) ClaimWork(ctx context.Context) (Work, error) {
 	now := s.clock()
 	var w Work
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx querier) error {
 		var err error
 		w, err = scanWork(tx.QueryRowContext(ctx, `UPDATE work SET state = 'started', attempts = attempts + 1, owner = ?, started_at = ?
-			WHERE id = (SELECT id FROM work WHERE state = 'pending' ORDER BY enqueued_at, id LIMIT 1)
+			WHERE id = (SELECT id FROM work WHERE state = 'pending' ORDER BY enqueued_at, id LIMIT 1`+tx.dialect().skipLocked+`)
 			RETURNING `+workColumns, s.owner, now.UnixNano()))
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNoWork
@@ -140,16 +143,16 @@ func (s *SQLite) ClaimWork(ctx context.Context) (Work, error) {
 	return w, nil
 }
 
-func auditWork(ctx context.Context, tx *sql.Tx, now time.Time, w Work, from WorkState) error {
+func auditWork(ctx context.Context, tx querier, now time.Time, w Work, from WorkState) error {
 	return appendAudit(ctx, tx, AuditEvent{At: now, RunID: w.RunID, Kind: AuditWorkState, Actor: w.Owner,
 		Detail: mustJSON(map[string]any{"work": w.ID, "from": from, "to": w.State, "attempts": w.Attempts})})
 }
 
 // CompleteWork moves started work to done.
-func (s *SQLite) CompleteWork(ctx context.Context, id string) (Work, error) {
+func (s *sqlStore) CompleteWork(ctx context.Context, id string) (Work, error) {
 	now := s.clock()
 	var w Work
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx querier) error {
 		var err error
 		w, err = scanWork(tx.QueryRowContext(ctx, `UPDATE work SET state = 'done', done_at = ?
 			WHERE id = ? AND state = 'started' RETURNING `+workColumns, now.UnixNano(), id))
@@ -172,8 +175,8 @@ func (s *SQLite) CompleteWork(ctx context.Context, id string) (Work, error) {
 }
 
 // GetWork returns one work item.
-func (s *SQLite) GetWork(ctx context.Context, id string) (Work, error) {
-	w, err := scanWork(s.db.QueryRowContext(ctx, `SELECT `+workColumns+` FROM work WHERE id = ?`, id))
+func (s *sqlStore) GetWork(ctx context.Context, id string) (Work, error) {
+	w, err := scanWork(s.read().QueryRowContext(ctx, `SELECT `+workColumns+` FROM work WHERE id = ?`, id))
 	if err != nil {
 		return Work{}, fmt.Errorf("get work %s: %w", id, notFound(err))
 	}

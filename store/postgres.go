@@ -1,0 +1,64 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// Postgres is the Store kept in a PostgreSQL database, which any number of
+// processes on any number of hosts may share. It runs the same queries as
+// SQLite through database/sql (pgx's stdlib driver), so both backends are
+// one implementation with one behaviour; the dialect fills in what
+// PostgreSQL needs to give the same guarantees with writers side by side:
+// a read that a transaction then writes on locks its rows (FOR UPDATE), a
+// work claim skips the rows other claimers hold (FOR UPDATE SKIP LOCKED),
+// and what has no row to lock yet (an alert's first delivery, a plan's
+// first proposal) takes a transaction-scoped advisory lock on its name.
+//
+// Ownership: the default liveness check (WithOwnerAlive) knows processes on
+// this host only and counts an owner on another host as gone, so until
+// replicas hold leases, the processes sharing one database must run on one
+// host, or MarkInterrupted in one of them interrupts the others' work.
+type Postgres struct {
+	sqlStore
+}
+
+var _ Store = (*Postgres)(nil)
+
+// postgresMaxConns caps the connections one store opens. Every write is
+// one short transaction, so a few connections serve many goroutines; the
+// cap keeps a fleet of replicas within the server's max_connections.
+const postgresMaxConns = 8
+
+// OpenPostgres opens the store in the PostgreSQL database named by dsn (a
+// postgres:// URL or a "key=value" connection string) and brings its schema
+// up to date. The password in dsn never appears in an error it returns.
+func OpenPostgres(ctx context.Context, dsn string, opts ...Option) (*Postgres, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	where := RedactDSN(dsn)
+	if o.owner == "" || o.alive == nil {
+		return nil, fmt.Errorf("open store %s: an owner and a liveness check are required", where)
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, redactErr(fmt.Errorf("open store %s: %w", where, err), dsn)
+	}
+	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
+		cfg.RuntimeParams["application_name"] = "runbot"
+	}
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(postgresMaxConns)
+	db.SetMaxIdleConns(postgresMaxConns)
+	s := &Postgres{sqlStore{db: db, d: postgresDialect, now: o.now, dedupWindow: o.dedupWindow, owner: o.owner, alive: o.alive}}
+	if err := s.migrate(ctx, postgresMigrations); err != nil {
+		_ = db.Close() // the migration error is the one to report
+		return nil, redactErr(fmt.Errorf("open store %s: %w", where, err), dsn)
+	}
+	return s, nil
+}

@@ -1,0 +1,183 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// sqlStore is the Store over database/sql that SQLite and Postgres share:
+// every query is written once, in SQLite's spelling, and the dialect
+// rewrites the few places where PostgreSQL differs (placeholders, row
+// locks, a JSON lookup). What a backend needs beyond that (how it opens,
+// its migrations) lives in its own file.
+type sqlStore struct {
+	db          *sql.DB
+	d           *dialect
+	now         func() time.Time
+	dedupWindow time.Duration
+	// owner names this process in the rows it claims (running runs,
+	// applying plans, started work), so that MarkInterrupted in another
+	// process can tell a live owner from a dead one.
+	owner string
+	// alive tells whether the owner of a row still runs.
+	alive func(owner string) bool
+	// writeSlot admits one write transaction of this process at a time,
+	// for SQLite only: SQLite allows one writer anyway, and queueing here
+	// hands the write lock over at once, where waiting inside SQLite's busy
+	// handler polls with sleeps. busy_timeout still arbitrates between
+	// processes. PostgreSQL runs writers side by side, so it has none.
+	writeSlot chan struct{}
+}
+
+// Close closes the database. Closing twice is harmless.
+func (s *sqlStore) Close() error { return s.db.Close() }
+
+// DB exposes the database handle for tests and for read-only tooling. Code
+// that writes through it bypasses the state machines and the audit log.
+func (s *sqlStore) DB() *sql.DB { return s.db }
+
+func (s *sqlStore) clock() time.Time { return s.now().UTC() }
+
+// read is the handle reads go through outside a transaction.
+func (s *sqlStore) read() querier { return conn{q: s.db, d: s.d} }
+
+// commitAnyway wraps an error that a transaction returns after doing work
+// that must be kept (e.g. expiring a plan while refusing a late approval).
+type commitAnyway struct{ err error }
+
+func (c commitAnyway) Error() string { return c.err.Error() }
+
+// write runs fn in one transaction and commits it when fn returns nil or
+// commitAnyway. On SQLite the transaction begins IMMEDIATE (the DSN says
+// so), which makes every read in it see what it then writes. On PostgreSQL
+// it runs at READ COMMITTED: the statements that read-then-write lock what
+// they read (dialect.forUpdate, lockKey), and compare-and-set updates
+// re-check their WHERE on the row they lock.
+func (s *sqlStore) write(ctx context.Context, fn func(tx querier) error) error {
+	if s.writeSlot != nil {
+		select {
+		case s.writeSlot <- struct{}{}:
+			defer func() { <-s.writeSlot }()
+		case <-ctx.Done():
+			return fmt.Errorf("wait to write: %w", ctx.Err())
+		}
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	ferr := fn(conn{q: tx, d: s.d})
+	var keep commitAnyway
+	if ferr != nil && !errors.As(ferr, &keep) {
+		_ = tx.Rollback() // fn's error is the one to report
+		return ferr
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	if ferr != nil {
+		return keep.err
+	}
+	return nil
+}
+
+// querier is what the queries need from a database or a transaction; conn
+// implements it for both, in the store's dialect.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	// dialect is how the database spells what SQLite and PostgreSQL
+	// spell differently.
+	dialect() *dialect
+}
+
+// sqlQuerier is what *sql.DB and *sql.Tx have in common.
+type sqlQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// conn runs the store's queries on a database or transaction, rewritten
+// for its dialect.
+type conn struct {
+	q sqlQuerier
+	d *dialect
+}
+
+func (c conn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return c.q.QueryRowContext(ctx, c.d.rebind(query), args...)
+}
+
+func (c conn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return c.q.QueryContext(ctx, c.d.rebind(query), args...)
+}
+
+func (c conn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return c.q.ExecContext(ctx, c.d.rebind(query), args...)
+}
+
+func (c conn) dialect() *dialect { return c.d }
+
+// lockKey serializes the transactions of every process that read-then-write
+// what key names (an alert fingerprint, a deployment's remediation) until
+// the transaction ends. On SQLite the write lock already does.
+func lockKey(ctx context.Context, tx querier, key string) error {
+	q := tx.dialect().lockKey
+	if q == "" {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, q, key); err != nil {
+		return fmt.Errorf("lock %s: %w", key, err)
+	}
+	return nil
+}
+
+// Times are stored as INTEGER nanoseconds since the Unix epoch, NULL for the
+// zero time: exact, compact and ordered, the same on both backends.
+func nanos(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, n.Int64).UTC()
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func jsonText(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
+
+func rawJSON(s sql.NullString) []byte {
+	if !s.Valid || s.String == "" {
+		return nil
+	}
+	return []byte(s.String)
+}
+
+// notFound turns sql.ErrNoRows into ErrNotFound.
+func notFound(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	return err
+}
