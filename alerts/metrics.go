@@ -2,6 +2,8 @@ package alerts
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/runbot/runbot/internal/promset"
 )
 
 // alertMetrics are the webhook's Prometheus metrics. Receiver implements
@@ -18,6 +20,8 @@ type alertMetrics struct {
 	ack           *prometheus.HistogramVec
 	depth         prometheus.GaugeFunc
 	capacity      prometheus.Gauge
+	// set is all of them, for Describe and Collect.
+	set promset.Set
 }
 
 func newAlertMetrics(depth func() float64, capacity int) *alertMetrics {
@@ -65,23 +69,12 @@ func newAlertMetrics(depth func() float64, capacity int) *alertMetrics {
 		}),
 	}
 	m.capacity.Set(float64(capacity))
+	m.set = promset.Set{m.notifications, m.rejected, m.alerts, m.deduped, m.unrouted, m.invalid, m.runs, m.ack, m.depth, m.capacity}
 	return m
 }
 
-func (m *alertMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.notifications, m.rejected, m.alerts, m.deduped, m.unrouted, m.invalid, m.runs, m.ack, m.depth, m.capacity}
-}
-
 // Describe implements prometheus.Collector.
-func (a *Receiver) Describe(ch chan<- *prometheus.Desc) {
-	for _, c := range a.metrics.collectors() {
-		c.Describe(ch)
-	}
-}
+func (a *Receiver) Describe(ch chan<- *prometheus.Desc) { a.metrics.set.Describe(ch) }
 
 // Collect implements prometheus.Collector.
-func (a *Receiver) Collect(ch chan<- prometheus.Metric) {
-	for _, c := range a.metrics.collectors() {
-		c.Collect(ch)
-	}
-}
+func (a *Receiver) Collect(ch chan<- prometheus.Metric) { a.metrics.set.Collect(ch) }

@@ -65,24 +65,6 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Options are what a Receiver works with besides its dispatcher.
-type Options struct {
-	// Store keeps the alerts' state and deliveries (required).
-	Store store.Store
-	// Chat, when set, gets the alerts' messages (and their runs go in
-	// their threads); without it alerts are logged and their runs still
-	// run and are recorded.
-	Chat chat.Chat
-	// Heartbeat, when set, gets the intake loop registered as
-	// Heartbeat; the loop beats at least every few seconds while it
-	// makes progress.
-	Heartbeat *heartbeat.Monitor
-	// Logger is slog.Default() when nil.
-	Logger *slog.Logger
-	// Now is the clock; the dispatcher's when nil.
-	Now func() time.Time
-}
-
 // Heartbeat is the heartbeat name of the alert intake loop.
 const Heartbeat = "alert intake"
 
@@ -146,8 +128,8 @@ type Receiver struct {
 
 // New checks the configuration, loads the credentials and compiles
 // the routes (the configured ones, then the catalog's triggers.alerts).
-func New(cfg Config, d *dispatch.Dispatcher, opts Options) (*Receiver, error) {
-	if d == nil || opts.Store == nil {
+func New(cfg Config, d *dispatch.Dispatcher, deps dispatch.TriggerDeps) (*Receiver, error) {
+	if d == nil || deps.Store == nil {
 		return nil, errors.New("alert webhook: a dispatcher and a store are required")
 	}
 	cfg = cfg.withDefaults()
@@ -159,22 +141,16 @@ func New(cfg Config, d *dispatch.Dispatcher, opts Options) (*Receiver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("alert routes: %w", err)
 	}
+	deps = d.ForTrigger(deps, "alerts")
 	a := &Receiver{
-		cfg: cfg, disp: d, store: opts.Store, chat: opts.Chat, auth: auth, routes: routes, queue: newAlertQueue(cfg.MaxQueue),
-		log: opts.Logger, now: opts.Now, beat: opts.Heartbeat,
+		cfg: cfg, disp: d, store: deps.Store, chat: deps.Chat, auth: auth, routes: routes, queue: newAlertQueue(cfg.MaxQueue),
+		log: deps.Logger, now: deps.Now, beat: deps.Heartbeat,
 		wake: make(chan struct{}, 1), tracks: map[string]*alertTrack{}, handled: make(chan struct{}),
 	}
 	if cfg.Generic != nil {
 		if a.generic, err = compileGeneric(*cfg.Generic); err != nil {
 			return nil, err
 		}
-	}
-	if a.log == nil {
-		a.log = slog.Default()
-	}
-	a.log = a.log.With("component", "alerts")
-	if a.now == nil {
-		a.now = d.Now
 	}
 	a.metrics = newAlertMetrics(func() float64 { return float64(a.queue.depth()) }, cfg.MaxQueue)
 	if a.beat != nil {

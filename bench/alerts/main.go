@@ -184,7 +184,7 @@ func wire(o options, tmp string, rec *slackrec.Recorder, st store.Store) (*alert
 			Match: map[string]string{"alertname": "BenchAlert"}, Runbook: "bench-probe",
 			Params: map[string]string{"host": "here", "instance": "{{ .labels.instance }}"},
 		}},
-	}, disp, alerts.Options{Store: st, Chat: sl, Logger: log})
+	}, disp, dispatch.TriggerDeps{Store: st, Chat: sl, Logger: log})
 	return intake, disp, err
 }
 

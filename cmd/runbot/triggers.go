@@ -9,6 +9,7 @@ import (
 	"github.com/runbot/runbot/alerts"
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/config"
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/schedule"
@@ -29,7 +30,7 @@ func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *
 		for _, r := range a.Routes {
 			ac.Routes = append(ac.Routes, alerts.Route{Match: r.Match, Runbook: r.Runbook, Params: r.Params})
 		}
-		rcv, err := alerts.New(ac, disp, alerts.Options{Store: d.st, Chat: disp.Chat(), Heartbeat: ready, Logger: d.log})
+		rcv, err := alerts.New(ac, disp, dispatch.TriggerDeps{Store: d.st, Chat: disp.Chat(), Heartbeat: ready, Logger: d.log})
 		if err != nil {
 			return err
 		}
