@@ -120,14 +120,15 @@ func (s *sqlStore) Enqueue(ctx context.Context, w Work) (Work, bool, error) {
 // ClaimWork moves the oldest pending work to started, owned by this process.
 // On PostgreSQL the pick skips rows other claimers have locked, so claimers
 // in several processes each take a different item at once; the UPDATE
-// re-checks state = 'pending' on the row it locks either way.
+// re-checks state = 'pending' on the row it locks either way, so a row
+// claimed by a transaction that committed meanwhile is never claimed again.
 func (s *sqlStore) ClaimWork(ctx context.Context) (Work, error) {
 	now := s.clock()
 	var w Work
 	err := s.write(ctx, func(tx querier) error {
 		var err error
 		w, err = scanWork(tx.QueryRowContext(ctx, `UPDATE work SET state = 'started', attempts = attempts + 1, owner = ?, started_at = ?
-			WHERE id = (SELECT id FROM work WHERE state = 'pending' ORDER BY enqueued_at, id LIMIT 1`+tx.dialect().skipLocked+`)
+			WHERE state = 'pending' AND id = (SELECT id FROM work WHERE state = 'pending' ORDER BY enqueued_at, id LIMIT 1`+tx.dialect().skipLocked+`)
 			RETURNING `+workColumns, s.owner, now.UnixNano()))
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNoWork

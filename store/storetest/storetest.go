@@ -15,7 +15,9 @@
 // trigger kinds), message references, plans and their state machine,
 // approvals bound to the plan hash, actions, the counts behind rate limits
 // and the circuit breaker, the audit trail, locks, the alert inbox and its
-// dedup, the work queue, and recovery after a process died. Several stores
+// dedup, the work queue, recovery after a process died, and the contested
+// calls of several replicas at once (claims, locks, alert dedup,
+// approvals, proposals, recovery). Several stores
 // opened on one database play several processes (a restart, a replica);
 // Options.Alive lets the suite declare one of them dead, so recovery is
 // tested without killing anything. What depends on how a backend is built
@@ -80,8 +82,8 @@ type group struct {
 
 // Run runs the conformance suite against the backend, one subtest per
 // group (Runs, Messages, Plans, Approvals, Actions, RateLimits, Audit,
-// Locks, Alerts, Work, Recovery) and per behaviour inside it, each on a new
-// database.
+// Locks, Alerts, Work, Recovery, Replicas) and per behaviour inside it,
+// each on a new database.
 func Run(t *testing.T, b Backend) {
 	for _, g := range []group{
 		{"Runs", runTests},
@@ -95,6 +97,7 @@ func Run(t *testing.T, b Backend) {
 		{"Alerts", alertTests},
 		{"Work", workTests},
 		{"Recovery", recoveryTests},
+		{"Replicas", replicaTests},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			for _, tc := range g.tests {
