@@ -1,25 +1,53 @@
 #!/usr/bin/env bash
 # Fan-out benchmark on systemd test hosts: the same five audit commands on N
-# hosts (default 20), run by runbot (one runbook, one step per command, every
-# host a target), by parallel-ssh and by Ansible ad-hoc, in one run.
+# hosts, for each N in NS (default "20 50"), in one run, by
+#
+#   runbot-shared  one runbook, one step per command, every host a target,
+#                  ssh.shared_session on: one SSH session per host
+#   runbot         the same runbook without it: one session per command
+#   ssh-parallel   OpenSSH, one `ssh` per host in parallel (& + wait), the five
+#                  commands joined into one line
+#   pssh-once      parallel-ssh called once with the joined line
+#   ansible-raw    Ansible ad-hoc `-m raw` once with the joined line
+#
+# The joined line separates each command's output and exit status with echo
+# markers, so the peers return what runbot returns; every tool's output is
+# checked. All verify host keys strictly against the same known_hosts and log
+# in with the same key. The peers get the cheapest key exchange
+# (OPENSSH_KEX, default curve25519-sha256, as bench/ssh/run.sh) and no
+# connection multiplexing, which a one-shot run cannot use.
 # Needs root (test hosts) and the Debian packages pssh and ansible.
 #
-#   sudo bench/fanout/run.sh            # N=20, 3 repetitions
-#   N=5 REPS=1 bench/fanout/run.sh
+#   sudo bench/fanout/run.sh                  # N=20 and 50, 3 repetitions
+#   NS=5 REPS=1 bench/fanout/run.sh
+#   RUNBOT_BIN=/path/to/runbot bench/fanout/run.sh   # instead of building ./cmd/runbot
+#
+# Besides wall time it reports CPU seconds: the client's (the tool and its
+# children) and the hosts' (their cgroups' cpuacct, when the machine has it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-N=${N:-20}
+NS=${NS:-20 50}
 REPS=${REPS:-3}
+OPENSSH_KEX=${OPENSSH_KEX-curve25519-sha256}
+TOOLS=${TOOLS:-runbot-shared runbot ssh-parallel pssh-once ansible-raw}
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+booted=0
+cleanup() {
+    rm -rf "$work"
+    if ((booted)); then bash test/testhost/down.sh >/dev/null 2>&1 || echo "test/testhost/down.sh failed; run it by hand" >&2; fi
+}
+trap cleanup EXIT
 
 for pkg in pssh ansible; do
     dpkg -s "$pkg" >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$pkg" >/dev/null; }
 done
-bash test/testhost/up.sh "$N" >/dev/null
+MAXN=0
+for n in $NS; do ((n > MAXN)) && MAXN=$n; done
+booted=1
+bash test/testhost/up.sh "$MAXN" >/dev/null
 # shellcheck disable=SC1091
 source /run/runbot-e2e/env
-go build -o "$work/runbot" ./cmd/runbot
+if [[ -n ${RUNBOT_BIN:-} ]]; then cp "$RUNBOT_BIN" "$work/runbot"; else go build -o "$work/runbot" ./cmd/runbot; fi
 
 # The five commands an auditor runs on every host.
 cmds=(
@@ -29,66 +57,176 @@ cmds=(
     "tr '\\0' ' ' < /proc/\$(systemctl show -p MainPID --value sglang-dsv4-decode)/cmdline | grep -c -- --disable-overlap-schedule || true"
     "grep -- --disaggregation-transfer-backend /root/serve_dsv4_decode.sh"
 )
+# The peers' one line: each command's output after a marker, its exit
+# status after it, so that what each command did stays separable.
+joined=""
+i=0
+for c in "${cmds[@]}"; do
+    i=$((i + 1))
+    joined+="echo ==rb-c$i; $c; echo ==rb-rc$i \$?; "
+done
 
-# runbot: one deployment whose roles are the N hosts; the runbook's five
-# steps each target all of them.
-hosts=$(awk '{print $1}' "$RUNBOT_TESTHOST_RUN/hosts.tsv" | head -n "$N")
-{
-    sed -n '/^hosts:/,/^deployments:/p' "$RUNBOT_TESTHOST_INVENTORY" | sed '$d'
-    echo "deployments:"
-    echo "  fleet:"
-    echo "    roles:"
-    for h in $hosts; do echo "      $h: {host: $h}"; done
-} > "$work/inventory.yaml"
-targets=$(echo "$hosts" | paste -sd, -)
-{
-    echo "name: fleet-audit"
-    echo "params: {deployment: {type: deployment, required: true}}"
-    echo "steps:"
-    i=0
-    for c in "${cmds[@]}"; do
-        i=$((i + 1))
-        printf '  - {id: c%d, check: command, target: [%s], with: {cmd: %s}}\n' "$i" "$targets" "$(printf '%s' "$c" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))')"
+ssh_opts=(-i "$RUNBOT_TESTHOST_KEY" -o IdentitiesOnly=yes -o UserKnownHostsFile="$RUNBOT_TESTHOST_KNOWN_HOSTS"
+    -o StrictHostKeyChecking=yes -o BatchMode=yes -o ControlMaster=no)
+[[ -n $OPENSSH_KEX ]] && ssh_opts+=(-o KexAlgorithms="$OPENSSH_KEX")
+
+# Per N: the runbot inventory and runbooks, the peers' host lists.
+setup_n() {
+    local n=$1 d="$work/n$1" hosts targets
+    mkdir -p "$d"
+    head -n "$n" "$RUNBOT_TESTHOST_RUN/hosts.tsv" > "$d/hosts.tsv"
+    hosts=$(awk '{print $1}' "$d/hosts.tsv")
+    {
+        sed -n '/^hosts:/,/^deployments:/p' "$RUNBOT_TESTHOST_INVENTORY" | sed '$d'
+        echo "deployments:"
+        echo "  fleet:"
+        echo "    roles:"
+        for h in $hosts; do echo "      $h: {host: $h}"; done
+    } > "$d/inventory.yaml"
+    targets=$(echo "$hosts" | paste -sd, -)
+    for shared in false true; do
+        {
+            echo "name: fleet-audit"
+            echo "params: {deployment: {type: deployment, required: true}}"
+            echo "ssh: {shared_session: $shared}"
+            echo "steps:"
+            i=0
+            for c in "${cmds[@]}"; do
+                i=$((i + 1))
+                printf '  - {id: c%d, check: command, target: [%s], with: {cmd: %s}}\n' "$i" "$targets" "$(printf '%s' "$c" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))')"
+            done
+        } > "$d/audit-$shared.yaml"
+        "$work/runbot" lint "$d/audit-$shared.yaml" >/dev/null
     done
-} > "$work/fleet-audit.yaml"
-"$work/runbot" lint "$work/fleet-audit.yaml" >/dev/null
+    awk -v key="$RUNBOT_TESTHOST_KEY" -v kh="$RUNBOT_TESTHOST_KNOWN_HOSTS" -v kex="$OPENSSH_KEX" '{
+        args = "-o UserKnownHostsFile=" kh " -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes"
+        if (kex != "") args = args " -o KexAlgorithms=" kex
+        printf "%s ansible_host=%s ansible_user=root ansible_ssh_private_key_file=%s ansible_ssh_common_args=\"%s\"\n", $1, $2, key, args }' \
+        "$d/hosts.tsv" > "$d/ansible.ini"
+    awk '{print "root@" $2}' "$d/hosts.tsv" > "$d/pssh.hosts"
+}
 
-# Ansible and parallel-ssh read the same hosts, key and known_hosts.
-awk -v key="$RUNBOT_TESTHOST_KEY" -v kh="$RUNBOT_TESTHOST_KNOWN_HOSTS" '{printf "%s ansible_host=%s ansible_user=root ansible_ssh_private_key_file=%s ansible_ssh_common_args=\"-o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes\"\n", $1, $2, key, kh}' \
-    <(head -n "$N" "$RUNBOT_TESTHOST_RUN/hosts.tsv") > "$work/ansible.ini"
-awk '{print "root@" $2}' <(head -n "$N" "$RUNBOT_TESTHOST_RUN/hosts.tsv") > "$work/pssh.hosts"
+verify_runbot() {
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); bad=[s for s in d["steps"] if s["status"]!="ok"]; n=len(d["steps"]); sys.exit(1 if bad or n!=5*int(sys.argv[2]) else 0)' "$1" "$2" ||
+        { echo "runbot: a step failed or is missing ($1)" >&2; return 1; }
+}
+# check_markers FILE COUNT: the last command's exit marker appears COUNT times.
+check_markers() {
+    local got
+    got=$(grep -c '^==rb-rc5 ' "$1" || true)
+    [[ $got == "$2" ]] || { echo "$1: $got of $2 hosts answered every command:" >&2; grep -v '^==rb-\|^[0-9a-z]' "$1" | sort | uniq -c | head -5 >&2; return 1; }
+}
+# run_TOOL N runs one fan-out; check_TOOL N verifies what it returned,
+# outside the timed part.
+run_runbot_shared() { run_runbot "$1" true; }
+check_runbot_shared() { verify_runbot "$work/n$1/runbot.out" "$1"; }
+run_runbot() {
+    local n=$1 shared=${2:-false} d="$work/n$1"
+    "$work/runbot" run "$d/audit-$shared.yaml" -i "$d/inventory.yaml" -p deployment=fleet --store "$work/rb.db" --format json > "$d/runbot.out"
+}
+check_runbot() { verify_runbot "$work/n$1/runbot.out" "$1"; }
+run_ssh_parallel() {
+    local n=$1 d="$work/n$1" name addr
+    rm -rf "$d/ssh.out" && mkdir -p "$d/ssh.out"
+    while read -r name addr _; do
+        ssh "${ssh_opts[@]}" "root@$addr" "$joined" > "$d/ssh.out/$name" 2>&1 &
+    done < "$d/hosts.tsv"
+    wait
+}
+check_ssh_parallel() { cat "$work/n$1/ssh.out"/* > "$work/n$1/ssh.all" && check_markers "$work/n$1/ssh.all" "$1"; }
+run_pssh_once() {
+    local n=$1 d="$work/n$1"
+    rm -rf "$d/pssh.out"
+    parallel-ssh -h "$d/pssh.hosts" -p "$n" -t 60 -o "$d/pssh.out" -x "${ssh_opts[*]}" "$joined" > /dev/null
+}
+check_pssh_once() { cat "$work/n$1/pssh.out"/* > "$work/n$1/pssh.all" && check_markers "$work/n$1/pssh.all" "$1"; }
+run_ansible_raw() {
+    local n=$1 d="$work/n$1"
+    # The test hosts have no Python, so Ansible runs the raw module (no
+    # module shipping: the cheapest Ansible can be). ANSIBLE_SSH_ARGS
+    # replaces its ControlPersist default, which a one-shot run cannot
+    # use and which would carry connections over from one repetition to
+    # the next.
+    ANSIBLE_HOST_KEY_CHECKING=True ANSIBLE_SSH_ARGS="-o ControlMaster=no" \
+        ansible all -i "$d/ansible.ini" -f "$n" -m raw -a "$joined" > "$d/ansible.out"
+}
+check_ansible_raw() { check_markers "$work/n$1/ansible.out" "$1"; }
 
 now() { date +%s.%N; }
-run_runbot() {
-    "$work/runbot" run "$work/fleet-audit.yaml" -i "$work/inventory.yaml" -p deployment=fleet --store "$work/rb.db" --format json > "$work/runbot.out"
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); bad=[s for s in d["steps"] if s["status"]!="ok"]; sys.exit(1 if bad else 0)' "$work/runbot.out"
-}
-run_pssh() {
-    for c in "${cmds[@]}"; do
-        parallel-ssh -h "$work/pssh.hosts" -p "$N" -t 60 -x "-i $RUNBOT_TESTHOST_KEY -o UserKnownHostsFile=$RUNBOT_TESTHOST_KNOWN_HOSTS -o StrictHostKeyChecking=yes" -i "$c" > /dev/null
+# machine_jiffies: busy CPU time of the whole machine, in jiffies.
+machine_jiffies() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+# hosts_ns: CPU time of every test host, from their cgroups, in ns; empty
+# when the machine has no cpuacct hierarchy for them.
+hosts_ns() {
+    local f
+    for f in /sys/fs/cgroup/cpu,cpuacct/runbot-e2e/cpuacct.usage /sys/fs/cgroup/cpuacct/runbot-e2e/cpuacct.usage; do
+        [[ -r $f ]] && { cat "$f"; return; }
     done
-}
-run_ansible() {
-    for c in "${cmds[@]}"; do
-        # The test hosts have no Python, so Ansible runs the raw module (no
-        # module shipping: the cheapest Ansible can be).
-        ANSIBLE_HOST_KEY_CHECKING=True ansible all -i "$work/ansible.ini" -f "$N" -m raw -a "$c" > /dev/null
+    for f in /sys/fs/cgroup/runbot-e2e/cpu.stat /sys/fs/cgroup/unified/runbot-e2e/cpu.stat; do
+        [[ -r $f ]] && { awk '/^usage_usec/ {printf "%.0f\n", $2 * 1000}' "$f"; return; }
     done
 }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+hz=$(getconf CLK_TCK)
 
-declare -A result
-for tool in runbot pssh ansible; do
-    times=()
-    for ((r = 1; r <= REPS; r++)); do
-        t0=$(now)
-        "run_$tool"
-        t1=$(now)
-        times+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}')")
+declare -A wall client hostcpu machine fails
+for n in $NS; do
+    setup_n "$n"
+    # One warm-up of each tool: page cache, the hosts' journal index. Hosts
+    # just booted may still refuse a few logins, so a warm-up may fail;
+    # the timed runs may not.
+    for tool in $TOOLS; do "run_${tool//-/_}" "$n" && "check_${tool//-/_}" "$n" || echo "warm-up of $tool at N=$n failed" >&2; done
+    for tool in $TOOLS; do
+        ts=() cs=() hs=() ms=()
+        fails[$tool,$n]=0
+        for ((r = 1; r <= REPS; r++)); do
+            h0=$(hosts_ns) m0=$(machine_jiffies)
+            TIMEFORMAT='%U %S'
+            t0=$(now)
+            { time "run_${tool//-/_}" "$n" 2> "$work/err"; } 2> "$work/time" || true
+            t1=$(now)
+            h1=$(hosts_ns) m1=$(machine_jiffies)
+            # A run whose output is incomplete does not count; it is
+            # repeated, at most twice per repetition, and reported.
+            if ! "check_${tool//-/_}" "$n"; then
+                cat "$work/err" >&2
+                fails[$tool,$n]=$((fails[$tool,$n] + 1))
+                ((fails[$tool,$n] <= 2 * REPS)) || { echo "$tool keeps failing at N=$n" >&2; exit 1; }
+                r=$((r - 1))
+                continue
+            fi
+            ts+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}')")
+            cs+=("$(awk '{printf "%.2f", $1 + $2}' "$work/time")")
+            ms+=("$(awk -v a="$m0" -v b="$m1" -v hz="$hz" 'BEGIN{printf "%.2f", (b-a)/hz}')")
+            if [[ -n $h0 && -n $h1 ]]; then hs+=("$(awk -v a="$h0" -v b="$h1" 'BEGIN{printf "%.2f", (b-a)/1e9}')"); else hs+=("-"); fi
+        done
+        wall[$tool,$n]=$(printf '%s\n' "${ts[@]}" | median)
+        client[$tool,$n]=$(printf '%s\n' "${cs[@]}" | median)
+        hostcpu[$tool,$n]=$(printf '%s\n' "${hs[@]}" | median)
+        machine[$tool,$n]=$(printf '%s\n' "${ms[@]}" | median)
+        echo "N=$n $tool: wall ${ts[*]} s; client cpu ${cs[*]} s; hosts cpu ${hs[*]} s; machine cpu ${ms[*]} s; failed runs ${fails[$tool,$n]}" >&2
     done
-    result[$tool]=$(printf '%s\n' "${times[@]}" | median)
-    echo "$tool: ${times[*]} s (median ${result[$tool]} s)"
 done
-awk -v r="${result[runbot]}" -v p="${result[pssh]}" -v a="${result[ansible]}" -v n="$N" 'BEGIN {
-    printf "\n| N hosts | runbot | parallel-ssh | ansible ad-hoc | pssh ÷ runbot | ansible ÷ runbot |\n|---:|---:|---:|---:|---:|---:|\n"
-    printf "| %d | %.2f s | %.2f s | %.2f s | %.1f× | %.1f× |\n", n, r, p, a, p/r, a/r }'
+
+echo
+echo "Fan-out benchmark, $(date -u +%Y-%m-%d), $(nproc) CPUs, load average before: $(cut -d' ' -f1-3 /proc/loadavg), median of $REPS, OpenSSH kex for the peers: ${OPENSSH_KEX:-default}"
+echo
+printf '| N hosts | tool | wall | client CPU | hosts CPU | machine CPU | failed runs |\n|---:|---|---:|---:|---:|---:|---:|\n'
+for n in $NS; do
+    for tool in $TOOLS; do
+        printf '| %s | %s | %.2f s | %.2f s | %s | %.2f s | %s |\n' "$n" "$tool" "${wall[$tool,$n]}" "${client[$tool,$n]}" \
+            "$([[ ${hostcpu[$tool,$n]} == - ]] && echo – || printf '%.2f s' "${hostcpu[$tool,$n]}")" "${machine[$tool,$n]}" "${fails[$tool,$n]}"
+    done
+done
+echo
+printf '| N hosts | runbot shared | best peer | best peer ÷ runbot shared | runbot unshared ÷ runbot shared |\n|---:|---:|---|---:|---:|\n'
+for n in $NS; do
+    best="" bt=""
+    for tool in ssh-parallel pssh-once ansible-raw; do
+        [[ -n ${wall[$tool,$n]:-} ]] || continue
+        if [[ -z $bt ]] || awk -v a="${wall[$tool,$n]}" -v b="$bt" 'BEGIN{exit !(a < b)}'; then best=$tool bt=${wall[$tool,$n]}; fi
+    done
+    [[ -n ${wall[runbot-shared,$n]:-} && -n $best ]] || continue
+    awk -v n="$n" -v r="${wall[runbot-shared,$n]}" -v u="${wall[runbot,$n]:-0}" -v b="$bt" -v name="$best" \
+        'BEGIN {printf "| %d | %.2f s | %s %.2f s | **%.2f×** | %.2f× |\n", n, r, name, b, b/r, u/r}'
+done
