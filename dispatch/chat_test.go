@@ -24,17 +24,33 @@ const opsChan = "C0OPS"
 // no Slack anywhere.
 func newChatDispatcher(t *testing.T, c chat.Chat) (*Dispatcher, *store.SQLite, string) {
 	t.Helper()
-	return newChatDispatcherWith(t, c, "testdata/runbooks", io.Discard)
+	return newChatDispatcherWith(t, c, testSetup{})
 }
 
-// newChatDispatcherWith is newChatDispatcher with the runbooks of dir,
-// logging to logs.
-func newChatDispatcherWith(t *testing.T, c chat.Chat, dir string, logs io.Writer) (*Dispatcher, *store.SQLite, string) {
+// testSetup changes what newChatDispatcherWith builds; zero values take
+// the defaults.
+type testSetup struct {
+	// runbooks is the catalog's directory (testdata/runbooks).
+	runbooks string
+	// logs gets the dispatcher's log (discarded).
+	logs io.Writer
+	// timeline draws the timeline picture (none).
+	timeline TimelineFunc
+}
+
+// newChatDispatcherWith is newChatDispatcher as setup says.
+func newChatDispatcherWith(t *testing.T, c chat.Chat, setup testSetup) (*Dispatcher, *store.SQLite, string) {
 	t.Helper()
 	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "runbot.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	catalog, problems, err := runbooks.LoadCatalog(dir)
+	if setup.runbooks == "" {
+		setup.runbooks = "testdata/runbooks"
+	}
+	if setup.logs == nil {
+		setup.logs = io.Discard
+	}
+	catalog, problems, err := runbooks.LoadCatalog(setup.runbooks)
 	require.NoError(t, err)
 	require.Empty(t, problems)
 	inv, err := inventory.Load("testdata/inventory.yaml")
@@ -42,7 +58,7 @@ func newChatDispatcherWith(t *testing.T, c chat.Chat, dir string, logs io.Writer
 	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
 	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}
 	d, err := New(Config{Channel: opsChan, UpdateInterval: 10 * time.Millisecond}, Deps{
-		Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Chat: c, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Chat: c, Logger: slog.New(slog.NewTextHandler(setup.logs, nil)), Timeline: setup.timeline,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {

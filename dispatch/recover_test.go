@@ -43,7 +43,7 @@ func TestRunLongerThanTheRecordDeadlineEndsDone(t *testing.T) {
 	t.Parallel()
 	rec := chattest.New()
 	logs := &syncbuf.Buffer{}
-	d, st, _ := newChatDispatcherWith(t, rec, "testdata/long", logs)
+	d, st, _ := newChatDispatcherWith(t, rec, testSetup{runbooks: "testdata/long", logs: logs})
 	_, err := d.Submit(t.Context(), Request{Runbook: "long-sleep", Params: map[string]string{"host": "here"}, RequestedBy: requester, Source: store.TriggerSlack})
 	require.NoError(t, err)
 	require.NoError(t, d.Idle(t.Context()))

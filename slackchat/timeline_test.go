@@ -3,7 +3,6 @@ package slackchat
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"image"
 	"image/color"
 	"image/png"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/slackchat/slackrec"
 	"github.com/runbot/runbot/store"
@@ -129,7 +127,9 @@ func withTimeline(h *harness, f *fakeTimeline) {
 }
 
 // The timeline picture goes into the run's thread after the message shows
-// the diagnosis, through Slack's three-step upload.
+// the diagnosis, through Slack's three-step upload. (What the dispatcher
+// uploads where, and what it does when drawing fails, is tested in
+// dispatch on the recording chat.)
 func TestTimelineUploadedIntoRunThreadAfterDiagnosis(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -162,24 +162,6 @@ func TestTimelineUploadedIntoRunThreadAfterDiagnosis(t *testing.T) {
 	require.NotEmpty(t, tl.reports[0].Diagnoses)
 }
 
-// A run posted into an alert's thread puts its picture in that thread.
-func TestTimelineFollowsAlertThread(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t)
-	up := recordUploads(t, h.rec)
-	withTimeline(h, &fakeTimeline{png: testPNG(t)})
-	_, err := h.disp.Submit(t.Context(), dispatch.Request{
-		Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": h.dir},
-		RequestedBy: "alertmanager", Source: store.TriggerAlert, Channel: "C0ALERTS", Thread: "1700000000.000001",
-	})
-	require.NoError(t, err)
-	h.idle()
-	calls := up.get()
-	require.Len(t, calls, 3)
-	require.Equal(t, "C0ALERTS", calls[2].Form.Get("channel_id"))
-	require.Equal(t, "1700000000.000001", calls[2].Form.Get("thread_ts"))
-}
-
 // A failed upload leaves the diagnosis in place and says so in one short
 // line in the thread.
 func TestTimelineUploadFailureIsNotedNotFatal(t *testing.T) {
@@ -205,46 +187,6 @@ func TestTimelineUploadFailureIsNotedNotFatal(t *testing.T) {
 	got, err := h.store.GetRun(t.Context(), run.ID)
 	require.NoError(t, err)
 	require.Equal(t, store.RunFinished, got.Status)
-}
-
-// A renderer error is noted the same way; a run with nothing to draw gets
-// no picture and no note; without a renderer nothing is uploaded.
-func TestTimelineRendererOutcomes(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		name    string
-		tl      *fakeTimeline
-		uploads int
-		note    string
-	}{
-		{name: "render error", tl: &fakeTimeline{err: errors.New("font cache exploded")}, note: "font cache exploded"},
-		{name: "nothing to draw", tl: &fakeTimeline{}},
-		{name: "no renderer"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			h := newHarness(t)
-			up := recordUploads(t, h.rec)
-			if c.tl != nil {
-				withTimeline(h, c.tl)
-			}
-			_, ts := h.runOnce("")
-			require.Len(t, up.get(), c.uploads)
-			var notes []string
-			for _, call := range h.rec.Calls("chat.postMessage") {
-				if call.Form.Get("thread_ts") == ts {
-					notes = append(notes, call.Text())
-				}
-			}
-			if c.note == "" {
-				require.Empty(t, notes)
-				return
-			}
-			require.Len(t, notes, 1)
-			require.Contains(t, notes[0], c.note)
-		})
-	}
 }
 
 func methods(calls []uploadCall) []string {

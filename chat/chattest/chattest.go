@@ -30,6 +30,13 @@ func (p Post) Last() chat.Message {
 	return p.Message
 }
 
+// Upload is one file uploaded into a thread.
+type Upload struct {
+	Channel string
+	Thread  string
+	File    chat.File
+}
+
 // Reply is one message shown to one person only.
 type Reply struct {
 	To      chat.Recipient
@@ -64,7 +71,7 @@ type Recorder struct {
 
 	mu      sync.Mutex
 	posts   []*Post
-	uploads []chat.File
+	uploads []Upload
 	replies []Reply
 	refused []Refusal
 	fail    map[Op][]error
@@ -142,13 +149,13 @@ func (r *Recorder) Update(_ context.Context, ref chat.Ref, m chat.Message) error
 }
 
 // Upload implements chat.Chat.
-func (r *Recorder) Upload(_ context.Context, _, _ string, f chat.File) error {
+func (r *Recorder) Upload(_ context.Context, channel, thread string, f chat.File) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := r.failing(OpUpload, "", chat.Message{Title: f.Title}); err != nil {
+	if err := r.failing(OpUpload, channel, chat.Message{Title: f.Title}); err != nil {
 		return err
 	}
-	r.uploads = append(r.uploads, f)
+	r.uploads = append(r.uploads, Upload{Channel: channel, Thread: thread, File: f})
 	r.recorded()
 	return nil
 }
@@ -199,11 +206,11 @@ func (r *Recorder) Posts() []Post {
 	return out
 }
 
-// Uploads returns the files uploaded so far.
-func (r *Recorder) Uploads() []chat.File {
+// Uploads returns the files uploaded so far, oldest first.
+func (r *Recorder) Uploads() []Upload {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]chat.File(nil), r.uploads...)
+	return append([]Upload(nil), r.uploads...)
 }
 
 // Replies returns the private replies so far, oldest first.
