@@ -59,3 +59,17 @@ func openTest(t testing.TB) (*store.SQLite, *storetest.Clock) {
 	c := storetest.NewClock()
 	return openAt(t, dbPath(t), store.WithNow(c.Now)), c
 }
+
+// postgresURL creates a new database on the test binary's PostgreSQL
+// cluster and returns its postgres:// URL.
+func postgresURL(t testing.TB) string { return pgtest.NewDatabase(t) }
+
+// openPostgresAt opens the PostgreSQL store at dsn and closes it when the
+// test ends.
+func openPostgresAt(t testing.TB, dsn string, opts ...store.Option) *store.Postgres {
+	t.Helper()
+	s, err := store.OpenPostgres(testCtx(t), dsn, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() }) // test cleanup
+	return s
+}

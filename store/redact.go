@@ -19,8 +19,8 @@ var kvPassword = regexp.MustCompile(`(password\s*=\s*)('(?:\\.|[^'\\])*'|\S+)`)
 // Everything else (user, host, database) stays, to tell stores apart.
 func RedactDSN(dsn string) string {
 	u, err := url.Parse(dsn)
-	if err != nil || u.Scheme == "" {
-		return kvPassword.ReplaceAllString(dsn, "${1}"+redactedPassword)
+	if err != nil || u.Scheme == "" || u.Opaque != "" {
+		return redactUserinfo(kvPassword.ReplaceAllString(dsn, "${1}"+redactedPassword))
 	}
 	if u.User != nil {
 		if _, ok := u.User.Password(); ok {
@@ -32,6 +32,33 @@ func RedactDSN(dsn string) string {
 		u.RawQuery = q.Encode()
 	}
 	return u.String()
+}
+
+// redactUserinfo redacts what would be a URL's password in text that does
+// not parse as a URL: after the scheme, between the first ':' and the last
+// '@' of the authority.
+func redactUserinfo(s string) string {
+	scheme, rest, ok := strings.Cut(s, ":")
+	if !ok || strings.ContainsAny(scheme, " =/") {
+		return s
+	}
+	prefix := scheme + ":"
+	if strings.HasPrefix(rest, "//") {
+		prefix, rest = prefix+"//", rest[2:]
+	}
+	authority, path := rest, ""
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		authority, path = rest[:i], rest[i:]
+	}
+	at := strings.LastIndexByte(authority, '@')
+	if at < 0 {
+		return s
+	}
+	user, _, hasPw := strings.Cut(authority[:at], ":")
+	if !hasPw {
+		return s
+	}
+	return prefix + user + ":" + redactedPassword + authority[at:] + path
 }
 
 // dsnPasswords lists the spellings of dsn's password that an error from
@@ -55,9 +82,14 @@ func dsnPasswords(dsn string) []string {
 		add(m[2])
 		add(strings.Trim(m[2], "'"))
 	}
-	// A raw userinfo the URL parser refused still holds the password
-	// between the first ':' after "://" and the last '@'.
-	if _, rest, ok := strings.Cut(dsn, "://"); ok {
+	// A raw userinfo the URL parser refused (or read as opaque) still
+	// holds the password between the first ':' and the last '@' of the
+	// authority.
+	if scheme, rest, ok := strings.Cut(dsn, ":"); ok && !strings.ContainsAny(scheme, " =/") {
+		rest = strings.TrimPrefix(rest, "//")
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			rest = rest[:i]
+		}
 		if at := strings.LastIndexByte(rest, '@'); at > 0 {
 			if _, p, ok := strings.Cut(rest[:at], ":"); ok {
 				add(p)

@@ -8,7 +8,8 @@
 //
 //	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 //
-// and a test asks for a database with NewDatabase. The cluster starts on
+// and a test asks for a database with NewDatabase, which returns its
+// postgres:// URL. The cluster starts on
 // the first NewDatabase, so a run that selects no PostgreSQL test pays
 // nothing. When the postgresql package is missing, NewDatabase fails the
 // test naming `apt-get install postgresql`, unless RUNBOT_SKIP_POSTGRES=1
@@ -22,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -243,9 +245,10 @@ func (c *Cluster) initAndStart() error {
 	return nil
 }
 
-// DSN is the connection string of database name on the cluster.
+// DSN is the URL of database name on the cluster, through its socket.
 func (c *Cluster) DSN(name string) string {
-	return fmt.Sprintf("host=%s port=5432 user=%s dbname=%s sslmode=disable", c.dir, superuser, name)
+	q := url.Values{"host": {c.dir}, "sslmode": {"disable"}}
+	return (&url.URL{Scheme: "postgres", User: url.User(superuser), Path: "/" + name, RawQuery: q.Encode()}).String()
 }
 
 func (c *Cluster) serverLog() string {
