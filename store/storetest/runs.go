@@ -18,6 +18,7 @@ var runTests = []test{
 	{"ListFilters", testListRunsFilters},
 	{"ListByRequesterAndParams", testListRunsByRequesterAndParams},
 	{"TriggerKinds", testTriggerKinds},
+	{"TimesAreExact", testRunTimesAreExact},
 }
 
 func testRunLifecycle(t *testing.T, e *Env) {
@@ -266,4 +267,25 @@ func testListRunsByRequesterAndParams(t *testing.T, e *Env) {
 		}
 		require.Equal(t, tc.want, ids, name)
 	}
+}
+
+// Record times keep their nanoseconds, and Since filters at exactly them:
+// a run started at t is listed for Since t and not for Since t+1ns, on
+// every backend alike.
+func testRunTimesAreExact(t *testing.T, e *Env) {
+	s, ctx := e.S, t.Context()
+	at := Epoch.Add(123456789 * time.Nanosecond)
+	r, err := s.CreateRun(ctx, store.Run{Runbook: "host-basics", Trigger: store.TriggerCLI, StartedAt: at})
+	require.NoError(t, err)
+	got, err := s.GetRun(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, at, got.StartedAt)
+	for since, want := range map[time.Time]int{at: 1, at.Add(time.Nanosecond): 0, at.Add(-time.Nanosecond): 1} {
+		runs, err := s.ListRuns(ctx, store.RunFilter{Since: since})
+		require.NoError(t, err)
+		require.Len(t, runs, want, "since %s", since.Format(time.RFC3339Nano))
+	}
+	events, err := s.Audit(ctx, store.AuditFilter{Since: Epoch.Add(time.Nanosecond)})
+	require.NoError(t, err)
+	require.Empty(t, events, "the run was audited at the clock's time, Epoch")
 }
