@@ -18,7 +18,7 @@ import (
 // Request is one trigger of a runbook, from any source.
 type Request struct {
 	// Key deduplicates: a request with the Key of earlier work is that
-	// work, not new work (a Slack trigger_id, an alert's TriggerKey, a
+	// work, not new work (a chat command's delivery ID, an alert's TriggerKey, a
 	// schedule's name and tick). Empty means no deduplication.
 	Key         string
 	Runbook     string
@@ -63,7 +63,7 @@ func (e *UnknownRunbookError) Error() string {
 
 // Dispatcher runs triggered runbooks. Submit validates and queues a
 // request durably; background workers claim queued work, run it, record
-// it in the store, keep its Slack message up to date, and propose the
+// it in the store, keep its chat message up to date, and propose the
 // remediation its diagnosis asks for. Approvals of that remediation come
 // back through Vote.
 type Dispatcher struct {

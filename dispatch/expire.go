@@ -14,7 +14,7 @@ const expiredShowTimeout = time.Minute
 // (store.ExpirePlans moved them) up to date: the plan reads "expired" and
 // its buttons are gone, so no one clicks Approve on a plan that can no
 // longer run. It returns at once; the updates run in the background so a
-// slow Slack never holds up the caller's loop.
+// slow chat never holds up the caller's loop.
 func (d *Dispatcher) ShowExpired(plans []store.Plan) {
 	for _, p := range plans {
 		err := d.tasks.Go("show expired plan", expiredShowTimeout, func(ctx context.Context) {

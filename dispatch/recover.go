@@ -16,7 +16,7 @@ const recoveredShowTimeout = time.Minute
 
 // ShowRecovered brings up to date the messages of what store.MarkInterrupted
 // recovered at start, so that nothing a dead process left still looks like
-// it is running or applying in Slack:
+// it is running or applying in the chat:
 //   - an interrupted run says so, and whether its work runs again (attempt
 //     n of store.MaxWorkAttempts) or was given up on;
 //   - a run whose report had been stored shows its result, and says it was
@@ -26,7 +26,7 @@ const recoveredShowTimeout = time.Minute
 //
 // It reads what each message should say from the store before it returns:
 // call it before Resume, while the requeued work is not claimed yet. The
-// Slack updates then run in the background, like ShowExpired's.
+// chat updates then run in the background, like ShowExpired's.
 func (d *Dispatcher) ShowRecovered(ctx context.Context, rec store.Recovery) {
 	// One message per run: a run and its plan may both have been
 	// recovered, and one update must say everything.

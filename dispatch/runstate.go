@@ -9,7 +9,7 @@ import (
 	"github.com/runbot/runbot/store"
 )
 
-// runState is what one run's Slack message shows: the run, its steps as
+// runState is what one run's chat message shows: the run, its steps as
 // they finish, its report, the proposed remediation with its approvals, and
 // the progress and outcome of applying it. The message is re-rendered from
 // it on every change, so it always shows the newest state.

@@ -11,7 +11,7 @@ import (
 
 // TimelineFunc renders a run's timeline picture as a PNG. A nil picture
 // with a nil error means the run recorded nothing worth drawing. The
-// binary passes timeline.ForSlack; the bot takes a function because its
+// binary passes timeline.ForSlack; the dispatcher takes a function because its
 // layering keeps it from importing the timeline package.
 type TimelineFunc func(rep *runbooks.Report) ([]byte, error)
 
@@ -56,7 +56,7 @@ func (d *Dispatcher) postTimeline(rs *runState, pl workPayload) {
 
 func (d *Dispatcher) uploadTimeline(ctx context.Context, rep *runbooks.Report, channel, thread string) error {
 	// The picture shows text from the report (log lines, params, probe
-	// labels), so it is redacted like every message: pixels in Slack are
+	// labels), so it is redacted like every message: pixels in a chat are
 	// as readable as text.
 	if d.redact != nil {
 		var err error

@@ -157,7 +157,7 @@ func (d *Dispatcher) postRun(ctx context.Context, rs *runState, pl workPayload) 
 	rs.mu.Unlock()
 }
 
-// show publishes the run's state and waits until Slack has it.
+// show publishes the run's state and waits until the chat has it.
 func (d *Dispatcher) show(ctx context.Context, rs *runState) {
 	rs.publish()
 	rs.mu.Lock()
