@@ -17,10 +17,16 @@ type Secret = secret.Ref
 
 // Config is a validated serve configuration.
 type Config struct {
-	File      string
-	Listen    string
-	TLS       *TLS
-	Store     string
+	File   string
+	Listen string
+	TLS    *TLS
+	// Store is where runbot keeps its state, as written: a SQLite file
+	// (a path, or sqlite:///path) or a PostgreSQL URL without a
+	// password. Empty when StoreDSN is set.
+	Store string
+	// StoreDSN refers to a PostgreSQL DSN that holds a password: the DSN
+	// is a secret, loaded by StoreLocation, never kept here.
+	StoreDSN  Secret
 	Inventory string
 	Runbooks  []string
 	Log       Log

@@ -54,7 +54,7 @@ func Parse(path string, data []byte) (*Config, error) {
 				d.Errorf(v, "tls needs cert and key")
 			}
 		case "store":
-			c.Store = d.String(v, "store")
+			c.Store, c.StoreDSN = decodeStore(d, v)
 		case "inventory":
 			c.Inventory = d.String(v, "inventory")
 		case "runbooks":
@@ -91,8 +91,8 @@ func Parse(path string, data []byte) (*Config, error) {
 			}
 		}
 	})
-	if c.Store == "" {
-		d.Errorf(root, "config: store is required (path of the SQLite file)")
+	if c.Store == "" && c.StoreDSN.IsZero() {
+		d.Errorf(root, "config: store is required (path of the SQLite file, or {env: NAME} or {file: /path} holding a postgres:// URL)")
 	}
 	d.Problems.Sort()
 	if err := d.Problems.Err(); err != nil {
