@@ -26,20 +26,29 @@ func defaultStorePath() string {
 	return filepath.Join(dir, "runbot", "runbot.db")
 }
 
-// openStore opens the SQLite store at path and recovers what a dead process
-// left. Everything after it needs only the store.Store interface.
-func openStore(ctx context.Context, path string, opts ...store.Option) (store.Store, error) {
-	st, _, err := openRecovered(ctx, path, opts...)
+// openStore opens the store at location (a SQLite path or sqlite:///path,
+// or a postgres:// URL) and recovers what a dead process left. Everything
+// after it needs only the store.Store interface.
+func openStore(ctx context.Context, location string, opts ...store.Option) (store.Store, error) {
+	st, _, err := openRecovered(ctx, location, opts...)
 	return st, err
 }
 
 // openRecovered opens the store and returns what its recovery changed, for
-// serve to bring the Slack messages of those runs and plans up to date.
-func openRecovered(ctx context.Context, path string, opts ...store.Option) (store.Store, store.Recovery, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, store.Recovery{}, fmt.Errorf("create store directory: %w", err)
+// serve to bring the Slack messages of those runs and plans up to date. A
+// SQLite file's directory is created first. Errors never hold a DSN's
+// password.
+func openRecovered(ctx context.Context, location string, opts ...store.Option) (store.Store, store.Recovery, error) {
+	loc, err := store.ParseLocation(location)
+	if err != nil {
+		return nil, store.Recovery{}, err
 	}
-	st, err := store.Open(ctx, path, opts...)
+	if loc.Backend == store.BackendSQLite {
+		if err := os.MkdirAll(filepath.Dir(loc.Path), 0o700); err != nil {
+			return nil, store.Recovery{}, fmt.Errorf("create store directory: %w", err)
+		}
+	}
+	st, err := store.OpenURL(ctx, location, opts...)
 	if err != nil {
 		return nil, store.Recovery{}, err
 	}
@@ -51,7 +60,7 @@ func openRecovered(ctx context.Context, path string, opts ...store.Option) (stor
 	rec, err := st.MarkInterrupted(ctx)
 	if err != nil {
 		_ = st.Close() // the recovery error is the one to report
-		return nil, store.Recovery{}, fmt.Errorf("recover the store: %w", err)
+		return nil, store.Recovery{}, fmt.Errorf("recover the store %s: %w", loc, err)
 	}
 	for _, id := range rec.Runs {
 		slog.Warn("run was interrupted: the process running it died before its report was stored", "run", id)
