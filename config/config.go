@@ -72,6 +72,7 @@ type Rule struct {
 	Users    []string
 	Groups   []string
 	Channels []string
+	At       Positions
 }
 
 // Alerts configures the Alertmanager webhook.
@@ -91,6 +92,7 @@ type Route struct {
 	Match   map[string]string
 	Runbook string
 	Params  map[string]string // templates over .labels and .annotations
+	At      Positions
 }
 
 // Schedule runs a runbook on a cron schedule.
@@ -110,6 +112,7 @@ type Schedule struct {
 	// starts, which config does not read.
 	Deployments string
 	Parallel    int
+	At          Positions
 }
 
 // DefaultScheduleParallel is how many deployments of a fleet audit run at

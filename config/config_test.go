@@ -55,9 +55,39 @@ func TestGroupsListOrSlackUsergroup(t *testing.T) {
 func TestFleetSchedules(t *testing.T) {
 	c, err := config.Load("testdata/good.yaml")
 	require.NoError(t, err)
+	for i := range c.Schedules {
+		require.NotEmpty(t, c.Schedules[i].At, "where schedule %d was written", i+1)
+		c.Schedules[i].At = nil
+	}
 	require.Equal(t, []config.Schedule{
 		{Runbook: "sglang-pd-audit", Cron: "*/10 * * * *", TimeZone: "UTC", Params: map[string]string{"deployment": "dsv4"}, Post: "on_change"},
 		{Runbook: "sglang-pd-audit", Cron: "0 * * * *", TimeZone: "UTC", Post: "on_change", Deployments: "all", Parallel: config.DefaultScheduleParallel},
 		{Runbook: "sglang-pd-audit", Cron: "30 * * * *", TimeZone: "UTC", Post: "on_failure", Deployments: "dsv4-*", Parallel: 2, Params: map[string]string{"samples": "3"}},
 	}, c.Schedules)
+}
+
+// An access rule that allows nobody, names a group defined nowhere or a
+// channel by its #name is refused where it was written: the checks the
+// chat commands would make at start-up, made while the file is read.
+func TestAccessRulesReportedAtTheirPosition(t *testing.T) {
+	src := `store: /tmp/x.db
+slack:
+  bot_token: {env: T}
+  signing_secret: {env: S}
+  channel: "#incidents"
+  authorize:
+    - {runbooks: ["*"], groups: [sre-oncal]}
+    - {runbooks: [host-basics], channels: [C0INCIDENTS]}
+    - {users: [U1], channels: ["#general"]}
+    - {runbooks: ["*"], groups: [S0ONCALL, sre-oncall]}
+groups:
+  sre-oncall: [U1]
+`
+	_, err := config.Parse("runbot.yaml", []byte(src))
+	require.Error(t, err)
+	require.Equal(t, `runbot.yaml:5:12: slack.channel: "#incidents" is not a Slack channel id (C…, G… or D…, as in the channel's details; not its #name)
+runbot.yaml:7:33: authorize rule: unknown group "sre-oncal": define it under groups: or name a Slack user group id (S…) (did you mean "sre-oncall"?)
+runbot.yaml:8:7: authorize rule: name who it allows: users (Slack user ids) or groups (a group of this file or a Slack user group id S…); a rule of runbooks and channels alone allows nobody
+runbot.yaml:9:7: authorize rule: runbooks is required (names, or "*" for all)
+runbot.yaml:9:31: authorize.channels: "#general" is not a Slack channel id (C…, G… or D…, as in the channel's details; not its #name)`, err.Error())
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path"
@@ -91,6 +92,9 @@ func Parse(path string, data []byte) (*Config, error) {
 			}
 		}
 	})
+	if c.Slack != nil {
+		checkRuleGroups(d, c)
+	}
 	if c.Store == "" && c.StoreDSN.IsZero() {
 		d.Errorf(root, "config: store is required (path of the SQLite file, or {env: NAME} or {file: /path} holding a postgres:// URL)")
 	}
@@ -128,6 +132,25 @@ func decodeGroup(d *yamlnode.Decoder, c *Config, name string, n *yaml.Node) {
 
 // slackUsergroupID is the shape of a Slack user group id.
 var slackUsergroupID = regexp.MustCompile(`^S[0-9A-Z]{2,}$`)
+
+// slackChannelID is the shape of a Slack conversation id: public (C),
+// private (G) or direct (D).
+var slackChannelID = regexp.MustCompile(`^[CGD][0-9A-Z]{2,}$`)
+
+// checkRuleGroups reports access rules naming a group that is neither in
+// groups: nor a Slack user group id, once the whole file is read (groups:
+// may come after slack:).
+func checkRuleGroups(d *yamlnode.Decoder, c *Config) {
+	names := slices.Sorted(maps.Keys(c.Groups))
+	for _, r := range c.Slack.Authorize {
+		for _, g := range r.Groups {
+			if _, ok := c.Groups[g]; ok || slackUsergroupID.MatchString(g) {
+				continue
+			}
+			d.ErrorAt(r.At.Of("groups"), "authorize rule: unknown group %q: define it under groups: or name a Slack user group id (S…)%s", g, yamlnode.DidYouMean(g, names))
+		}
+	}
+}
 
 func decodeSecret(d *yamlnode.Decoder, n *yaml.Node, what string) Secret {
 	var s Secret
@@ -170,6 +193,9 @@ func decodeSlack(d *yamlnode.Decoder, n *yaml.Node) *Slack {
 			s.AppToken = decodeSecret(d, v, "slack.app_token")
 		case "channel":
 			s.Channel = d.String(v, "slack.channel")
+			if !slackChannelID.MatchString(s.Channel) {
+				d.Errorf(v, "slack.channel: %q is not a Slack channel id (C…, G… or D…, as in the channel's details; not its #name)", s.Channel)
+			}
 		case "command":
 			s.Command = d.String(v, "slack.command")
 		case "api_url":
@@ -178,8 +204,9 @@ func decodeSlack(d *yamlnode.Decoder, n *yaml.Node) *Slack {
 			s.Redact = d.Strings(v, "slack.redact")
 		case "authorize":
 			d.Items(v, "slack.authorize", func(_ int, rv *yaml.Node) {
-				var r Rule
+				r := Rule{At: Positions{"": yamlnode.PosOf(rv)}}
 				d.Fields(rv, "authorize rule", []string{"runbooks", "users", "groups", "channels"}, func(key string, _, v *yaml.Node) {
+					r.At[key] = yamlnode.PosOf(v)
 					list := d.Strings(v, "authorize."+key)
 					switch key {
 					case "runbooks":
@@ -190,8 +217,19 @@ func decodeSlack(d *yamlnode.Decoder, n *yaml.Node) *Slack {
 						r.Groups = list
 					case "channels":
 						r.Channels = list
+						for _, ch := range list {
+							if !slackChannelID.MatchString(ch) {
+								d.Errorf(v, "authorize.channels: %q is not a Slack channel id (C…, G… or D…, as in the channel's details; not its #name)", ch)
+							}
+						}
 					}
 				})
+				if len(r.Runbooks) == 0 {
+					d.Errorf(rv, `authorize rule: runbooks is required (names, or "*" for all)`)
+				}
+				if len(r.Users)+len(r.Groups) == 0 {
+					d.Errorf(rv, "authorize rule: name who it allows: users (Slack user ids) or groups (a group of this file or a Slack user group id S…); a rule of runbooks and channels alone allows nobody")
+				}
 				s.Authorize = append(s.Authorize, r)
 			})
 		}
@@ -232,8 +270,9 @@ func decodeAlerts(d *yamlnode.Decoder, n *yaml.Node) *Alerts {
 			a.Channel = d.String(v, "alerts.channel")
 		case "routes":
 			d.Items(v, "alerts.routes", func(_ int, rv *yaml.Node) {
-				r := Route{}
+				r := Route{At: Positions{"": yamlnode.PosOf(rv)}}
 				d.Fields(rv, "alert route", []string{"match", "runbook", "params"}, func(key string, _, v *yaml.Node) {
+					r.At[key] = yamlnode.PosOf(v)
 					switch key {
 					case "match":
 						r.Match = d.StringMap(v, "route.match")
@@ -241,6 +280,7 @@ func decodeAlerts(d *yamlnode.Decoder, n *yaml.Node) *Alerts {
 						r.Runbook = d.String(v, "route.runbook")
 					case "params":
 						r.Params = d.StringMap(v, "route.params")
+						r.At.record("params.", v)
 					}
 				})
 				if r.Runbook == "" || len(r.Match) == 0 {
@@ -257,9 +297,10 @@ func decodeAlerts(d *yamlnode.Decoder, n *yaml.Node) *Alerts {
 }
 
 func decodeSchedule(d *yamlnode.Decoder, n *yaml.Node) Schedule {
-	s := Schedule{Post: "on_change", TimeZone: "UTC"}
+	s := Schedule{Post: "on_change", TimeZone: "UTC", At: Positions{"": yamlnode.PosOf(n)}}
 	var deployments, parallel *yaml.Node
 	d.Fields(n, "schedule", []string{"runbook", "cron", "timezone", "params", "post", "channel", "deployments", "parallel"}, func(key string, _, v *yaml.Node) {
+		s.At[key] = yamlnode.PosOf(v)
 		switch key {
 		case "runbook":
 			s.Runbook = d.String(v, "schedule.runbook")
@@ -275,6 +316,7 @@ func decodeSchedule(d *yamlnode.Decoder, n *yaml.Node) Schedule {
 			}
 		case "params":
 			s.Params = d.StringMap(v, "schedule.params")
+			s.At.record("params.", v)
 		case "post":
 			s.Post = d.String(v, "schedule.post")
 			if !slices.Contains([]string{"always", "on_change", "on_failure"}, s.Post) {
