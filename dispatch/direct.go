@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
@@ -99,30 +100,64 @@ func (d *Dispatcher) RunNow(ctx context.Context, req Direct) DirectResult {
 	if note != "" {
 		m.Notes = append(m.Notes, note)
 	}
-	if d.chat == nil {
-		d.log.Info("run result (no chat configured)", "run", run.ID, "runbook", run.Runbook, "outcome", run.Outcome, "note", note, "message", m.Text())
-		return res
+	res.Posted, res.Err = d.postRecorded(ctx, run, m, req.Channel, "")
+	return res
+}
+
+// ProposeInThread proposes the remediation a recorded run's diagnosis asks
+// for and posts the run, with the plan and its approval buttons, as a
+// reply in thread: a message the trigger posted itself, such as a fleet
+// audit's one message for all its deployments, under which each changed
+// deployment that needs a fix gets its own plan to approve. It posts
+// nothing and returns false when the diagnosis asks for no remediation.
+// The run's message becomes the reply, so that votes and the apply update
+// it there.
+func (d *Dispatcher) ProposeInThread(ctx context.Context, run store.Run, rep *runbooks.Report, channel, thread string) (bool, error) {
+	rb, nf := d.runbook(run.Runbook)
+	if nf != nil {
+		return false, nf
 	}
-	channel := req.Channel
+	p, err := d.engine.Prepare(ctx, rb, run.Params)
+	if err != nil {
+		return false, fmt.Errorf("propose for run %s: %w", run.ID, err)
+	}
+	prop, perr := d.rem.Propose(ctx, p, rep, run.RequestedBy)
+	if prop == nil && perr == nil {
+		return false, nil
+	}
+	rs := newRunState(run, rb)
+	rs.report = rep
+	if perr != nil {
+		rs.problem = "could not propose the remediation: " + perr.Error()
+	} else {
+		rs.proposal, rs.plan = prop, prop.Plan
+	}
+	return d.postRecorded(ctx, run, rs.view(), channel, thread)
+}
+
+// postRecorded posts a recorded run's message (in thread when set) and
+// records where it went; without a chat it is logged instead.
+func (d *Dispatcher) postRecorded(ctx context.Context, run store.Run, m chat.Message, channel, thread string) (bool, error) {
+	if d.chat == nil {
+		d.log.Info("run result (no chat configured)", "run", run.ID, "runbook", run.Runbook, "outcome", run.Outcome, "message", m.Text())
+		return false, nil
+	}
 	if channel == "" {
 		channel = d.channel
 	}
 	if channel == "" {
-		res.Err = errors.New("no channel to post to (configure the schedule's or the bot's channel)")
-		return res
+		return false, errors.New("no channel to post to (configure the schedule's or the bot's channel)")
 	}
 	pctx, cancel := recording(ctx, "posting run "+run.ID)
-	ref, err := d.chat.Post(pctx, channel, "", m)
+	ref, err := d.chat.Post(pctx, channel, thread, m)
 	cancel()
 	if err != nil {
-		res.Err = fmt.Errorf("post the result: %w", err)
-		return res
+		return false, fmt.Errorf("post the result: %w", err)
 	}
 	sctx, cancel := recording(ctx, "recording the message of run "+run.ID)
 	defer cancel()
 	if err := d.store.SetRunMessage(sctx, run.ID, ref); err != nil {
 		d.log.Warn("record run message", "run", run.ID, "err", err)
 	}
-	res.Posted = true
-	return res
+	return true, nil
 }

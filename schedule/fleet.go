@@ -30,6 +30,10 @@ type deploymentResult struct {
 	Err error
 	// Remediations are the remediations its diagnoses name.
 	Remediations []string
+	// run and report are the recorded run, for proposing its remediation
+	// once the firing's message is posted.
+	run    store.Run
+	report *runbooks.Report
 
 	HasPrev   bool
 	Prev      string
@@ -157,7 +161,8 @@ func (s *Scheduler) runFleet(ctx context.Context, e *scheduled) auditResult {
 
 // auditDeployment runs and records one deployment's run of a fleet audit,
 // without posting it or proposing its remediation (the firing's one
-// message names it instead), and reads its previous run.
+// message names it, and the plan goes in that message's thread), and reads
+// its previous run.
 func (s *Scheduler) auditDeployment(ctx context.Context, e *scheduled, dep string) deploymentResult {
 	params := maps.Clone(e.Params)
 	if params == nil {
@@ -168,7 +173,7 @@ func (s *Scheduler) auditDeployment(ctx context.Context, e *scheduled, dep strin
 		Runbook: e.Runbook, Params: params, Source: store.TriggerSchedule, RequestedBy: e.Name, Channel: e.Channel,
 		Post: func(context.Context, store.Run, *runbooks.Report) (bool, string) { return false, "" },
 	})
-	r := deploymentResult{Deployment: dep, RunID: out.Run.ID, Outcome: out.Run.Outcome, Err: out.Err}
+	r := deploymentResult{Deployment: dep, RunID: out.Run.ID, Outcome: out.Run.Outcome, Err: out.Err, run: out.Run, report: out.Report}
 	if r.Outcome == store.OutcomeNone && r.Err != nil {
 		r.Outcome = store.OutcomeError
 	}

@@ -124,9 +124,11 @@ func (s *Scheduler) postFleet(ctx context.Context, e *scheduled, results []deplo
 		return res
 	}
 	res.Posted = true
-	// The runs the message names know it, so that history and the daily
-	// summary count them as posted.
-	for _, r := range slices.Concat(plan.Shown, plan.NewOK) {
+	// Every run of the firing knows the message that reported it (by name,
+	// or counted among the unchanged), so that history finds it and the
+	// daily summary counts the message even when the runs it names moved
+	// on to their plan's reply below.
+	for _, r := range slices.Concat(plan.Shown, plan.NewOK, plan.Quiet) {
 		if r.RunID == "" {
 			continue
 		}
@@ -135,6 +137,17 @@ func (s *Scheduler) postFleet(ctx context.Context, e *scheduled, results []deplo
 			s.log.Warn("record run message", "run", r.RunID, "err", err)
 		}
 		cancel()
+	}
+	// A shown deployment whose diagnosis asks for a fix gets its plan,
+	// with its approval buttons, as a reply under the firing's message:
+	// seen there, it is the plan to approve, as a single audit's would be.
+	for _, r := range plan.Shown {
+		if len(r.Remediations) == 0 || r.report == nil {
+			continue
+		}
+		if _, err := s.disp.ProposeInThread(ctx, r.run, r.report, channel, ref.ID); err != nil {
+			s.log.Warn("fleet audit: remediation not proposed", "schedule", e.Name, "deployment", r.Deployment, "run", r.RunID, "err", err)
+		}
 	}
 	return res
 }
@@ -200,10 +213,7 @@ func fleetMessage(e *scheduled, p fleetPlan, total int) chat.Message {
 	m.Status = sec.Status
 	m.Sections = append(m.Sections, sec)
 	if len(remedies) > 0 {
-		// dispatch.Direct can either post a run with its proposal or
-		// neither; a fleet audit posts its runs only in this message, so
-		// it proposes nothing rather than a plan nobody sees.
-		m.Notes = append(m.Notes, fmt.Sprintf("Remediation not proposed by a fleet audit: %s. Run %s for that deployment to get the plan.", strings.Join(remedies, ", "), e.Runbook))
+		m.Notes = append(m.Notes, fmt.Sprintf("Remediation proposed in this message's thread, one plan per deployment: %s.", strings.Join(remedies, ", ")))
 	}
 	return m
 }

@@ -11,10 +11,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbot/runbot/chat"
+	"github.com/runbot/runbot/chat/chattest"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
-
 	"github.com/runbot/runbot/store"
 )
 
@@ -119,7 +120,21 @@ func TestFleetScheduleOnChange(t *testing.T) {
 	require.Contains(t, first, "fleet-2: first audit → critical (app_down) · run "+runOf(res, "fleet-2"))
 	require.Contains(t, first, "fleet-5: first audit → error (could not run: step probe: host far: host far uses ssh transport")
 	require.Contains(t, first, "First audit, ok: fleet-1, fleet-3, fleet-4")
-	require.Contains(t, first, "Remediation not proposed by a fleet audit: bring_up on fleet-2. Run fleet-check for that deployment to get the plan.")
+	require.Contains(t, first, "Remediation proposed in this message's thread, one plan per deployment: bring_up on fleet-2.")
+	// The plan is a reply under the fleet message, with its buttons, and
+	// is the plan of fleet-2's run of this firing.
+	replies := h.threadReplies(t, "first audit of 5")
+	require.Len(t, replies, 1)
+	require.Contains(t, replies[0].Text(), "fleet-2")
+	require.NotEmpty(t, replies[0].Buttons, "the plan can be approved where it is shown")
+	plans, err := h.store.ListPlans(t.Context(), store.PlanFilter{})
+	require.NoError(t, err)
+	require.Len(t, plans, 1)
+	require.Equal(t, runOf(res, "fleet-2"), plans[0].RunID)
+	fleet2, err := h.store.GetRun(t.Context(), runOf(res, "fleet-2"))
+	require.NoError(t, err)
+	require.NotNil(t, fleet2.Message)
+	require.Equal(t, replies[0].ref, *fleet2.Message, "votes update the reply that shows the plan")
 	require.NotContains(t, first, "batch")
 	firstRuns := map[string]string{}
 	for _, r := range res.Fleet {
@@ -155,6 +170,9 @@ func TestFleetScheduleOnChange(t *testing.T) {
 	for _, other := range []string{"fleet-1", "fleet-2", "fleet-4", "fleet-5"} {
 		require.NotContains(t, third, other)
 	}
+	replies = h.threadReplies(t, "1 of 5 deployment(s) changed")
+	require.Len(t, replies, 1, "only fleet-3, the one shown, gets a plan; fleet-2's still stands in the first thread")
+	require.Contains(t, replies[0].Text(), "fleet-3")
 
 	// Every run is in the store as a single scheduled run would be; the
 	// ones a message named know it.
@@ -179,21 +197,24 @@ func TestFleetScheduleOnChange(t *testing.T) {
 		}
 	}
 	require.Equal(t, map[string]int{"fleet-1": 3, "fleet-2": 3, "fleet-3": 3, "fleet-4": 3, "fleet-5": 3}, perDeployment)
-	wantPosted := map[string]bool{runOf(res, "fleet-3"): true}
+	wantPosted := map[string]bool{}
+	for _, r := range res.Fleet {
+		wantPosted[r.RunID] = true
+	}
 	for _, id := range firstRuns {
 		wantPosted[id] = true
 	}
-	require.Equal(t, wantPosted, posted, "the baseline's runs and fleet-3's last one were posted")
-	plans, err := h.store.ListPlans(t.Context(), store.PlanFilter{})
+	require.Equal(t, wantPosted, posted, "the runs of the two firings that posted know their message; the quiet firing's do not")
+	plans, err = h.store.ListPlans(t.Context(), store.PlanFilter{})
 	require.NoError(t, err)
-	require.Empty(t, plans, "a fleet audit proposes nothing: its runs are not shown on their own")
+	require.Len(t, plans, 2, "one plan per deployment shown with a fix: fleet-2 in firing 1, fleet-3 in firing 3")
 
 	// The daily summary counts messages, not runs named in them, and
 	// shows every deployment's latest state.
 	sum, err := h.sched.summaryView(t.Context())
 	require.NoError(t, err)
 	text := sum.Text()
-	require.Contains(t, text, "15 run(s): critical 4, error 3, ok 8; 2 posted")
+	require.Contains(t, text, "15 run(s): critical 4, error 3, ok 8; 4 posted", "two fleet messages and the two plans in their threads")
 	require.Contains(t, text, "Latest, per deployment (5 of 5): critical 2, error 1, ok 2")
 
 	// The same diagnosis from a single schedule is posted with its plan.
@@ -201,10 +222,36 @@ func TestFleetScheduleOnChange(t *testing.T) {
 	single := h.sched.runAudit(t.Context(), h.entry("single"))
 	require.NoError(t, single.Err)
 	require.True(t, single.Posted)
-	plans, err = h.store.ListPlans(t.Context(), store.PlanFilter{})
+	plans, err = h.store.ListPlans(t.Context(), store.PlanFilter{RunID: single.RunID})
 	require.NoError(t, err)
 	require.Len(t, plans, 1)
-	require.Equal(t, single.RunID, plans[0].RunID)
+}
+
+// threadReply is a message posted as a reply under another.
+type threadReply struct {
+	chat.Message
+	ref chat.Ref
+}
+
+// threadReplies returns the replies posted under the fleet message whose
+// text contains title.
+func (h *fleetHarness) threadReplies(t *testing.T, title string) []threadReply {
+	t.Helper()
+	var parent *chattest.Post
+	posts := h.chat.Posts()
+	for i := range posts {
+		if posts[i].Thread == "" && strings.Contains(posts[i].Message.Text(), title) {
+			parent = &posts[i]
+		}
+	}
+	require.NotNil(t, parent, "no message %q", title)
+	var out []threadReply
+	for _, p := range posts {
+		if p.Thread == parent.Ref.ID {
+			out = append(out, threadReply{Message: p.Last(), ref: p.Ref})
+		}
+	}
+	return out
 }
 
 // At the default bound the four deployments that can run all run at once,
