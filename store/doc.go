@@ -19,6 +19,18 @@
 // transactions queue on a channel rather than in SQLite's sleeping busy
 // handler, so open one SQLite per process and share it.
 //
+// OpenPostgres returns the PostgreSQL implementation, for several processes
+// (replicas) on several hosts sharing one database. It runs the same
+// queries as SQLite through database/sql and pgx: the queries are written
+// once in SQLite's spelling, and a small dialect (dialect.go) numbers the
+// placeholders, adds the row locks (FOR UPDATE, and FOR UPDATE SKIP LOCKED
+// for work claims) and advisory locks that give PostgreSQL's concurrent
+// writers the guarantees SQLite's single writer gives for free, and spells
+// the one JSON lookup differently. The conformance suite, replicas racing
+// each other included, holds both to the same behaviour. OpenURL opens
+// either from a location: a path or sqlite:///path, or postgres://...;
+// RedactDSN is the location fit for logs.
+//
 // Decisions that depend on time (lock expiry, approval expiry, dedup
 // windows) read the clock given by WithNow.
 //
@@ -77,6 +89,13 @@
 //	     requested_by, payload JSON, state, attempts, run_id, owner,
 //	     enqueued_at, started_at, done_at)
 //	    Accepted triggers: pending → started → done.
+//
+// The PostgreSQL schema (migrations/postgres) has the same tables and
+// columns, with BIGINT for the nanosecond times, TEXT COLLATE "C" for IDs
+// and keys (prefix lookups rely on byte order), an identity rowid on runs
+// and plans for the tie-breaks SQLite's rowid gives, and a trigger that
+// keeps the audit log append-only. Its versions are numbered apart from
+// SQLite's (PostgresSchemaVersion).
 //
 // # Ownership and recovery
 //

@@ -52,7 +52,7 @@ func parseLocation(location string) (Location, error) {
 		return Location{}, errors.New("store location is empty: give a SQLite path or a postgres:// URL")
 	case hasScheme && (scheme == "postgres" || scheme == "postgresql"):
 		if !strings.HasPrefix(rest, "//") {
-			return Location{}, fmt.Errorf("store location %s: a PostgreSQL location is a URL, %s://...", RedactDSN(location), scheme)
+			return Location{}, fmt.Errorf("store location %s: a PostgreSQL location is a URL such as %s://host/database", RedactDSN(location), scheme)
 		}
 		return Location{Backend: BackendPostgres, DSN: location}, nil
 	case hasScheme && scheme == "sqlite":
@@ -74,7 +74,7 @@ func parseLocation(location string) (Location, error) {
 		}
 		return Location{Backend: BackendSQLite, Path: path}, nil
 	case strings.Contains(location, "://"):
-		return Location{}, fmt.Errorf("store location %s: unknown scheme %q (want a SQLite path, sqlite:///path or postgres://...)",
+		return Location{}, fmt.Errorf("store location %s: unknown scheme %q (want a SQLite path, sqlite:///path or postgres://host/database)",
 			RedactDSN(location), scheme)
 	}
 	return Location{Backend: BackendSQLite, Path: location}, nil

@@ -148,9 +148,13 @@ func Start() (*Cluster, error) {
 	return c, nil
 }
 
+// initdbGlob is where the Debian postgresql package puts initdb, one
+// directory per major version.
+var initdbGlob = "/usr/lib/postgresql/*/bin/initdb"
+
 // serverBin finds the newest installed server's bin directory.
 func serverBin() (string, error) {
-	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	found, _ := filepath.Glob(initdbGlob)
 	if len(found) == 0 {
 		return "", ErrNotInstalled
 	}
@@ -204,8 +208,13 @@ func (c *Cluster) startWatchdog() error {
 	}
 	// read returns at EOF, when the test binary closed or lost the pipe.
 	script := `read -r _; if [ -f "$2/postmaster.pid" ]; then ` + stop + `; fi; rm -rf "$4"`
-	cmd := exec.Command("sh", "-c", script, "sh", pgctl, filepath.Join(c.dir, "data"), c.user, c.dir)
+	// No deadline: the watchdog lives as long as the test binary does.
+	cmd := exec.CommandContext(context.Background(), "sh", "-c", script, "sh", pgctl, filepath.Join(c.dir, "data"), c.user, c.dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The watchdog holds the binary's stderr until it is done, so whoever
+	// reads that to its end (go test, a test running this binary) knows
+	// the cluster is gone by then.
+	cmd.Stderr = os.Stderr
 	pipe, err := cmd.StdinPipe()
 	if err != nil {
 		return fmt.Errorf("start the cluster's watchdog: %w", err)
