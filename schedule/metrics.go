@@ -3,6 +3,7 @@ package schedule
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/runbot/runbot/internal/promset"
 	"github.com/runbot/runbot/store"
 )
 
@@ -56,20 +57,12 @@ func (m *scheduleMetrics) record(name string, res auditResult) {
 	}
 }
 
-func (m *scheduleMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.runs, m.posted, m.skipped, m.panics}
+func (m *scheduleMetrics) collectors() promset.Set {
+	return promset.Set{m.runs, m.posted, m.skipped, m.panics}
 }
 
 // Describe implements prometheus.Collector.
-func (s *Scheduler) Describe(ch chan<- *prometheus.Desc) {
-	for _, c := range s.metrics.collectors() {
-		c.Describe(ch)
-	}
-}
+func (s *Scheduler) Describe(ch chan<- *prometheus.Desc) { s.metrics.collectors().Describe(ch) }
 
 // Collect implements prometheus.Collector.
-func (s *Scheduler) Collect(ch chan<- prometheus.Metric) {
-	for _, c := range s.metrics.collectors() {
-		c.Collect(ch)
-	}
-}
+func (s *Scheduler) Collect(ch chan<- prometheus.Metric) { s.metrics.collectors().Collect(ch) }

@@ -85,22 +85,14 @@ type Config struct {
 	SummaryChannel string
 }
 
-// Options are the optional parts of a Scheduler.
+// Options are the optional parts of a Scheduler: what every trigger takes
+// (the store where the schedules' previous runs are read, for on_change
+// and the summary — without one, every run is posted as if its previous
+// run could not be read, and no summary is made; the chat that gets the
+// audit summaries; the heartbeat that gets the cron loop registered as
+// SchedulerHeartbeat; the logger and clock), and the fleet.
 type Options struct {
-	// Store is where the schedules' previous runs are read, for on_change
-	// and the summary; without one, every run is posted as if its
-	// previous run could not be read, and no summary is made.
-	Store store.Store
-	// Chat, when set, gets the audit summaries; without it they are
-	// logged. Runs post through the dispatch.Dispatcher's chat.
-	Chat chat.Chat
-	// Heartbeat, when set, gets the cron loop registered as
-	// SchedulerHeartbeat.
-	Heartbeat *heartbeat.Monitor
-	// Logger is slog.Default() when nil.
-	Logger *slog.Logger
-	// Now is the clock; the dispatcher's when nil.
-	Now func() time.Time
+	dispatch.TriggerDeps
 	// Fleet is the inventory fleet audits (Schedule.Deployments) pick
 	// their deployments from; a fleet schedule is refused without one.
 	Fleet *runbooks.Fleet
@@ -157,14 +149,8 @@ func New(cfg Config, d *dispatch.Dispatcher, opts Options) (*Scheduler, error) {
 	if d == nil {
 		return nil, errors.New("scheduler: a dispatcher is required")
 	}
-	s := &Scheduler{cfg: cfg, disp: d, store: opts.Store, chat: opts.Chat, fleet: opts.Fleet, log: opts.Logger, now: opts.Now, beat: opts.Heartbeat, metrics: newScheduleMetrics()}
-	if s.log == nil {
-		s.log = slog.Default()
-	}
-	s.log = s.log.With("component", "scheduler")
-	if s.now == nil {
-		s.now = d.Now
-	}
+	deps := d.ForTrigger(opts.TriggerDeps, "scheduler")
+	s := &Scheduler{cfg: cfg, disp: d, store: deps.Store, chat: deps.Chat, fleet: opts.Fleet, log: deps.Logger, now: deps.Now, beat: deps.Heartbeat, metrics: newScheduleMetrics()}
 	s.audit = s.runAudit
 	s.loc = time.Local
 	if cfg.TimeZone != "" {

@@ -66,7 +66,7 @@ func newScheduleHarness(t *testing.T, cfg func(dir string) Config) *scheduleHarn
 		Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Chat: h.chat, Logger: logger,
 	})
 	require.NoError(t, err)
-	h.sched, err = New(cfg(h.dir), h.disp, Options{Store: st, Chat: h.chat, Logger: logger, Fleet: &runbooks.Fleet{Inventory: inv}})
+	h.sched, err = New(cfg(h.dir), h.disp, Options{TriggerDeps: dispatch.TriggerDeps{Store: st, Chat: h.chat, Logger: logger}, Fleet: &runbooks.Fleet{Inventory: inv}})
 	require.NoError(t, err)
 	require.NoError(t, h.reg.Register(h.sched))
 	t.Cleanup(func() {
@@ -278,7 +278,7 @@ func newBubbleScheduler(t *testing.T, cfg Config, fn func(n int)) *bubbleSchedul
 	b := &bubbleScheduler{reg: prometheus.NewRegistry(), beat: heartbeat.New(nil)}
 	b.d = testDispatcher(t, testCatalog(t, "testdata/runbooks"), dispatch.Config{RunTimeout: time.Hour})
 	var err error
-	b.s, err = New(cfg, b.d, Options{Heartbeat: b.beat, Logger: log})
+	b.s, err = New(cfg, b.d, Options{TriggerDeps: dispatch.TriggerDeps{Heartbeat: b.beat, Logger: log}})
 	require.NoError(t, err)
 	require.NoError(t, b.reg.Register(b.s))
 	b.s.audit = func(ctx context.Context, e *scheduled) auditResult {

@@ -48,7 +48,7 @@ func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *
 		sc.Schedules = append(sc.Schedules, schedule.Schedule{Runbook: s.Runbook, Cron: s.Cron, TimeZone: s.TimeZone, Params: s.Params, Post: schedule.PostPolicy(s.Post), Channel: s.Channel,
 			Deployments: s.Deployments, Parallel: s.Parallel})
 	}
-	sched, err := schedule.New(sc, disp, schedule.Options{Store: d.st, Chat: disp.Chat(), Heartbeat: ready, Logger: d.log, Fleet: &runbooks.Fleet{Inventory: d.inv}})
+	sched, err := schedule.New(sc, disp, schedule.Options{TriggerDeps: dispatch.TriggerDeps{Store: d.st, Chat: disp.Chat(), Heartbeat: ready, Logger: d.log}, Fleet: &runbooks.Fleet{Inventory: d.inv}})
 	if err != nil {
 		return err
 	}
