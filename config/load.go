@@ -29,13 +29,36 @@ func Load(path string) (*Config, error) {
 
 // Parse validates config YAML.
 func Parse(path string, data []byte) (*Config, error) {
+	c, problems := decode(path, data)
+	if err := problems.Err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Check reads a config file and returns what of it decoded along with
+// every problem, so that a checker can go on to what the config names
+// (runbooks, deployments) and report all of it in one pass. The config is
+// nil only when the file is not YAML at all; with errors among the
+// problems it must not be served. err is for a file that cannot be read.
+func Check(path string) (*Config, yamlnode.Problems, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read config: %w", err)
+	}
+	c, problems := decode(path, data)
+	return c, problems, nil
+}
+
+func decode(path string, data []byte) (*Config, yamlnode.Problems) {
 	d := &yamlnode.Decoder{File: path}
-	c := &Config{File: path, Listen: "127.0.0.1:8080", Log: Log{Format: "text", Level: "info"}, ShutdownGrace: 30 * time.Second, Parallel: 4, Groups: map[string][]string{}, SlackUsergroups: map[string]string{}}
+	c := &Config{File: path, Listen: "127.0.0.1:8080", Log: Log{Format: "text", Level: "info"}, ShutdownGrace: 30 * time.Second, Parallel: 4, Groups: map[string][]string{}, SlackUsergroups: map[string]string{}, At: Positions{}}
 	root := d.Parse(data)
 	if root == nil {
-		return nil, d.Problems.Err()
+		return nil, d.Problems
 	}
 	d.Fields(root, "config", []string{"listen", "tls", "store", "inventory", "runbooks", "log", "groups", "slack", "alerts", "schedules", "shutdown_grace", "parallel"}, func(key string, _, v *yaml.Node) {
+		c.At[key] = yamlnode.PosOf(v)
 		switch key {
 		case "listen":
 			c.Listen = d.String(v, "listen")
@@ -99,10 +122,7 @@ func Parse(path string, data []byte) (*Config, error) {
 		d.Errorf(root, "config: store is required (path of the SQLite file, or {env: NAME} or {file: /path} holding a postgres:// URL)")
 	}
 	d.Problems.Sort()
-	if err := d.Problems.Err(); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return c, d.Problems
 }
 
 // decodeGroup reads one group: a list of Slack user ids, or a mapping

@@ -33,27 +33,47 @@ import (
 )
 
 func newServeCmd(g *globalFlags) *cobra.Command {
-	var cfgPath string
+	var (
+		cfgPath string
+		check   bool
+		over    checkOverrides
+	)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the daemon: Slack, the alert webhook, scheduled audits, health and metrics",
 		Long: "Runs runbot as a daemon configured by one YAML file (see deploy/runbot.yaml).\n" +
 			"/healthz and /readyz reflect the progress of the internal loops, not just that\n" +
 			"HTTP answers; under systemd (Type=notify) READY=1 is sent only once really ready,\n" +
-			"WATCHDOG=1 only while the loops make progress, STOPPING=1 on shutdown.",
+			"WATCHDOG=1 only while the loops make progress, STOPPING=1 on shutdown.\n\n" +
+			"With --check it reads the config, the inventory and every runbook, checks every\n" +
+			"reference between them, prints each problem as file:line:col and exits 1 if any\n" +
+			"is an error; it starts, opens and writes nothing. --inventory and --runbook-dir\n" +
+			"check against other files than the config names (before installing it).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfgPath == "" {
 				return errors.New("serve needs --config FILE")
 			}
-			cfg, err := config.Load(cfgPath)
+			if !check && (over.inventory != "" || over.runbooks != nil) {
+				return errors.New("--inventory and --runbook-dir go with --check: the daemon uses the paths its config names")
+			}
+			plan, problems, err := loadServePlan(cfgPath, g.runbookDirs, over)
 			if err != nil {
 				return err
 			}
-			return serve(cmd.Context(), cfg, g, sdNotify)
+			if check {
+				return reportCheck(cmd, cfgPath, problems)
+			}
+			if err := problems.Err(); err != nil {
+				return fmt.Errorf("config %s and what it names have errors (runbot serve --check lists them too):\n%w", cfgPath, err)
+			}
+			return serve(cmd.Context(), plan, sdNotify)
 		},
 	}
 	cmd.Flags().StringVarP(&cfgPath, "config", "c", os.Getenv("RUNBOT_CONFIG"), "config file (env RUNBOT_CONFIG)")
+	cmd.Flags().BoolVar(&check, "check", false, "check the config and everything it names, start nothing; exit 1 on errors")
+	cmd.Flags().StringVar(&over.inventory, "inventory", "", "with --check: the inventory to check against instead of the config's")
+	cmd.Flags().StringSliceVar(&over.runbooks, "runbook-dir", nil, "with --check: runbook directories instead of the config's runbooks:")
 	return cmd
 }
 
@@ -78,7 +98,8 @@ type daemonParts struct {
 	loops  sync.WaitGroup
 }
 
-func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notifier) error {
+func serve(ctx context.Context, plan *servePlan, notify notifier) error {
+	cfg, catalog, inv := plan.cfg, plan.catalog, plan.inv
 	log := newLogger(cfg.Log)
 	slog.SetDefault(log)
 	d := &daemonParts{log: log}
@@ -97,20 +118,6 @@ func serve(ctx context.Context, cfg *config.Config, g *globalFlags, notify notif
 		}
 	}()
 
-	dirs := append(append([]string(nil), g.runbookDirs...), cfg.Runbooks...)
-	catalog, problems, err := runbooks.LoadCatalog(dirs...)
-	if err != nil {
-		return err
-	}
-	if err := problems.Err(); err != nil {
-		return fmt.Errorf("runbooks have errors:\n%w", err)
-	}
-	inv := &inventory.Inventory{Hosts: map[string]*inventory.Host{}, Deployments: map[string]*inventory.Deployment{}}
-	if cfg.Inventory != "" {
-		if inv, err = inventory.Load(cfg.Inventory); err != nil {
-			return err
-		}
-	}
 	d.inv = inv
 	d.pool = remote.NewPool()
 	// Closing SSH connections at shutdown: a peer that already went away is
