@@ -12,9 +12,11 @@ import (
 // locks, the audit log, the alert inbox, the work queue and recovery after
 // a crash. The engine, the bot and the CLI depend on it, never on a backend.
 //
-// The SQLite implementation (Open) is the default; another backend (e.g.
-// PostgreSQL) implements the same interface and passes the same conformance
-// suite, package store/storetest. Every method is safe for concurrent use by
+// The SQLite implementation (Open) is the default, for one machine; the
+// PostgreSQL one (OpenPostgres) is for several processes on several hosts
+// sharing one database. Both implement the interface with the same queries
+// and pass the same conformance suite, package store/storetest; OpenURL
+// opens either from a location. Every method is safe for concurrent use by
 // several goroutines and by several processes that share the same database.
 type Store interface {
 	Runs
