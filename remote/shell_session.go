@@ -131,8 +131,11 @@ func startDriver(ctx context.Context, host string, sess *ssh.Session, release fu
 	go ss.readFrames(out)
 	go ss.pollWhileRunning()
 	go func() {
-		err := sess.Wait()
-		ss.die(fmt.Errorf("the shell session ended: %v", err))
+		if err := sess.Wait(); err != nil {
+			ss.die(fmt.Errorf("the shell session ended: %w", err))
+		} else {
+			ss.die(errors.New("the shell session ended"))
+		}
 	}()
 	return ss, nil
 }
@@ -186,7 +189,7 @@ func (ss *shellSession) close() {
 
 // lost is the error of a command whose session died under it.
 func (ss *shellSession) lost() error {
-	return fmt.Errorf("run command on %s: %w: %v", ss.host, ErrConnectionLost, ss.deadWhy)
+	return fmt.Errorf("run command on %s: %w: %w", ss.host, ErrConnectionLost, ss.deadWhy)
 }
 
 // send writes one request line.
