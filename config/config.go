@@ -42,6 +42,8 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// Parallel bounds runs executing at once.
 	Parallel int
+	// At is where each top-level key's value was written.
+	At Positions
 }
 
 // TLS is an optional certificate for the listener.

@@ -32,6 +32,17 @@ type sqlStore struct {
 	writeSlot chan struct{}
 }
 
+// Ping reads one row of runs (not just the connection's liveness, which
+// database/sql's own Ping checks): a database file gone bad or a closed
+// store fails it. The query is the same in both dialects.
+func (s *sqlStore) Ping(ctx context.Context) error {
+	var n int
+	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM (SELECT 1 FROM runs LIMIT 1) AS probe").Scan(&n); err != nil {
+		return fmt.Errorf("ping store: %w", err)
+	}
+	return nil
+}
+
 // Close closes the database. Closing twice is harmless.
 func (s *sqlStore) Close() error { return s.db.Close() }
 

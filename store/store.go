@@ -36,6 +36,9 @@ type Store interface {
 	// again; an interrupted plan is never resumed. Rows of processes that
 	// still run are left alone.
 	MarkInterrupted(ctx context.Context) (Recovery, error)
+	// Ping proves the store answers a query that reads it, cheaply: the
+	// daemon's readiness probe, run every few seconds.
+	Ping(ctx context.Context) error
 	// Close releases the store's resources.
 	Close() error
 }

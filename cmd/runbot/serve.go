@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/slack-go/slack"
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/commands"
@@ -171,13 +170,18 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 		if err := d.receiveSlack(runCtx, sl, cmds, mux); err != nil {
 			return err
 		}
-		d.slackCheck(runCtx, cfg, ready)
+		d.watch(runCtx, slackDependency(sl), ready)
 	}
 	if err := wireTriggers(runCtx, cfg, d, mux, reg, ready); err != nil {
 		return err
 	}
 	d.housekeeping(runCtx, live)
-	d.storeCheck(runCtx, ready)
+	d.watch(runCtx, storeDependency(st), ready)
+	deps := []string{"store"}
+	if sl != nil {
+		deps = append(deps, "slack")
+	}
+	reg.MustRegister(newDependencyGauges(ready, deps...))
 
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
@@ -291,70 +295,6 @@ func (d *daemonParts) housekeeping(ctx context.Context, live *heartbeat.Monitor)
 			}
 		}
 	})
-}
-
-// storeCheck proves the store is writable by taking and releasing a lock.
-func (d *daemonParts) storeCheck(ctx context.Context, ready *heartbeat.Monitor) {
-	ready.Register("store", 30*time.Second)
-	holder := fmt.Sprintf("health/%d", os.Getpid())
-	d.loops.Go(func() {
-		tick := time.NewTicker(5 * time.Second)
-		defer tick.Stop()
-		for {
-			cctx, cancel := context.WithTimeoutCause(ctx, 5*time.Second, errors.New("store write check took too long"))
-			l, err := d.st.Acquire(cctx, "health/"+holder, holder, 30*time.Second)
-			if err == nil {
-				err = d.st.Release(cctx, l)
-			}
-			cancel()
-			if err == nil {
-				ready.Beat("store")
-			} else if ctx.Err() == nil {
-				d.log.Warn("store is not writable", "err", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	})
-}
-
-// slackCheck proves Slack is reachable with auth.test.
-func (d *daemonParts) slackCheck(ctx context.Context, cfg *config.Config, ready *heartbeat.Monitor) {
-	ready.Register("slack", 3*time.Minute)
-	d.loops.Go(func() {
-		tick := time.NewTicker(60 * time.Second)
-		defer tick.Stop()
-		for {
-			if err := slackReachable(ctx, cfg.Slack); err == nil {
-				ready.Beat("slack")
-			} else if ctx.Err() == nil {
-				d.log.Warn("slack is not reachable", "err", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	})
-}
-
-func slackReachable(ctx context.Context, c *config.Slack) error {
-	token, err := c.BotToken.Load()
-	if err != nil {
-		return err
-	}
-	var opts []slack.Option
-	if c.APIURL != "" {
-		opts = append(opts, slack.OptionAPIURL(c.APIURL))
-	}
-	cctx, cancel := context.WithTimeoutCause(ctx, 10*time.Second, errors.New("slack auth.test took too long"))
-	defer cancel()
-	_, err = slack.New(token.Reveal(), opts...).AuthTestContext(cctx)
-	return err
 }
 
 // slackConfig maps the serve config onto the Slack platform's.

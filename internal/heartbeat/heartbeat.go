@@ -25,6 +25,9 @@ type loop struct {
 	maxGap time.Duration
 	last   time.Time
 	beaten bool
+	// failed is why the loop's last attempt failed, until it beats again:
+	// a probe that answers "down" is not waited out for maxGap.
+	failed string
 }
 
 // New returns a monitor using now as its clock (time.Now when nil).
@@ -48,7 +51,18 @@ func (m *Monitor) Beat(name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if l, ok := m.loops[name]; ok {
-		l.last, l.beaten = m.now(), true
+		l.last, l.beaten, l.failed = m.now(), true, ""
+	}
+}
+
+// Fail records that a loop's last attempt failed, and why: it is reported
+// at once, with the reason, until it beats again. Reasons must hold no
+// secret; they are shown on /readyz.
+func (m *Monitor) Fail(name string, reason error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l, ok := m.loops[name]; ok {
+		l.failed = reason.Error()
 	}
 }
 
@@ -57,13 +71,19 @@ type Stuck struct {
 	Loop  string
 	Since time.Duration
 	Max   time.Duration
+	// Failed is why its last attempt failed, when it did.
+	Failed string
 }
 
 func (s Stuck) String() string {
+	if s.Failed != "" {
+		return fmt.Sprintf("%s is down: %s", s.Loop, s.Failed)
+	}
 	return fmt.Sprintf("%s has made no progress for %s (limit %s)", s.Loop, s.Since.Round(time.Second), s.Max)
 }
 
-// Check returns the loops that are stuck, sorted by name; none means healthy.
+// Check returns the loops that are stuck or whose last attempt failed,
+// sorted by name; none means healthy.
 func (m *Monitor) Check() []Stuck {
 	var out []Stuck
 	for _, j := range m.joined {
@@ -73,8 +93,8 @@ func (m *Monitor) Check() []Stuck {
 	defer m.mu.Unlock()
 	now := m.now()
 	for name, l := range m.loops {
-		if gap := now.Sub(l.last); gap > l.maxGap {
-			out = append(out, Stuck{Loop: name, Since: gap, Max: l.maxGap})
+		if gap := now.Sub(l.last); gap > l.maxGap || l.failed != "" {
+			out = append(out, Stuck{Loop: name, Since: gap, Max: l.maxGap, Failed: l.failed})
 		}
 	}
 	slices.SortFunc(out, func(a, b Stuck) int { return strings.Compare(a.Loop, b.Loop) })

@@ -138,6 +138,11 @@ func New() *Recorder {
 		c.Handle("/chat.update", r.handler("chat.update", r.update))
 		c.Handle("/chat.postEphemeral", r.handler("chat.postEphemeral", r.postEphemeral))
 		c.Handle("/usergroups.users.list", r.handler("usergroups.users.list", r.groupMembers))
+		// auth.test is recorded so that a test can make it fail (FailNext):
+		// it is how the daemon probes that Slack answers.
+		c.Handle("/auth.test", r.handler("auth.test", func(url.Values) any {
+			return map[string]any{"ok": true, "url": "https://runbot-test.slack.com/", "team": "runbot-test", "user": "runbot", "team_id": "T0RUNBOT", "user_id": "U0RUNBOT"}
+		}))
 		c.Handle("/response/", r.handler("response_url", func(url.Values) any { return map[string]any{"ok": true} }))
 	})
 	r.srv.Start()

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/internal/heartbeat"
+	"github.com/runbot/runbot/internal/secret"
+	"github.com/runbot/runbot/slackchat"
+	"github.com/runbot/runbot/slackchat/slackrec"
+	"github.com/runbot/runbot/store"
+)
+
+// switchable is a probe a test turns down, hangs or brings back: the unit
+// under test is the loop, not what it probes (the tests below probe the
+// real store and the recording Slack).
+type switchable struct {
+	mu   sync.Mutex
+	err  error
+	hang bool
+}
+
+func (s *switchable) set(err error, hang bool) { s.mu.Lock(); s.err, s.hang = err, hang; s.mu.Unlock() }
+
+func (s *switchable) probe(ctx context.Context) error {
+	s.mu.Lock()
+	err, hang := s.err, s.hang
+	s.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return err
+}
+
+// TestReadinessFollowsProbes: /readyz and runbot_dependency_up follow the
+// store probe at production intervals: down at the first failed probe
+// (with its reason), down when the probe hangs past its timeout, ready
+// again at the first good one.
+func TestReadinessFollowsProbes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sw := &switchable{}
+		dep := dependency{name: "store", interval: storeProbeInterval, timeout: storeProbeTimeout, probe: sw.probe}
+		live, ready := heartbeat.New(nil), heartbeat.New(nil)
+		d := &daemonParts{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer func() { cancel(); d.loops.Wait() }()
+		d.watch(ctx, dep, ready)
+		gauges := newDependencyGauges(ready, "store")
+		h := healthHandlers{live: live, ready: ready}
+		readyz := func() (int, string, float64) {
+			rec := httptest.NewRecorder()
+			h.readyz(rec, httptest.NewRequest("GET", "/readyz", nil))
+			return rec.Code, strings.TrimSpace(rec.Body.String()), testutil.ToFloat64(gauges)
+		}
+		synctest.Wait()
+		code, body, up := readyz()
+		require.Equal(t, http.StatusOK, code, body)
+		require.Equal(t, 1.0, up)
+
+		sw.set(errors.New("ping store: sql: database is closed"), false)
+		time.Sleep(storeProbeInterval)
+		synctest.Wait()
+		code, body, up = readyz()
+		require.Equal(t, http.StatusServiceUnavailable, code)
+		require.Equal(t, "store is down: ping store: sql: database is closed", body)
+		require.Equal(t, 0.0, up)
+
+		sw.set(nil, true)
+		time.Sleep(storeProbeInterval + storeProbeTimeout)
+		synctest.Wait()
+		code, body, _ = readyz()
+		require.Equal(t, http.StatusServiceUnavailable, code)
+		require.Equal(t, "store is down: probe store: no answer within 2s", body)
+
+		sw.set(nil, false)
+		time.Sleep(storeProbeInterval)
+		synctest.Wait()
+		code, body, up = readyz()
+		require.Equal(t, http.StatusOK, code, body)
+		require.Equal(t, 1.0, up)
+	})
+}
+
+// TestStoreProbe: the store's probe reads the real SQLite store while it
+// is open and fails once it is closed.
+func TestStoreProbe(t *testing.T) {
+	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "runbot.db"))
+	require.NoError(t, err)
+	dep := storeDependency(st)
+	require.NoError(t, dep.probe(t.Context()))
+	require.NoError(t, st.Close())
+	require.ErrorContains(t, dep.probe(t.Context()), "ping store: sql: database is closed")
+}
+
+// TestSlackProbe: the Slack probe is auth.test through the Slack client,
+// against the recording Slack; a failing auth.test fails it with Slack's
+// answer and never the token.
+func TestSlackProbe(t *testing.T) {
+	rec := slackrec.New()
+	defer rec.Close()
+	t.Setenv("PROBE_BOT", "xoxb-probe-secret")
+	t.Setenv("PROBE_SIGN", "signing-secret")
+	sl, err := slackchat.New(slackchat.Config{
+		Transport: slackchat.TransportHTTP, BotToken: secret.Ref{Env: "PROBE_BOT"}, SigningSecret: secret.Ref{Env: "PROBE_SIGN"}, APIURL: rec.APIURL(),
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	require.NoError(t, err)
+	dep := slackDependency(sl)
+	require.NoError(t, dep.probe(t.Context()))
+	rec.FailNext("auth.test", slackrec.Failure{Error: "invalid_auth"})
+	err = dep.probe(t.Context())
+	require.ErrorContains(t, err, "slack auth.test: invalid_auth")
+	require.NotContains(t, err.Error(), "xoxb-probe-secret")
+	rec.FailNext("auth.test", slackrec.Failure{Status: http.StatusServiceUnavailable})
+	require.Error(t, dep.probe(t.Context()))
+	require.Len(t, rec.Calls("auth.test"), 3)
+	require.NoError(t, dep.probe(t.Context()), "back once Slack answers")
+}
+
+var _ prometheus.Collector = (*dependencyGauges)(nil)
