@@ -50,8 +50,10 @@ e2e-down:
 generate:
 	$(GO) test ./runbooks -run TestGeneratedFilesAreCurrent -update -count=1
 
+# demo asks before it applies the fix; without a terminal (CI, a pipe)
+# approve up front with `make demo ARGS=--yes`.
 demo: build
-	$(BIN)/runbot demo --sim $(BIN)/sglang-sim
+	$(BIN)/runbot demo --sim $(BIN)/sglang-sim $(ARGS)
 
 # release: static, stripped runbot binaries for linux/amd64 and linux/arm64
 # in dist/, with SHA256SUMS; VERSION defaults to `git describe`.

@@ -40,6 +40,7 @@ func newDemoCmd(g *globalFlags) *cobra.Command {
 		simPath string
 		yes     bool
 		keep    bool
+		dbPath  string
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -48,10 +49,15 @@ func newDemoCmd(g *globalFlags) *cobra.Command {
 			"the abort burst that wedges decode, runs sglang-pd-wedge, shows what the Slack message\n" +
 			"would show, asks for approval (--yes skips the prompt), applies the fix, verifies it,\n" +
 			"replays the burst to show the wedge no longer happens, and stops everything it started.\n" +
-			"With SLACK_BOT_TOKEN and SLACK_CHANNEL set, the messages are also posted to that channel.",
+			"With SLACK_BOT_TOKEN and SLACK_CHANNEL set, the messages are also posted to that channel.\n" +
+			"The runs and the audit trail are kept in --demo-store (runbot history --store FILE).\n" +
+			"Without a terminal to ask on, pass --yes (make demo ARGS=--yes).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d := &demo{out: newOutput(cmd.OutOrStdout()), in: cmd.InOrStdin(), yes: yes, keep: keep, g: g}
+			d := &demo{out: newOutput(cmd.OutOrStdout()), in: cmd.InOrStdin(), yes: yes, keep: keep, g: g, db: dbPath}
+			if f, ok := d.in.(*os.File); ok && !yes && !isTTY(f) {
+				d.out.printf("stdin is not a terminal: the approval will be read from it; to approve without asking, pass --yes (make demo ARGS=--yes)\n")
+			}
 			if err := d.findSim(simPath); err != nil {
 				return err
 			}
@@ -70,14 +76,17 @@ func newDemoCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&simPath, "sim", "", "path of the sglang-sim binary (default: next to runbot, then $PATH)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "approve the proposed fix without asking")
 	cmd.Flags().BoolVar(&keep, "keep", false, "leave the simulated deployment and its directory for a look afterwards")
+	cmd.Flags().StringVar(&dbPath, "demo-store", demoStorePath(), "SQLite file the demo's runs and audit trail are kept in, for a look afterwards")
 	return cmd
 }
 
 type demo struct {
-	out   *output
-	in    io.Reader
-	yes   bool
-	keep  bool
+	out  *output
+	in   io.Reader
+	yes  bool
+	keep bool
+	// db is the demo's store, kept after the demo (unlike dir).
+	db    string
 	g     *globalFlags
 	sim   string
 	dir   string
@@ -180,7 +189,10 @@ func (d *demo) run(ctx context.Context) (err error) {
 	time.Sleep(6 * time.Second)
 	done("decode is wedged; /health still says 200")
 
-	st, err := store.Open(ctx, filepath.Join(dir, "runbot.db"))
+	if err := os.MkdirAll(filepath.Dir(d.db), 0o700); err != nil {
+		return fmt.Errorf("make the demo store's directory: %w", err)
+	}
+	st, err := store.Open(ctx, d.db)
 	if err != nil {
 		return err
 	}
@@ -230,8 +242,14 @@ func (d *demo) run(ctx context.Context) (err error) {
 	d.slack(ctx, msg)
 
 	done = d.step("Approval: %s must approve (two-person rule: %s, who asked, cannot)", strings.Join(prop.Plan.Policy.Approvers, ", "), demoRequester)
-	if !d.yes && !d.confirm() {
-		return errors.New("not approved; nothing was changed")
+	if !d.yes {
+		answered, yes := d.confirm()
+		switch {
+		case !answered:
+			return errors.New("no answer to the approval prompt (stdin is not a terminal?); nothing was changed: approve without asking with --yes (make demo ARGS=--yes)")
+		case !yes:
+			return errors.New("not approved; nothing was changed")
+		}
 	}
 	res, err := rem.Vote(ctx, prop.Plan.ID, demoApprover, true, prop.Plan.Hash)
 	if err != nil {
@@ -275,8 +293,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 		return fmt.Errorf("expected healthy after the replayed burst, got %v", diagnosisNames(after))
 	}
 	done("same burst, no wedge: diagnosis healthy")
-	d.out.printf("\nDemo finished in %s. Runs and the audit trail are in %s (runbot history --store …).\n",
-		time.Since(d.start).Round(time.Second), filepath.Join(dir, "runbot.db"))
+	d.out.printf("\nDemo finished in %s.\n", time.Since(d.start).Round(time.Second))
 	return nil
 }
 
@@ -303,10 +320,31 @@ func diagnosisNames(rep *runbooks.Report) []string {
 	return out
 }
 
-func (d *demo) confirm() bool {
+// confirm asks for the approval; answered is false when stdin ended
+// without a line (no terminal, /dev/null), which is not a "no".
+func (d *demo) confirm() (answered, yes bool) {
 	d.out.printf("      Approve as %s? [y/N] ", demoApprover)
-	line, _ := bufio.NewReader(d.in).ReadString('\n')
-	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(line)), "y")
+	line, err := bufio.NewReader(d.in).ReadString('\n')
+	if err != nil && strings.TrimSpace(line) == "" {
+		d.out.printf("\n")
+		return false, false
+	}
+	return true, strings.HasPrefix(strings.ToLower(strings.TrimSpace(line)), "y")
+}
+
+// demoStorePath is the demo's own store beside the default one, in the
+// user's state directory: the demo's runs are kept for a look afterwards
+// without mixing them into the runs of real deployments.
+func demoStorePath() string {
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "runbot-demo.db"
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "runbot", "demo.db")
 }
 
 // slack posts to a real channel when the environment names one.
@@ -330,6 +368,9 @@ func (d *demo) cleanup() {
 	}
 	if d.dir == "" {
 		return
+	}
+	if fileExists(d.db) {
+		d.out.printf("The demo's runs and audit trail are kept in %s: runbot history --store %s\n", d.db, d.db)
 	}
 	if d.keep {
 		d.out.printf("Kept the deployment in %s (stop it with: %s down --dir %s)\n", d.dir, d.sim, d.dir)

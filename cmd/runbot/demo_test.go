@@ -34,8 +34,9 @@ func TestDemoRunsEveryStage(t *testing.T) {
 	rec := slackrec.New()
 	t.Cleanup(rec.Close)
 	var out bytes.Buffer
+	state := t.TempDir()
 	cmd := exec.Command(runbot, "demo", "--sim", sim, "--yes")
-	cmd.Env = append(os.Environ(), "SLACK_BOT_TOKEN=xoxb-demo", "SLACK_CHANNEL=C0DEMO", "SLACK_API_URL="+rec.APIURL())
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state, "SLACK_BOT_TOKEN=xoxb-demo", "SLACK_CHANNEL=C0DEMO", "SLACK_API_URL="+rec.APIURL())
 	cmd.Stdout, cmd.Stderr = &out, &out
 	require.NoError(t, cmd.Run(), out.String())
 	text := out.String()
@@ -55,6 +56,13 @@ func TestDemoRunsEveryStage(t *testing.T) {
 	}
 	require.Equal(t, 2, strings.Count(text, "--disable-overlap-schedule \\"), "the diff adds the flag to both serve scripts")
 
+	// The store it names is there afterwards, with the demo's runs.
+	db := filepath.Join(state, "runbot", "demo.db")
+	require.Contains(t, text, "The demo's runs and audit trail are kept in "+db+": runbot history --store "+db)
+	hist, err := exec.Command(runbot, "history", "--store", db).CombinedOutput()
+	require.NoError(t, err, "%s", hist)
+	require.Contains(t, string(hist), "sglang-pd-wedge")
+
 	posts := rec.Calls("chat.postMessage")
 	require.Len(t, posts, 2, "the diagnosis and the outcome go to Slack")
 	require.Equal(t, "C0DEMO", posts[0].Form.Get("channel"))
@@ -68,10 +76,31 @@ func TestDemoDeclinedChangesNothing(t *testing.T) {
 	runbot, sim := buildBinaries(t)
 	var out bytes.Buffer
 	cmd := exec.Command(runbot, "demo", "--sim", sim)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
 	cmd.Stdin = strings.NewReader("n\n")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	require.Error(t, err)
 	require.Contains(t, out.String(), "not approved; nothing was changed")
 	require.NotContains(t, out.String(), "[6/7]")
+}
+
+// TestDemoWithoutTerminalSaysHowToApprove: with stdin not a terminal and
+// nothing on it (CI, make demo in a script), the demo says at once that
+// it cannot ask, and stops at the approval naming --yes and make's ARGS,
+// having changed nothing; make demo passes ARGS on.
+func TestDemoWithoutTerminalSaysHowToApprove(t *testing.T) {
+	runbot, sim := buildBinaries(t)
+	cmd := exec.Command(runbot, "demo", "--sim", sim) // stdin is /dev/null
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	text := string(out)
+	require.True(t, strings.HasPrefix(text, "stdin is not a terminal: the approval will be read from it; to approve without asking, pass --yes (make demo ARGS=--yes)\n"), text)
+	require.Contains(t, text, "no answer to the approval prompt (stdin is not a terminal?); nothing was changed: approve without asking with --yes (make demo ARGS=--yes)")
+	require.NotContains(t, text, "[6/7]")
+
+	dry, err := exec.Command("make", "-C", "../..", "-n", "demo", "ARGS=--yes").CombinedOutput()
+	require.NoError(t, err, "%s", dry)
+	require.Regexp(t, `(?m)^bin/runbot demo --sim bin/sglang-sim --yes$`, string(dry))
 }
