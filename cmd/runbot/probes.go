@@ -69,14 +69,13 @@ func probeLoop(ctx context.Context, dep dependency, ready *heartbeat.Monitor, lo
 		if ctx.Err() != nil {
 			return
 		}
-		switch {
-		case err == nil:
+		if err == nil {
 			ready.Beat(dep.name)
 			if !up {
 				log.Info("dependency is back", "dependency", dep.name)
 			}
 			up = true
-		default:
+		} else {
 			ready.Fail(dep.name, err)
 			if up {
 				log.Warn("dependency is down: not ready", "dependency", dep.name, "err", err)
