@@ -128,10 +128,10 @@ func (SystemdRestart) Plan(ctx context.Context, env Env) (Plan, error) {
 	}
 	summary += "; now " + strings.Join(now, ", ")
 	return Plan{
-		Action:      systemdRestartType.Spec.Name,
-		Target:      env.Target.Name(),
-		Summary:     summary,
-		Commands:    cmds,
+		Action:   systemdRestartType.Spec.Name,
+		Target:   env.Target.Name(),
+		Summary:  summary,
+		Commands: cmds,
 		// The processes are part of what was approved: the plan shows
 		// "MainPID 1234", and a unit that has restarted since (a crash, a
 		// colleague) is not the state the approvers looked at, so the
