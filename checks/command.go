@@ -20,7 +20,7 @@ type CommandOutput struct {
 	Stdout    string            `expr:"stdout" json:"stdout" doc:"standard output, capped"`
 	Stderr    string            `expr:"stderr" json:"stderr" doc:"standard error, capped"`
 	Truncated bool              `expr:"truncated" json:"truncated" doc:"output was longer than the cap"`
-	Values    map[string]string `expr:"values" json:"values" doc:"named values extracted from stdout by the extract patterns"`
+	Values    map[string]string `expr:"values" json:"values" doc:"named values extracted from stdout by the extract patterns; a name whose pattern did not match is absent, so read one that may be missing as get(steps.ID.values, \"NAME\") ?? \"DEFAULT\" (values[\"NAME\"] gives \"\", which ?? does not replace)"`
 }
 
 var commandType = Type{

@@ -113,6 +113,11 @@ func (l *loader) validate() {
 					bad = true
 					break
 				}
+				if err := checkValuesKey(rb, c.idents); err != nil {
+					l.exprErr(w.node, c.at, "when: %v", err)
+					bad = true
+					break
+				}
 			}
 		}
 		if bad {

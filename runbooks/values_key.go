@@ -1,0 +1,60 @@
+package runbooks
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/runbot/runbot/internal/yamlnode"
+)
+
+// checkValuesKey refuses a read of a command step's values under a name
+// its extract patterns do not declare (steps.ID.values["NAME"], or
+// steps.ID.ROLE.values.NAME): values is a map, so the type check lets any
+// name through, and a misspelt one would read "" on every run, quietly
+// turning a finding false or inconclusive.
+func checkValuesKey(rb *Runbook, idents []string) error {
+	if len(idents) < 4 || idents[0] != "steps" {
+		return nil
+	}
+	s := rb.step(idents[1])
+	if s == nil {
+		return nil
+	}
+	i := 2
+	if len(s.Targets) > 1 && slices.Contains(s.Targets, idents[2]) {
+		i = 3
+	}
+	if len(idents) <= i+1 || idents[i] != "values" {
+		return nil
+	}
+	keys, known := extractKeys(s)
+	name := idents[i+1]
+	if !known || slices.Contains(keys, name) {
+		return nil
+	}
+	declared := "none"
+	if len(keys) > 0 {
+		declared = strings.Join(keys, ", ")
+	}
+	return fmt.Errorf("step %s extracts no value %q (extract: %s)%s", s.ID, name, declared, yamlnode.DidYouMean(name, keys))
+}
+
+// extractKeys returns the names a command step's extract patterns set, and
+// whether they are known at load time (the step runs the command check,
+// and its extract is a literal map).
+func extractKeys(s *Step) ([]string, bool) {
+	if s.Check != "command" {
+		return nil, false
+	}
+	av := s.With["extract"]
+	if av == nil {
+		return nil, true
+	}
+	m, ok := av.Raw.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	return slices.Sorted(maps.Keys(m)), true
+}
