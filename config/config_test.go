@@ -91,3 +91,22 @@ runbot.yaml:8:7: authorize rule: name who it allows: users (Slack user ids) or g
 runbot.yaml:9:7: authorize rule: runbooks is required (names, or "*" for all)
 runbot.yaml:9:31: authorize.channels: "#general" is not a Slack channel id (C…, G… or D…, as in the channel's details; not its #name)`, err.Error())
 }
+
+// A route's /regex/ and a redaction pattern that do not compile are
+// reported where they were written.
+func TestRegexpsReportedAtTheirPosition(t *testing.T) {
+	src := `store: /tmp/x.db
+slack:
+  bot_token: {env: T}
+  signing_secret: {env: S}
+  redact: ['ok', '(unclosed']
+alerts:
+  bearer_token: {env: A}
+  routes:
+    - {match: {alertname: '/Hang[/'}, runbook: sglang-pd-wedge}
+`
+	_, err := config.Parse("runbot.yaml", []byte(src))
+	require.Error(t, err)
+	require.Equal(t, "runbot.yaml:5:18: slack.redact: error parsing regexp: missing closing ): `(unclosed`\n"+
+		"runbot.yaml:9:27: route.match.alertname: error parsing regexp: missing closing ]: `[)$`", err.Error())
+}

@@ -8,6 +8,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -153,6 +154,19 @@ func decodeGroup(d *yamlnode.Decoder, c *Config, name string, n *yaml.Node) {
 // slackUsergroupID is the shape of a Slack user group id.
 var slackUsergroupID = regexp.MustCompile(`^S[0-9A-Z]{2,}$`)
 
+// checkMatchRegexps reports a route's /regex/ label values that do not
+// compile, as the alert routes would refuse them at start.
+func checkMatchRegexps(d *yamlnode.Decoder, r Route) {
+	for label, v := range r.Match {
+		if len(v) < 2 || !strings.HasPrefix(v, "/") || !strings.HasSuffix(v, "/") {
+			continue
+		}
+		if _, err := regexp.Compile("^(?:" + v[1:len(v)-1] + ")$"); err != nil {
+			d.ErrorAt(r.At.Of("match."+label), "route.match.%s: %v", label, err)
+		}
+	}
+}
+
 // slackChannelID is the shape of a Slack conversation id: public (C),
 // private (G) or direct (D).
 var slackChannelID = regexp.MustCompile(`^[CGD][0-9A-Z]{2,}$`)
@@ -222,6 +236,15 @@ func decodeSlack(d *yamlnode.Decoder, n *yaml.Node) *Slack {
 			s.APIURL = d.String(v, "slack.api_url")
 		case "redact":
 			s.Redact = d.Strings(v, "slack.redact")
+			for i, p := range s.Redact {
+				if _, err := regexp.Compile(p); err != nil {
+					at := v
+					if v.Kind == yaml.SequenceNode && i < len(v.Content) {
+						at = v.Content[i]
+					}
+					d.Errorf(at, "slack.redact: %v", err)
+				}
+			}
 		case "authorize":
 			d.Items(v, "slack.authorize", func(_ int, rv *yaml.Node) {
 				r := Rule{At: Positions{"": yamlnode.PosOf(rv)}}
@@ -296,6 +319,8 @@ func decodeAlerts(d *yamlnode.Decoder, n *yaml.Node) *Alerts {
 					switch key {
 					case "match":
 						r.Match = d.StringMap(v, "route.match")
+						r.At.record("match.", v)
+						checkMatchRegexps(d, r)
 					case "runbook":
 						r.Runbook = d.String(v, "route.runbook")
 					case "params":

@@ -146,7 +146,7 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 	var sl *slackchat.Slack
 	if cfg.Slack != nil {
 		if sl, err = slackchat.New(slackConfig(cfg), log, nil); err != nil {
-			return err
+			return fmt.Errorf("config %s: %w", cfg.File, err)
 		}
 		dcfg.Channel = cfg.Slack.Channel
 		ddeps.Chat, ddeps.RedactReport = sl, sl.RedactReport
@@ -165,7 +165,9 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 	if sl != nil {
 		cmds, err := commands.New(commandsConfig(cfg), d.disp, commands.Deps{Store: st, Engine: eng, Replier: sl, UserGroups: sl, Logger: log})
 		if err != nil {
-			return err
+			// serve --check's rules report these at their position first;
+			// what is left names the file at least.
+			return fmt.Errorf("config %s: %w", cfg.File, err)
 		}
 		if err := d.receiveSlack(runCtx, sl, cmds, mux); err != nil {
 			return err
@@ -173,7 +175,7 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 		d.watch(runCtx, slackDependency(sl), ready)
 	}
 	if err := wireTriggers(runCtx, cfg, d, mux, reg, ready); err != nil {
-		return err
+		return fmt.Errorf("config %s: %w", cfg.File, err)
 	}
 	d.housekeeping(runCtx, live)
 	d.watch(runCtx, storeDependency(st), ready)

@@ -140,6 +140,11 @@ func checkReferences(cfg *config.Config, catalog *runbooks.Catalog, inv *invento
 			if rb := runbook(r.Runbook, r.At, what); rb != nil {
 				params(rb, r.Params, r.At, what)
 			}
+			for _, name := range slices.Sorted(maps.Keys(r.Params)) {
+				if _, err := runbooks.ParseTemplate(name, r.Params[name], false); err != nil {
+					d.ErrorAt(r.At.Of("params."+name), "%s: param %s: %v", what, name, err)
+				}
+			}
 		}
 	}
 	for i, s := range cfg.Schedules {

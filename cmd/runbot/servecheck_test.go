@@ -60,7 +60,8 @@ func golden(t *testing.T, name, got string) {
 // TestServeCheckShippedConfigs: the shipped config passes serve --check
 // against the example inventory, and a copy broken the ways a newcomer
 // breaks it (a misspelt runbook, group and deployment, a channel by its
-// #name, a rule that allows nobody, a broken inventory) fails with every
+// #name, a rule that allows nobody, a param template that does not parse,
+// a broken inventory) fails with every
 // problem at its file:line:col, all in one pass, opening no store.
 func TestServeCheckShippedConfigs(t *testing.T) {
 	runbot, _ := buildBinaries(t)
@@ -81,6 +82,7 @@ func TestServeCheckShippedConfigs(t *testing.T) {
 			broken := string(src)
 			for _, r := range [][2]string{
 				{"runbook: sglang-pd-wedge", "runbook: sglang-pd-wegde"},
+				{"params: {deployment: '{{ .labels.deployment }}'}", "params: {deployment: '{{ .labels.deployment }'}"},
 				{"params: {deployment: dsv4}", "params: {deployment: dsv5, sampels: \"3\"}"},
 				{"groups: [sre-oncall]}", "groups: [sre-oncal]}"},
 				{"groups: [gpu-owners], channels: [C0INCIDENTS]", "channels: [\"#incidents\"]"},
