@@ -150,10 +150,17 @@ func TestDeployGuide(t *testing.T) {
 		c.Step(t, h, "docs/deploy.md:%d: deploy-step %s", s.Line, s.Name)
 		t.Logf("docs/deploy.md:%d: deploy-step %s:\n%s", s.Line, s.Name, h.Run(t, "bash -c "+shellQuote(prelude.String()+s.Body)))
 		switch s.Name {
-		case "ssh":
-			// By hand in the guide: authorize runbot's key on the targets
-			// (runbot logs in to this host as root, as the inventory says).
-			h.Run(t, "install -d -m 0700 /root/.ssh && cat /etc/runbot/ssh/id_ed25519.pub >> /root/.ssh/authorized_keys")
+		case "user":
+			// The guide's way for a key the targets already trust: put it
+			// at /etc/runbot/ssh/id_ed25519 before the ssh step, which
+			// keeps it. The test hosts' root trusts the cluster's key (and
+			// their authorized_keys is read-only, so the by-hand "add the
+			// public key to authorized_keys" cannot be done here).
+			key, err := os.ReadFile(c.Key)
+			require.NoError(t, err)
+			putFile(t, h, "/etc/runbot/ssh/id_ed25519", string(key))
+			h.Run(t, "chown runbot:runbot /etc/runbot/ssh/id_ed25519 && chmod 0600 /etc/runbot/ssh/id_ed25519 && "+
+				"ssh-keygen -y -f /etc/runbot/ssh/id_ed25519 > /etc/runbot/ssh/id_ed25519.pub && chown runbot:runbot /etc/runbot/ssh/id_ed25519.pub")
 		case "inventory":
 			// By hand: the inventory of your hosts. Here: this host and its
 			// deployment, with the service user's key and known_hosts.
