@@ -92,8 +92,9 @@ runbot.yaml:9:7: authorize rule: runbooks is required (names, or "*" for all)
 runbot.yaml:9:31: authorize.channels: "#general" is not a Slack channel id (C…, G… or D…, as in the channel's details; not its #name)`, err.Error())
 }
 
-// A route's /regex/ and a redaction pattern that do not compile are
-// reported where they were written.
+// A route's /regex/ and a redaction pattern that do not compile, and
+// alert and schedule channels given by name, are reported where they were
+// written.
 func TestRegexpsReportedAtTheirPosition(t *testing.T) {
 	src := `store: /tmp/x.db
 slack:
@@ -102,11 +103,16 @@ slack:
   redact: ['ok', '(unclosed']
 alerts:
   bearer_token: {env: A}
+  channel: alerts
   routes:
     - {match: {alertname: '/Hang[/'}, runbook: sglang-pd-wedge}
+schedules:
+  - {runbook: host-basics, cron: "@hourly", channel: "#ops"}
 `
 	_, err := config.Parse("runbot.yaml", []byte(src))
 	require.Error(t, err)
 	require.Equal(t, "runbot.yaml:5:18: slack.redact: error parsing regexp: missing closing ): `(unclosed`\n"+
-		"runbot.yaml:9:27: route.match.alertname: error parsing regexp: missing closing ]: `[)$`", err.Error())
+		"runbot.yaml:8:12: alerts.channel: \"alerts\" is not a Slack channel id (C…, G… or D…, as in the channel's details; not its #name)\n"+
+		"runbot.yaml:10:27: route.match.alertname: error parsing regexp: missing closing ]: `[)$`\n"+
+		"runbot.yaml:12:54: schedule.channel: \"#ops\" is not a Slack channel id (C…, G… or D…, as in the channel's details; not its #name)", err.Error())
 }

@@ -171,6 +171,14 @@ func checkMatchRegexps(d *yamlnode.Decoder, r Route) {
 // private (G) or direct (D).
 var slackChannelID = regexp.MustCompile(`^[CGD][0-9A-Z]{2,}$`)
 
+// checkChannelID reports a channel given other than by its id: Slack's
+// API takes ids, and a #name would fail at the first post, not at start.
+func checkChannelID(d *yamlnode.Decoder, n *yaml.Node, what, ch string) {
+	if !slackChannelID.MatchString(ch) {
+		d.Errorf(n, "%s: %q is not a Slack channel id (C…, G… or D…, as in the channel's details; not its #name)", what, ch)
+	}
+}
+
 // checkRuleGroups reports access rules naming a group that is neither in
 // groups: nor a Slack user group id, once the whole file is read (groups:
 // may come after slack:).
@@ -227,9 +235,7 @@ func decodeSlack(d *yamlnode.Decoder, n *yaml.Node) *Slack {
 			s.AppToken = decodeSecret(d, v, "slack.app_token")
 		case "channel":
 			s.Channel = d.String(v, "slack.channel")
-			if !slackChannelID.MatchString(s.Channel) {
-				d.Errorf(v, "slack.channel: %q is not a Slack channel id (C…, G… or D…, as in the channel's details; not its #name)", s.Channel)
-			}
+			checkChannelID(d, v, "slack.channel", s.Channel)
 		case "command":
 			s.Command = d.String(v, "slack.command")
 		case "api_url":
@@ -261,9 +267,7 @@ func decodeSlack(d *yamlnode.Decoder, n *yaml.Node) *Slack {
 					case "channels":
 						r.Channels = list
 						for _, ch := range list {
-							if !slackChannelID.MatchString(ch) {
-								d.Errorf(v, "authorize.channels: %q is not a Slack channel id (C…, G… or D…, as in the channel's details; not its #name)", ch)
-							}
+							checkChannelID(d, v, "authorize.channels", ch)
 						}
 					}
 				})
@@ -311,6 +315,7 @@ func decodeAlerts(d *yamlnode.Decoder, n *yaml.Node) *Alerts {
 			a.MaxBody = int64(d.Int(v, "alerts.max_body"))
 		case "channel":
 			a.Channel = d.String(v, "alerts.channel")
+			checkChannelID(d, v, "alerts.channel", a.Channel)
 		case "routes":
 			d.Items(v, "alerts.routes", func(_ int, rv *yaml.Node) {
 				r := Route{At: Positions{"": yamlnode.PosOf(rv)}}
@@ -369,6 +374,7 @@ func decodeSchedule(d *yamlnode.Decoder, n *yaml.Node) Schedule {
 			}
 		case "channel":
 			s.Channel = d.String(v, "schedule.channel")
+			checkChannelID(d, v, "schedule.channel", s.Channel)
 		case "deployments":
 			deployments = v
 			s.Deployments = d.String(v, "schedule.deployments")
