@@ -106,7 +106,13 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 	if cfg.Alerts != nil {
 		storeOpts = append(storeOpts, store.WithDedupWindow(cfg.Alerts.DedupWindow))
 	}
-	st, recovered, err := openRecovered(ctx, cfg.Store, storeOpts...)
+	// The location may be a DSN from a secret reference: it is revealed
+	// only to open the store, whose errors redact its password.
+	loc, err := cfg.StoreLocation()
+	if err != nil {
+		return err
+	}
+	st, recovered, err := openRecovered(ctx, loc.Reveal(), storeOpts...)
 	if err != nil {
 		return err
 	}
