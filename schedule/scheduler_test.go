@@ -20,6 +20,7 @@ import (
 	"github.com/runbot/runbot/chat/chattest"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/heartbeat"
+	"github.com/runbot/runbot/internal/syncbuf"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
@@ -59,9 +60,7 @@ func newScheduleHarness(t *testing.T, cfg func(dir string) Config) *scheduleHarn
 	require.NoError(t, err)
 	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
 	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}
-	logs := &strings.Builder{}
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logger := slog.New(slog.NewTextHandler(&syncbuf.Buffer{}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h.disp, err = dispatch.New(dispatch.Config{Channel: opsChan, UpdateInterval: 10 * time.Millisecond}, dispatch.Deps{
 		Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Chat: h.chat, Logger: logger,
 	})
@@ -76,17 +75,6 @@ func newScheduleHarness(t *testing.T, cfg func(dir string) Config) *scheduleHarn
 		require.NoError(t, st.Close())
 	})
 	return h
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *strings.Builder
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func (h *scheduleHarness) entry(name string) *scheduled {

@@ -21,7 +21,16 @@ func (h healthHandlers) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (h healthHandlers) readyz(w http.ResponseWriter, _ *http.Request) {
-	report(w, append(h.live.Check(), h.ready.Check()...))
+	stuck := append(h.live.Check(), h.ready.Check()...)
+	if len(stuck) == 0 && !h.ready.AllBeat() {
+		// A loop that has not succeeded once is not stuck yet, but not
+		// ready either: the daemon says READY=1 only after every one has.
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = fmt.Fprintln(w, "starting: not every readiness check has succeeded yet") // the client may have gone
+		return
+	}
+	report(w, stuck)
 }
 
 func report(w http.ResponseWriter, stuck []heartbeat.Stuck) {

@@ -1,24 +1,7 @@
 package main
 
-import (
-	"bytes"
-	"sync"
-)
+import "github.com/runbot/runbot/internal/syncbuf"
 
-// syncBuffer collects a child process's output while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects a child process's output while the test reads it:
+// the one concurrency-safe test buffer, under the name these tests use.
+type syncBuffer = syncbuf.Buffer

@@ -211,7 +211,12 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 
 	// READY=1 only once every readiness loop has really succeeded once.
 	if err := waitReady(ctx, live, ready); err != nil {
-		return err
+		if ctx.Err() == nil {
+			return err
+		}
+		// Stopped while starting (systemctl stop, Ctrl-C): a clean
+		// shutdown like any other, not a failure.
+		return d.shutdown(cfg.ShutdownGrace, notify, stopLoops)
 	}
 	if err := notify("READY=1\nSTATUS=serving on " + ln.Addr().String()); err != nil {
 		log.Warn("sd_notify READY failed", "err", err)

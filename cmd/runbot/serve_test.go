@@ -36,13 +36,19 @@ func TestReadyzReflectsLoopProgress(t *testing.T) {
 		return rec.Code, rec.Body.String()
 	}
 
-	code, _ := get(h.readyz)
+	// Before the readiness loop has succeeded once, not ready: READY=1
+	// waits for the same.
+	code, body := get(h.readyz)
+	require.Equal(t, 503, code)
+	require.Contains(t, body, "starting: not every readiness check has succeeded yet")
+	ready.Beat("scheduler")
+	code, _ = get(h.readyz)
 	require.Equal(t, 200, code)
 
 	// The scheduler loop is blocked: it stops beating, HTTP still answers.
 	now = now.Add(45 * time.Second)
 	live.Beat("housekeeping")
-	code, body := get(h.readyz)
+	code, body = get(h.readyz)
 	require.Equal(t, 503, code)
 	require.Contains(t, body, "scheduler has made no progress for 45s (limit 30s)")
 	code, _ = get(h.healthz)
