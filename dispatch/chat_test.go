@@ -12,6 +12,7 @@ import (
 
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/chat/chattest"
+	"github.com/runbot/runbot/internal/syncbuf"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
@@ -124,4 +125,19 @@ func TestDispatcherWithoutChatRunsAndRecords(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.RunFinished, direct.Status)
 	require.Equal(t, store.TriggerSchedule, direct.Trigger)
+}
+
+// Without a chat, a run's result is logged, but not its evidence: what a
+// command printed may hold a secret, and only the chat platform redacts.
+func TestDispatcherWithoutChatLogsNoEvidence(t *testing.T) {
+	t.Parallel()
+	logs := &syncbuf.Buffer{}
+	d, _, dir := newChatDispatcherWith(t, nil, testSetup{logs: logs})
+	res := d.RunNow(t.Context(), Direct{
+		Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": dir, "note": "token=hunter2-planted"},
+		Source: store.TriggerSchedule, RequestedBy: "nightly",
+	})
+	require.NoError(t, res.Err)
+	require.Contains(t, logs.String(), res.Run.ID, "the result is logged")
+	require.NotContains(t, logs.String(), "hunter2", "the evidence is not")
 }

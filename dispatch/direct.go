@@ -139,7 +139,10 @@ func (d *Dispatcher) ProposeInThread(ctx context.Context, run store.Run, rep *ru
 // records where it went; without a chat it is logged instead.
 func (d *Dispatcher) postRecorded(ctx context.Context, run store.Run, m chat.Message, channel, thread string) (bool, error) {
 	if d.chat == nil {
-		d.log.Info("run result (no chat configured)", "run", run.ID, "runbook", run.Runbook, "outcome", run.Outcome, "message", m.Text())
+		// Only the outcome: the message holds evidence (what commands
+		// printed) and params, which may hold secrets that only a chat
+		// platform's redaction would have removed. The store has it all.
+		d.log.Info("run result (no chat configured)", "run", run.ID, "runbook", run.Runbook, "outcome", run.Outcome, "details", "runbot show "+run.ID)
 		return false, nil
 	}
 	if channel == "" {
