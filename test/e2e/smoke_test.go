@@ -67,7 +67,9 @@ func chat(t *testing.T, h *testhost.Host, rid string, maxTokens int) chatRespons
 
 func healthStatus(t *testing.T, h *testhost.Host, port int) string {
 	t.Helper()
-	return h.Run(t, fmt.Sprintf("curl -s -o /dev/null -w '%%{http_code}' -m 5 http://127.0.0.1:%d/health", port))
+	// A refused connection (a unit still starting) is status 000, not a
+	// failed test: callers poll this until the service answers.
+	return h.Run(t, fmt.Sprintf("curl -s -o /dev/null -w '%%{http_code}' -m 5 http://127.0.0.1:%d/health || true", port))
 }
 
 // decodeBatchRe is a "Decode batch" line as journalctl -o short-iso shows it:
