@@ -54,8 +54,8 @@ func TestSchemaVersionCountsEmbeddedMigrations(t *testing.T) {
 func TestConcurrentOpenMigratesOnce(t *testing.T) {
 	path := dbPath(t)
 	var wg sync.WaitGroup
-	stores := make([]*store.SQLite, 4)
-	errs := make([]error, 4)
+	stores := make([]*store.SQLite, 8)
+	errs := make([]error, 8)
 	for i := range stores {
 		wg.Go(func() { stores[i], errs[i] = store.Open(testCtx(t), path) })
 	}

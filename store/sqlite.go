@@ -3,12 +3,14 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // also registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // SQLite is the Store kept in one SQLite file. Several processes may open the
@@ -82,6 +84,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 	}
 	s := &SQLite{sqlStore{db: db, d: sqliteDialect, now: o.now, dedupWindow: o.dedupWindow, owner: o.owner, alive: o.alive,
 		writeSlot: make(chan struct{}, 1)}}
+	if err := enableWAL(ctx, db, o.busyTimeout); err != nil {
+		_ = db.Close() // the WAL error is the one to report
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	if err := s.migrate(ctx, sqliteMigrations); err != nil {
 		_ = db.Close() // the migration error is the one to report
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -92,13 +98,55 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 // dsn builds the driver name. The pragmas run on every new connection of
 // the pool: foreign keys and busy_timeout are per connection in SQLite.
 // synchronous=FULL makes a commit durable before it returns, which the alert
-// webhook relies on before it answers 2xx.
+// webhook relies on before it answers 2xx. The journal mode is not among
+// them: WAL is a property of the file, set once by enableWAL, and setting it
+// on every new connection fails at once with SQLITE_BUSY (busy_timeout does
+// not cover it) while another process is creating the same new file.
 func dsn(path string, busy time.Duration) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Set("_txlock", "immediate")
 	return path + "?" + q.Encode()
+}
+
+// enableWAL puts the database file in WAL mode. Switching a new file's
+// journal mode takes an exclusive lock, and SQLite reports SQLITE_BUSY at
+// once, without its busy handler, when another process holds any lock on
+// the file; so the switch is retried here for up to busy, as busy_timeout
+// would for any other statement. On a file already in WAL mode it changes
+// nothing and takes no exclusive lock.
+func enableWAL(ctx context.Context, db *sql.DB, busy time.Duration) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, busy,
+		fmt.Errorf("set WAL mode: the database stayed locked for %s", busy))
+	defer cancel()
+	wait := 5 * time.Millisecond
+	for {
+		var mode string
+		err := db.QueryRowContext(ctx, `PRAGMA journal_mode=WAL`).Scan(&mode)
+		if err == nil {
+			if !strings.EqualFold(mode, "wal") {
+				return fmt.Errorf("set WAL mode: the database stays in %s mode", mode)
+			}
+			return nil
+		}
+		if !isBusy(err) {
+			return fmt.Errorf("set WAL mode: %w", err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("set WAL mode: %w (%w)", context.Cause(ctx), err)
+		case <-t.C:
+		}
+		wait = min(2*wait, 100*time.Millisecond)
+	}
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY (any extended code).
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
