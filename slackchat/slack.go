@@ -86,6 +86,11 @@ func (s *Slack) RedactReport(rep *runbooks.Report) (*runbooks.Report, error) {
 	return redactReport(rep, s.redactor)
 }
 
+// Redactor is the redaction of every Slack message, the bot's own
+// secrets included, for other places that show runs to people (the web
+// report pages).
+func (s *Slack) Redactor() *Redactor { return s.redactor }
+
 // Describe implements prometheus.Collector: the Slack API metrics.
 func (s *Slack) Describe(ch chan<- *prometheus.Desc) { s.metrics.Describe(ch) }
 
