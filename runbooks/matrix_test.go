@@ -96,6 +96,14 @@ var matrixConditions = []matrixCondition{
 	{name: "foreign-aborts", load: []string{"--rate", "4", "--timeout", "30ms", "--max-tokens", "400"}, before: waitFor(3 * time.Second), weight: 1},
 }
 
+// matrixSelected reports whether fault is one of RUNBOT_MATRIX_ONLY (a
+// comma-separated list of fault names), for re-running the cells of one
+// fault while working on it; unset, every fault runs.
+func matrixSelected(fault string) bool {
+	only := os.Getenv("RUNBOT_MATRIX_ONLY")
+	return only == "" || slices.Contains(strings.Split(only, ","), fault)
+}
+
 // cellResult is what one cell of the matrix gave.
 type cellResult struct {
 	fault, condition string
@@ -144,6 +152,9 @@ func TestScenarioMatrix(t *testing.T) {
 	slices.SortStableFunc(conds, func(a, b matrixCondition) int { return b.weight - a.weight })
 	for _, c := range conds {
 		for _, f := range matrixFaults {
+			if !matrixSelected(f.name) {
+				continue
+			}
 			acquire(c.weight)
 			wg.Go(func() {
 				defer release(c.weight)
