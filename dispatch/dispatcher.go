@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runbot/runbot/chat"
@@ -86,6 +87,9 @@ type Dispatcher struct {
 	gap          time.Duration
 	// slots bounds concurrent runs; work waits in the queue for one.
 	slots chan struct{}
+	// waiting counts workers waiting for a slot, so that a sweep does not
+	// start another one beside them.
+	waiting atomic.Int32
 	// timeline, when set, draws the picture posted in a run's thread
 	// after its diagnosis, from the report as redact returns it.
 	timeline TimelineFunc
@@ -325,9 +329,12 @@ func (d *Dispatcher) kick() error {
 
 func (d *Dispatcher) work(ctx context.Context) {
 	for {
+		d.waiting.Add(1)
 		select {
 		case d.slots <- struct{}{}:
+			d.waiting.Add(-1)
 		case <-ctx.Done():
+			d.waiting.Add(-1)
 			return
 		}
 		w, err := d.claim(ctx)

@@ -100,9 +100,11 @@
 // # Ownership and recovery
 //
 // Rows that a process is working on (running runs, applying plans, started
-// work) carry its owner, "host/pid/start-time". At startup MarkInterrupted
-// interrupts the rows of owners that no longer run; it leaves rows of live
-// processes alone. A plan interrupted while applying is never applied again
+// work) carry its owner, "host/pid/start-time". A process that owns rows
+// holds a replica lease (Heartbeat, renewed by KeepAlive); at startup and
+// then periodically, MarkInterrupted interrupts the rows of owners that no
+// longer run (their lease expired, or on this host their pid is gone); it
+// leaves rows of live processes alone. A plan interrupted while applying is never applied again
 // without a new plan and a new approval. WithOwner and WithOwnerAlive
 // replace the owner's name and the liveness check, so that a test can play
 // several processes in one and declare one of them dead.

@@ -18,10 +18,11 @@ import (
 // and what has no row to lock yet (an alert's first delivery, a plan's
 // first proposal) takes a transaction-scoped advisory lock on its name.
 //
-// Ownership: the default liveness check (WithOwnerAlive) knows processes on
-// this host only and counts an owner on another host as gone, so until
-// replicas hold leases, the processes sharing one database must run on one
-// host, or MarkInterrupted in one of them interrupts the others' work.
+// Ownership: every process that owns rows holds a replica lease
+// (Heartbeat, KeepAlive) and MarkInterrupted counts an owner dead once its
+// lease expired, whatever host it runs on; the host-local liveness check
+// (WithOwnerAlive) only speeds up what it can prove (a process on this
+// host that is gone) and judges owners that never took a lease.
 type Postgres struct {
 	sqlStore
 }

@@ -43,25 +43,34 @@ func (r Recovery) Empty() bool {
 }
 
 // MarkInterrupted recovers what a dead process left behind. Rows owned by a
-// process that still runs (this one, or a concurrent `runbot run`) are left
-// alone, so a restarting server does not interrupt a CLI run beside it.
+// process that still runs (this one, a replica whose lease is unexpired, or
+// a concurrent `runbot run`) are left alone, so a restarting server does not
+// interrupt a CLI run beside it, and a sweep in one replica does not
+// interrupt another's work. Which owners are dead is decided by ownerLive.
 func (s *sqlStore) MarkInterrupted(ctx context.Context) (Recovery, error) {
 	now := s.clock()
 	var rec Recovery
+	var lease map[string]time.Time
 	alive := map[string]bool{}
 	dead := func(owner string) bool {
 		a, ok := alive[owner]
 		if !ok {
-			a = owner == s.owner || s.alive(owner)
+			expires, has := lease[owner]
+			a = ownerLive(owner, s.owner, expires, has, now, s.alive)
 			alive[owner] = a
 		}
 		return !a
 	}
 	err := s.write(ctx, func(tx querier) error {
 		rec = Recovery{}
-		// Two processes starting at once recover one after the other; the
+		clear(alive)
+		// Two processes sweeping at once recover one after the other; the
 		// rows read below are locked against everyone else's writes.
 		if err := lockKey(ctx, tx, "runbot.recovery"); err != nil {
+			return err
+		}
+		var err error
+		if lease, err = leases(ctx, tx, now); err != nil {
 			return err
 		}
 		runs, err := runningRows(ctx, tx)

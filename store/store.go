@@ -29,9 +29,13 @@ type Store interface {
 	Alerts
 	WorkQueue
 
-	// MarkInterrupted is called once at startup. Runs left running, plans
-	// left applying or verifying and work left started by a process that no
-	// longer exists are recovered; what changed is returned and audited. A
+	Replicas
+
+	// MarkInterrupted is called at startup and then periodically (every
+	// DefaultRecoveryInterval in serve). Runs left running, plans left
+	// applying or verifying and work left started by a process that no
+	// longer exists (its replica lease expired, or, on its own host, its
+	// pid is gone) are recovered; what changed is returned and audited. A
 	// run whose final report was stored is finished from it, never run
 	// again; an interrupted plan is never resumed. Rows of processes that
 	// still run are left alone.

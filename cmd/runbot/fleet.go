@@ -109,7 +109,7 @@ func runFleet(cmd *cobra.Command, g *globalFlags, rf *runFlags, f *fleetFlags, n
 	if _, _, err := rb.ResolveParams(probe); err != nil {
 		return err
 	}
-	st, err := openStore(cmd.Context(), g.store)
+	st, err := openLeased(cmd.Context(), g.store)
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			defer pr.close()
-			st, err := openStore(cmd.Context(), g.store)
+			st, err := openLeased(cmd.Context(), g.store)
 			if err != nil {
 				return err
 			}

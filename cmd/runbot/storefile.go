@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/runbot/runbot/store"
 )
@@ -78,4 +81,67 @@ func openRecovered(ctx context.Context, location string, opts ...store.Option) (
 		slog.Error("queued work is not run again: it was cut short on every attempt", "work", id, "attempts", store.MaxWorkAttempts)
 	}
 	return st, rec, nil
+}
+
+// openLeased opens the store for a command that runs runbooks (run, fleet)
+// and holds this process's replica lease while it is open, so that a
+// `runbot serve` replica on another host sweeping the same PostgreSQL
+// database leaves this process's runs alone while it runs. Closing the
+// store resigns the lease.
+func openLeased(ctx context.Context, location string, opts ...store.Option) (store.Store, error) {
+	st, err := openStore(ctx, location, opts...)
+	if err != nil {
+		return nil, err
+	}
+	stop, err := holdLease(ctx, st, slog.Default())
+	if err != nil {
+		_ = st.Close() // the lease error is the one to report
+		return nil, err
+	}
+	return &leasedStore{Store: st, stop: stop}, nil
+}
+
+// leasedStore is a store whose process holds a replica lease until Close.
+type leasedStore struct {
+	store.Store
+	stop func()
+}
+
+// Close resigns the lease, then closes the store.
+func (l *leasedStore) Close() error {
+	l.stop()
+	return l.Store.Close()
+}
+
+// leaseRegisterTimeout bounds the first heartbeat, which a process waits
+// for before it owns anything.
+const leaseRegisterTimeout = 30 * time.Second
+
+// holdLease registers this process's replica lease and renews it in the
+// background (store.KeepAlive at the default heartbeat and TTL) until stop
+// is called, which resigns it and waits for the loop to end. The first
+// heartbeat is synchronous: until it is stored, a sweep in another process
+// would judge this process's rows by a PID check, which fails for a
+// process on another host, so nothing may be claimed before it.
+func holdLease(ctx context.Context, st store.Store, log *slog.Logger) (stop func(), err error) {
+	hctx, cancel := context.WithTimeoutCause(ctx, leaseRegisterTimeout, errors.New("registering the replica lease took too long"))
+	_, err = st.Heartbeat(hctx, store.DefaultLeaseTTL)
+	cancel()
+	var lapsed *store.LeaseLapsedError
+	if err != nil && !errors.As(err, &lapsed) {
+		return nil, fmt.Errorf("register replica lease: %w", err)
+	}
+	lctx, stopLoop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		store.KeepAlive(lctx, st, store.DefaultHeartbeat, store.DefaultLeaseTTL, log, nil)
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			stopLoop()
+			<-done
+		})
+	}, nil
 }

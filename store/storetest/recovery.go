@@ -26,7 +26,16 @@ type crashed struct{ Run, Plan, Work string }
 // process that is killed mid-remediation does.
 func crashMidRemediation(t *testing.T, e *Env, owner, arg string) crashed {
 	t.Helper()
-	s, ctx := e.OpenAs(t, owner), t.Context()
+	c := midRemediation(t, e.OpenAs(t, owner), arg)
+	e.Kill(owner)
+	return c
+}
+
+// midRemediation has the process of s start a run for queued work and
+// apply a plan of it up to its first action, and stop there.
+func midRemediation(t *testing.T, s store.Store, arg string) crashed {
+	t.Helper()
+	ctx := t.Context()
 	_, _, err := s.Enqueue(ctx, store.Work{Trigger: store.TriggerAlert, Runbook: "sglang-pd-wedge", Key: "crash-" + arg})
 	require.NoError(t, err)
 	w, err := s.ClaimWork(ctx)
@@ -42,7 +51,6 @@ func crashMidRemediation(t *testing.T, e *Env, owner, arg string) crashed {
 	require.NoError(t, err)
 	_, err = s.StartAction(ctx, store.ActionRecord{PlanID: p.ID, Index: 0, Target: "decode@gpu-1", Action: "systemd_restart"})
 	require.NoError(t, err)
-	e.Kill(owner)
 	return crashed{Run: run.ID, Plan: p.ID, Work: w.ID}
 }
 

@@ -1,0 +1,116 @@
+package dispatch
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/inventory"
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
+)
+
+// One replica (A) holds a lease, runs a remediation and dies without a
+// word. The other (B) renews its own lease and sweeps at the production
+// intervals. Until A's lease expires, B leaves A's rows alone; at the first
+// sweep after, B interrupts A's run and plan and runs A's work again
+// itself. Time is synctest's, so the 30 s lease costs nothing.
+func TestSweepRecoversAReplicaOnceItsLeaseExpires(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		path := filepath.Join(t.TempDir(), "runbot.db")
+		open := func(owner string) *store.SQLite {
+			st, err := store.Open(ctx, path, store.WithOwner(owner))
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, st.Close()) })
+			return st
+		}
+		a, b := open("replica-a"), open("replica-b")
+		dir := t.TempDir()
+
+		_, err := a.Heartbeat(ctx, store.DefaultLeaseTTL)
+		require.NoError(t, err)
+		_, _, err = a.Enqueue(ctx, store.Work{Trigger: store.TriggerSlack, Runbook: "stuck-worker", RequestedBy: requester,
+			Params: map[string]string{"host": "here", "dir": dir}})
+		require.NoError(t, err)
+		w, err := a.ClaimWork(ctx)
+		require.NoError(t, err)
+		run, err := a.CreateRun(ctx, store.Run{Runbook: "stuck-worker", Trigger: store.TriggerSlack, RequestedBy: requester, Params: w.Params, WorkID: w.ID})
+		require.NoError(t, err)
+		plan, _, err := a.CreatePlan(ctx, store.Plan{RunID: run.ID, Remediation: "restart", Diagnosis: "worker_wedged", Deployment: "here",
+			Hash: "h1", Body: []byte(`{}`), RequestedBy: requester, Policy: store.Policy{MinApprovals: 1}})
+		require.NoError(t, err)
+		_, err = a.RecordApproval(ctx, store.Approval{PlanID: plan.ID, User: "U0AAA", Decision: store.Approve, PlanHash: "h1"})
+		require.NoError(t, err)
+		_, err = a.TransitionPlan(ctx, store.Transition{PlanID: plan.ID, From: store.PlanApproved, To: store.PlanApplying})
+		require.NoError(t, err)
+		diedAt := time.Now()
+
+		d := sweepDispatcher(t, b)
+		loops, stop := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{}, 2)
+		go func() { store.KeepAlive(loops, b, store.DefaultHeartbeat, store.DefaultLeaseTTL, slog.New(slog.DiscardHandler), nil); done <- struct{}{} }()
+		go func() { d.SweepEvery(loops, store.DefaultRecoveryInterval, nil); done <- struct{}{} }()
+
+		// The last sweep before the lease expires is at +30s exactly,
+		// when it has just expired; one nanosecond before, it holds.
+		time.Sleep(store.DefaultLeaseTTL - time.Nanosecond - time.Since(diedAt))
+		synctest.Wait()
+		got, err := b.GetRun(ctx, run.ID)
+		require.NoError(t, err)
+		require.Equal(t, store.RunRunning, got.Status, "A's lease still holds")
+		p, err := b.GetPlan(ctx, plan.ID)
+		require.NoError(t, err)
+		require.Equal(t, store.PlanApplying, p.State)
+
+		time.Sleep(store.DefaultRecoveryInterval)
+		synctest.Wait()
+		require.NoError(t, d.Idle(ctx))
+		got, err = b.GetRun(ctx, run.ID)
+		require.NoError(t, err)
+		require.Equal(t, store.RunInterrupted, got.Status)
+		p, err = b.GetPlan(ctx, plan.ID)
+		require.NoError(t, err)
+		require.Equal(t, store.PlanInterrupted, p.State, "never re-applied without a new approval")
+		again, err := b.GetWork(ctx, w.ID)
+		require.NoError(t, err)
+		require.Equal(t, store.WorkDone, again.State, "B ran A's work again")
+		require.Equal(t, 2, again.Attempts)
+		rerun, err := b.GetRun(ctx, again.RunID)
+		require.NoError(t, err)
+		require.Equal(t, "replica-b", rerun.Owner)
+		require.Equal(t, store.RunFinished, rerun.Status)
+
+		stop()
+		<-done
+		<-done
+		require.NoError(t, d.Shutdown(ctx))
+		replicas, err := b.ListReplicas(ctx)
+		require.NoError(t, err)
+		require.Len(t, replicas, 2)
+		for _, r := range replicas {
+			require.False(t, r.Expires.After(time.Now()), "%s: A's lease lapsed, B resigned as it stopped", r.Owner)
+		}
+	})
+}
+
+// sweepDispatcher is a chatless dispatcher on st with the test runbooks.
+func sweepDispatcher(t *testing.T, st store.Store) *Dispatcher {
+	t.Helper()
+	catalog, problems, err := runbooks.LoadCatalog("testdata/runbooks")
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	inv, err := inventory.Load("testdata/inventory.yaml")
+	require.NoError(t, err)
+	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
+	d, err := New(Config{}, Deps{Catalog: catalog, Engine: engine, Remediator: &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog},
+		Store: st, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	return d
+}

@@ -1,0 +1,255 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+)
+
+// Lease defaults: a replica renews its lease every DefaultHeartbeat and
+// the lease lasts DefaultLeaseTTL, so that two missed renewals (a slow
+// database, a long GC pause) do not yet count it dead, and a replica that
+// died is recovered by another one within DefaultLeaseTTL plus one
+// recovery sweep (DefaultRecoveryInterval).
+const (
+	DefaultLeaseTTL         = 30 * time.Second
+	DefaultHeartbeat        = 10 * time.Second
+	DefaultRecoveryInterval = 10 * time.Second
+)
+
+// replicaPruneAfter is how long a replica row outlives its lease before
+// MarkInterrupted deletes it: long enough that the rows it owned were
+// recovered many sweeps ago, short enough that a fleet restarting every
+// day does not pile up rows.
+const replicaPruneAfter = 7 * 24 * time.Hour
+
+// Replica is one process's lease on the rows it owns (running runs,
+// applying plans, started work): while the lease is unexpired, no other
+// process recovers them.
+type Replica struct {
+	Owner string `json:"owner"`
+	// Since is when the process first registered.
+	Since   time.Time `json:"since"`
+	Renewed time.Time `json:"renewed"`
+	Expires time.Time `json:"expires"`
+}
+
+// Replicas are the leases of the processes sharing the store.
+type Replicas interface {
+	// Heartbeat registers this process's lease, or renews it, for ttl
+	// from now. When the lease had expired before this renewal, it is
+	// renewed all the same and a *LeaseLapsedError says so: another
+	// process may have recovered (interrupted) what this one owned.
+	Heartbeat(ctx context.Context, ttl time.Duration) (Replica, error)
+	// Resign expires this process's lease now, so that what it leaves
+	// behind is recovered at the next sweep instead of after the TTL. A
+	// process resigns as it exits.
+	Resign(ctx context.Context) error
+	// ListReplicas returns every lease on record, expired ones too,
+	// oldest registration first.
+	ListReplicas(ctx context.Context) ([]Replica, error)
+}
+
+// LeaseLapsedError says that a replica's lease had expired before it was
+// renewed: for that long, other processes counted it dead.
+type LeaseLapsedError struct {
+	Owner   string
+	Expired time.Time
+	Renewed time.Time
+}
+
+func (e *LeaseLapsedError) Error() string {
+	return fmt.Sprintf("lease of %s had expired at %s, %s before it was renewed: other replicas may have recovered what it owned",
+		e.Owner, e.Expired.Format(time.RFC3339Nano), e.Renewed.Sub(e.Expired).Round(time.Millisecond))
+}
+
+// Heartbeat registers or renews this process's lease. One upsert does it,
+// so that concurrent heartbeats of one owner cannot lose a renewal; the
+// previous expiry is read first, in the same transaction, to tell a lapse.
+func (s *sqlStore) Heartbeat(ctx context.Context, ttl time.Duration) (Replica, error) {
+	if ttl <= 0 {
+		return Replica{}, fmt.Errorf("heartbeat of %s: ttl must be positive, got %s", s.owner, ttl)
+	}
+	now := s.clock()
+	r := Replica{Owner: s.owner, Since: now, Renewed: now, Expires: now.Add(ttl)}
+	var lapsed *LeaseLapsedError
+	err := s.write(ctx, func(tx querier) error {
+		lapsed = nil
+		var since, expires int64
+		err := tx.QueryRowContext(ctx, `SELECT since, expires_at FROM replicas WHERE owner = ?`+tx.dialect().forUpdate, s.owner).
+			Scan(&since, &expires)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			if _, err := tx.ExecContext(ctx, `INSERT INTO replicas (owner, since, renewed_at, expires_at) VALUES (?, ?, ?, ?)
+				ON CONFLICT (owner) DO UPDATE SET renewed_at = excluded.renewed_at, expires_at = excluded.expires_at`,
+				s.owner, now.UnixNano(), now.UnixNano(), r.Expires.UnixNano()); err != nil {
+				return err
+			}
+			return nil
+		case err != nil:
+			return err
+		}
+		r.Since = time.Unix(0, since).UTC()
+		if prev := time.Unix(0, expires).UTC(); !prev.After(now) {
+			lapsed = &LeaseLapsedError{Owner: s.owner, Expired: prev, Renewed: now}
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE replicas SET renewed_at = ?, expires_at = ? WHERE owner = ?`,
+			now.UnixNano(), r.Expires.UnixNano(), s.owner)
+		return err
+	})
+	if err != nil {
+		return Replica{}, fmt.Errorf("heartbeat of %s: %w", s.owner, err)
+	}
+	if lapsed != nil {
+		return r, lapsed
+	}
+	return r, nil
+}
+
+// Resign expires this process's lease now. A process that never
+// registered has nothing to give up.
+func (s *sqlStore) Resign(ctx context.Context) error {
+	now := s.clock()
+	err := s.write(ctx, func(tx querier) error {
+		_, err := tx.ExecContext(ctx, `UPDATE replicas SET expires_at = ? WHERE owner = ? AND expires_at > ?`,
+			now.UnixNano(), s.owner, now.UnixNano())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("resign lease of %s: %w", s.owner, err)
+	}
+	return nil
+}
+
+// ListReplicas returns every lease on record.
+func (s *sqlStore) ListReplicas(ctx context.Context) ([]Replica, error) {
+	rows, err := s.read().QueryContext(ctx, `SELECT owner, since, renewed_at, expires_at FROM replicas ORDER BY since, owner`)
+	if err != nil {
+		return nil, fmt.Errorf("list replicas: %w", err)
+	}
+	defer func() { _ = rows.Close() }() // rows.Err reports how reading went
+	var out []Replica
+	for rows.Next() {
+		var (
+			r                       Replica
+			since, renewed, expires int64
+		)
+		if err := rows.Scan(&r.Owner, &since, &renewed, &expires); err != nil {
+			return nil, fmt.Errorf("list replicas: %w", err)
+		}
+		r.Since, r.Renewed, r.Expires = time.Unix(0, since).UTC(), time.Unix(0, renewed).UTC(), time.Unix(0, expires).UTC()
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list replicas: %w", err)
+	}
+	return out, nil
+}
+
+// leases reads every replica's lease expiry, inside a recovery
+// transaction, and deletes the leases that expired long ago.
+func leases(ctx context.Context, tx querier, now time.Time) (map[string]time.Time, error) {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM replicas WHERE expires_at < ?`, now.Add(-replicaPruneAfter).UnixNano()); err != nil {
+		return nil, fmt.Errorf("prune replicas: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT owner, expires_at FROM replicas`)
+	if err != nil {
+		return nil, fmt.Errorf("read replicas: %w", err)
+	}
+	defer func() { _ = rows.Close() }() // rows.Err reports how reading went
+	out := map[string]time.Time{}
+	for rows.Next() {
+		var (
+			owner   string
+			expires int64
+		)
+		if err := rows.Scan(&owner, &expires); err != nil {
+			return nil, fmt.Errorf("read replicas: %w", err)
+		}
+		out[owner] = time.Unix(0, expires).UTC()
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read replicas: %w", err)
+	}
+	return out, nil
+}
+
+// ownerLive decides whether the owner of a row still runs, as recovery
+// sees it. An owner with a lease is alive while the lease is unexpired,
+// which every process sharing the database agrees on whatever its host;
+// only when the owner is a process on this host that is gone (its pid
+// no longer runs with its start time) is it dead at once, so that a
+// restart on one host recovers at once what the crashed process left.
+// An owner that never took a lease (a process of an older version, or a
+// test playing processes) is judged by alive, the host-local check.
+func ownerLive(owner, self string, lease time.Time, hasLease bool, now time.Time, alive func(string) bool) bool {
+	if owner == self {
+		return true
+	}
+	if !hasLease {
+		return alive(owner)
+	}
+	if !lease.After(now) {
+		return false
+	}
+	return !onThisHost(owner) || alive(owner)
+}
+
+// onThisHost reports whether owner names a process ("host/pid/start") on
+// this host, whose liveness a PID check can prove.
+func onThisHost(owner string) bool {
+	host, _, ok := strings.Cut(owner, "/")
+	if !ok || strings.Count(owner, "/") != 2 {
+		return false
+	}
+	h, _ := os.Hostname()
+	return host == h
+}
+
+// KeepAlive renews the lease of st's process every interval for ttl, from
+// now until ctx ends, and then resigns it (under a timeout of its own,
+// since ctx is over by then). A failed renewal is logged and retried at
+// the next beat: the lease is ttl long so that one miss costs nothing.
+// beat, when set, is called after each renewal that succeeded, for a
+// readiness or liveness monitor.
+func KeepAlive(ctx context.Context, st Replicas, interval, ttl time.Duration, log *slog.Logger, beat func()) {
+	renew := func() {
+		cctx, cancel := context.WithTimeoutCause(ctx, interval, errors.New("renewing the replica lease took longer than the heartbeat interval"))
+		defer cancel()
+		_, err := st.Heartbeat(cctx, ttl)
+		var lapsed *LeaseLapsedError
+		switch {
+		case errors.As(err, &lapsed):
+			log.Warn("replica lease had lapsed; renewed", "err", err)
+		case err != nil:
+			if ctx.Err() == nil {
+				log.Warn("replica lease not renewed", "err", err)
+			}
+			return
+		}
+		if beat != nil {
+			beat()
+		}
+	}
+	renew()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			rctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), 5*time.Second, errors.New("resigning the replica lease took too long"))
+			defer cancel()
+			if err := st.Resign(rctx); err != nil {
+				log.Warn("replica lease not resigned; it expires on its own", "err", err)
+			}
+			return
+		case <-tick.C:
+			renew()
+		}
+	}
+}
