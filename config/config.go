@@ -66,6 +66,8 @@ type Slack struct {
 	Authorize     []Rule
 	Redact        []string
 	APIURL        string // for tests against slacktest
+	// At is where each key of the slack section was written.
+	At Positions
 }
 
 // Rule says who may run which runbooks from Slack.
@@ -87,6 +89,9 @@ type Alerts struct {
 	MaxBody     int64
 	Channel     string
 	Routes      []Route
+	// At is where each key of the alerts section was written
+	// (basic_auth's as basic_auth.user and basic_auth.password).
+	At Positions
 }
 
 // Route maps alerts to a runbook.

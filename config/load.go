@@ -69,6 +69,7 @@ func decode(path string, data []byte) (*Config, yamlnode.Problems) {
 		case "tls":
 			c.TLS = &TLS{}
 			d.Fields(v, "tls", []string{"cert", "key"}, func(key string, _, v *yaml.Node) {
+				c.At["tls."+key] = yamlnode.PosOf(v)
 				if key == "cert" {
 					c.TLS.Cert = d.String(v, "tls.cert")
 				} else {
@@ -217,10 +218,11 @@ func decodeSecret(d *yamlnode.Decoder, n *yaml.Node, what string) Secret {
 }
 
 func decodeSlack(d *yamlnode.Decoder, n *yaml.Node) *Slack {
-	s := &Slack{Mode: "http", Command: "/runbot"}
+	s := &Slack{Mode: "http", Command: "/runbot", At: Positions{}}
 	seen := map[string]bool{}
 	d.Fields(n, "slack", []string{"mode", "bot_token", "signing_secret", "app_token", "channel", "command", "authorize", "redact", "api_url"}, func(key string, _, v *yaml.Node) {
 		seen[key] = true
+		s.At[key] = yamlnode.PosOf(v)
 		switch key {
 		case "mode":
 			s.Mode = d.String(v, "slack.mode")
@@ -294,13 +296,15 @@ func decodeSlack(d *yamlnode.Decoder, n *yaml.Node) *Slack {
 }
 
 func decodeAlerts(d *yamlnode.Decoder, n *yaml.Node) *Alerts {
-	a := &Alerts{DedupWindow: 30 * time.Minute, MaxQueue: 100, MaxBody: 1 << 20}
+	a := &Alerts{DedupWindow: 30 * time.Minute, MaxQueue: 100, MaxBody: 1 << 20, At: Positions{}}
 	d.Fields(n, "alerts", []string{"bearer_token", "basic_auth", "dedup_window", "max_queue", "max_body", "channel", "routes"}, func(key string, _, v *yaml.Node) {
+		a.At[key] = yamlnode.PosOf(v)
 		switch key {
 		case "bearer_token":
 			a.BearerToken = decodeSecret(d, v, "alerts.bearer_token")
 		case "basic_auth":
 			d.Fields(v, "alerts.basic_auth", []string{"user", "password"}, func(key string, _, v *yaml.Node) {
+				a.At["basic_auth."+key] = yamlnode.PosOf(v)
 				if key == "user" {
 					a.BasicUser = d.String(v, "basic_auth.user")
 				} else {

@@ -35,6 +35,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	var (
 		cfgPath string
 		check   bool
+		secrets bool
 		over    checkOverrides
 	)
 	cmd := &cobra.Command{
@@ -47,7 +48,9 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			"With --check it reads the config, the inventory and every runbook, checks every\n" +
 			"reference between them, prints each problem as file:line:col and exits 1 if any\n" +
 			"is an error; it starts, opens and writes nothing. --inventory and --runbook-dir\n" +
-			"check against other files than the config names (before installing it).",
+			"check against other files than the config names (before installing it).\n" +
+			"Secret references and TLS files that do not load are warnings, or errors with\n" +
+			"--secrets (run it as the service user, in its environment); values are never shown.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfgPath == "" {
@@ -61,7 +64,14 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			if check {
+				if plan != nil {
+					problems = append(problems, checkSecrets(plan.cfg, secrets)...)
+					problems.Sort()
+				}
 				return reportCheck(cmd, cfgPath, problems)
+			}
+			if secrets {
+				return errors.New("--secrets goes with --check: the daemon loads its secrets at start")
 			}
 			if err := problems.Err(); err != nil {
 				return fmt.Errorf("config %s and what it names have errors (runbot serve --check lists them too):\n%w", cfgPath, err)
@@ -71,6 +81,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&cfgPath, "config", "c", os.Getenv("RUNBOT_CONFIG"), "config file (env RUNBOT_CONFIG)")
 	cmd.Flags().BoolVar(&check, "check", false, "check the config and everything it names, start nothing; exit 1 on errors")
+	cmd.Flags().BoolVar(&secrets, "secrets", false, "with --check: a secret reference or TLS file that does not load is an error, not a warning")
 	cmd.Flags().StringVar(&over.inventory, "inventory", "", "with --check: the inventory to check against instead of the config's")
 	cmd.Flags().StringSliceVar(&over.runbooks, "runbook-dir", nil, "with --check: runbook directories instead of the config's runbooks:")
 	return cmd

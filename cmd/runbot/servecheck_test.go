@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,12 +30,30 @@ func shippedConfigs(t *testing.T) []string {
 	return out
 }
 
-// checkCmd runs `runbot serve --check` in dir and returns its stdout,
+// checkCmd runs `runbot serve --check` in dir, without the shipped
+// config's secret variables in its environment, and returns its stdout,
 // stderr and exit code.
 func checkCmd(t *testing.T, runbot, dir string, args ...string) (string, string, int) {
 	t.Helper()
+	return checkCmdEnv(t, runbot, dir, nil, args...)
+}
+
+// shippedSecretEnv are the environment variables the shipped config
+// takes secrets from.
+var shippedSecretEnv = []string{"SLACK_BOT_TOKEN", "RUNBOT_ALERT_TOKEN"}
+
+// checkCmdEnv is checkCmd with env added to the scrubbed environment.
+func checkCmdEnv(t *testing.T, runbot, dir string, env []string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command(runbot, append([]string{"serve", "--check"}, args...)...)
 	cmd.Dir = dir
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(shippedSecretEnv, name) {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -74,8 +94,10 @@ func TestServeCheckShippedConfigs(t *testing.T) {
 			noRunbooks := t.TempDir()
 			stdout, stderr, code := checkCmd(t, runbot, t.TempDir(), "--config", abs, "--inventory", inv, "--runbook-dir", noRunbooks)
 			require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
-			require.Empty(t, stdout)
-			require.Contains(t, stderr, "no errors")
+			// Its secrets are not on this machine: warnings, each at
+			// the key that names it.
+			golden(t, filepath.Base(cfg)+".golden", strings.ReplaceAll(stdout, filepath.Dir(abs)+string(filepath.Separator), ""))
+			require.Contains(t, stderr, "no errors, 3 warning(s)")
 
 			src, err := os.ReadFile(cfg)
 			require.NoError(t, err)
@@ -135,4 +157,72 @@ schedules:
 	require.ErrorAs(t, err, &exit, "%s", out)
 	require.Contains(t, string(out), `runbot.yaml:4:15: schedule 1: unknown runbook "host-basic" (did you mean "host-basics"?)`)
 	require.NoFileExists(t, filepath.Join(dir, "runbot.db"))
+}
+
+// TestServeCheckSecrets: with --secrets, a secret reference that does not
+// load is an error at the key that names it, one that loads passes, and
+// no secret's value is ever printed.
+func TestServeCheckSecrets(t *testing.T) {
+	runbot, _ := buildBinaries(t)
+	dir := t.TempDir()
+	const botToken, alertToken, signing = "xoxb-planted-bot-token", "planted-alert-token", "planted-signing-secret"
+	secretFile := filepath.Join(dir, "signing-secret")
+	cfg := `store: ` + filepath.Join(dir, "runbot.db") + `
+tls: {cert: ` + filepath.Join(dir, "cert.pem") + `, key: ` + filepath.Join(dir, "key.pem") + `}
+slack:
+  bot_token: {env: SLACK_BOT_TOKEN}
+  signing_secret: {file: ` + secretFile + `}
+  channel: C0123456789
+alerts:
+  bearer_token: {env: RUNBOT_ALERT_TOKEN}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "runbot.yaml"), []byte(cfg), 0o600))
+	noRunbooks := t.TempDir()
+	args := []string{"--config", "runbot.yaml", "--runbook-dir", noRunbooks}
+
+	for _, tc := range []struct {
+		name       string
+		env        []string
+		files      bool // the secret file and the TLS files exist
+		args       []string
+		code       int
+		problems   []string
+		noProblems bool
+	}{
+		{name: "nothing there, warnings", code: 0, problems: []string{
+			"runbot.yaml:2:13: warning: tls.cert: open " + filepath.Join(dir, "cert.pem") + ": no such file or directory",
+			"runbot.yaml:2:" + fmt.Sprint(len("tls: {cert: "+filepath.Join(dir, "cert.pem")+", key: ")+1) + ": warning: tls.key: open " + filepath.Join(dir, "key.pem") + ": no such file or directory",
+			"runbot.yaml:4:14: warning: slack.bot_token (env SLACK_BOT_TOKEN) does not load: secret: environment variable SLACK_BOT_TOKEN is not set",
+			"runbot.yaml:5:19: warning: slack.signing_secret (file " + secretFile + ") does not load: secret: open " + secretFile + ": no such file or directory",
+			"runbot.yaml:8:17: warning: alerts.bearer_token (env RUNBOT_ALERT_TOKEN) does not load: secret: environment variable RUNBOT_ALERT_TOKEN is not set",
+		}},
+		{name: "required, one missing", env: []string{"SLACK_BOT_TOKEN=" + botToken}, files: true, args: []string{"--secrets"}, code: 1, problems: []string{
+			"runbot.yaml:8:17: alerts.bearer_token (env RUNBOT_ALERT_TOKEN) does not load: secret: environment variable RUNBOT_ALERT_TOKEN is not set",
+		}},
+		{name: "required, all there", env: []string{"SLACK_BOT_TOKEN=" + botToken, "RUNBOT_ALERT_TOKEN=" + alertToken}, files: true, args: []string{"--secrets"}, code: 0, noProblems: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, f := range []string{secretFile, filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")} {
+				if tc.files {
+					require.NoError(t, os.WriteFile(f, []byte(signing+"\n"), 0o600))
+				} else {
+					require.NoError(t, os.RemoveAll(f))
+				}
+			}
+			stdout, stderr, code := checkCmdEnv(t, runbot, dir, tc.env, append(slices.Clone(args), tc.args...)...)
+			require.Equal(t, tc.code, code, "stdout: %s\nstderr: %s", stdout, stderr)
+			for _, p := range tc.problems {
+				require.Contains(t, stdout, p+"\n")
+			}
+			if tc.noProblems {
+				require.Empty(t, stdout)
+			} else {
+				require.Len(t, strings.Split(strings.TrimSpace(stdout), "\n"), len(tc.problems), stdout)
+			}
+			for _, v := range []string{botToken, alertToken, signing} {
+				require.NotContains(t, stdout+stderr, v)
+			}
+			require.NoFileExists(t, filepath.Join(dir, "runbot.db"), "--check opens no store")
+		})
+	}
 }

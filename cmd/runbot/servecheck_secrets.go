@@ -1,0 +1,46 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/runbot/runbot/config"
+	"github.com/runbot/runbot/internal/yamlnode"
+)
+
+// checkSecrets reports, at the key that refers to it, each secret the
+// config names that does not load, and each TLS file that cannot be read:
+// what serve would stop on at start. They are warnings unless required,
+// because --check also runs where the secrets are not (a CI job, a laptop
+// before install); run as the service user, --secrets makes them errors.
+// A secret's value is read and dropped, never shown: the message comes
+// from secret.Ref.Load, which names the variable or the file only.
+func checkSecrets(cfg *config.Config, required bool) yamlnode.Problems {
+	severity := yamlnode.Warning
+	if required {
+		severity = yamlnode.Error
+	}
+	var ps yamlnode.Problems
+	add := func(at yamlnode.Pos, format string, args ...any) {
+		ps = append(ps, yamlnode.Problem{File: cfg.File, Line: at.Line, Col: at.Col, Severity: severity, Msg: fmt.Sprintf(format, args...)})
+	}
+	for _, u := range cfg.SecretUses() {
+		if _, err := u.Ref.Load(); err != nil {
+			add(u.At, "%s (%s) does not load: %v", u.Key, u.Ref, err)
+		}
+	}
+	if cfg.TLS != nil {
+		for key, path := range map[string]string{"tls.cert": cfg.TLS.Cert, "tls.key": cfg.TLS.Key} {
+			if path == "" {
+				continue // reported by the config's own check
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				add(cfg.At.Of(key), "%s: %v", key, err)
+				continue
+			}
+			_ = f.Close() // opened only to know it can be
+		}
+	}
+	return ps
+}
