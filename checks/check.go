@@ -36,6 +36,9 @@ type Env struct {
 	// Observed holds the events recorded by the steps this step needs, so
 	// a log check can attribute error lines to this run's own probes.
 	Observed []step.Event
+	// Tape, when set, carries the network checks' exchanges and waits, to
+	// record them or to replay recorded ones (see Tape).
+	Tape Tape
 }
 
 // Type registers one check type: its spec and implementation.

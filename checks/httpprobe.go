@@ -151,13 +151,38 @@ func (HTTPProbe) Run(ctx context.Context, env Env) (step.Result, error) {
 		dial:         dial,
 	}
 	if d := args.Duration("delay"); d > 0 {
-		if err := sleep(ctx, d); err != nil {
+		if err := wait(ctx, env, d); err != nil {
 			return step.Result{}, fmt.Errorf("probe %s %s: wait %s before sending: %w", p.method, u, d, err)
 		}
 	}
 	start := clock(env)()
-	o := p.do(ctx)
-	o.Started = start
+	var o HTTPProbeOutput
+	if env.Tape != nil {
+		do := func() HTTPProbeOutput {
+			o := p.do(ctx)
+			o.Started = start
+			return o
+		}
+		if o, err = env.Tape.Probe(ctx, u, do); err != nil {
+			return step.Result{}, fmt.Errorf("probe %s %s: %w", p.method, u, err)
+		}
+		// A replayed exchange carries the request id it was sent with,
+		// which the evidence and the log attribution must name.
+		p.requestID = o.RequestID
+		start = o.Started
+		// Whether a completed exchange counts as ok is the runbook's
+		// judgement (expect_status), not part of the observation.
+		if o.Outcome == OutcomeOK || o.Outcome == OutcomeBadStatus {
+			o.OK = statusOK(o.Status, p.expect)
+			o.Outcome = OutcomeBadStatus
+			if o.OK {
+				o.Outcome = OutcomeOK
+			}
+		}
+	} else {
+		o = p.do(ctx)
+		o.Started = start
+	}
 	if ctx.Err() != nil {
 		// The step or the run ended before the probe's own deadlines did;
 		// a partial observation cut off by someone else is not evidence.

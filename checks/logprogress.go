@@ -135,8 +135,8 @@ func (LogProgress) Run(ctx context.Context, env Env) (step.Result, error) {
 	// way: the server logs the abort only after it notices the disconnect.
 	// Waiting that moment out keeps the echo from being missed (and from
 	// being miscounted on the next run).
-	if wait := echoWait(env, args.Duration("echo_wait"), clock(env)()); wait > 0 {
-		if err := sleep(ctx, wait); err != nil {
+	if d := echoWait(env, args.Duration("echo_wait"), clock(env)()); d > 0 {
+		if err := wait(ctx, env, d); err != nil {
 			return step.Result{}, fmt.Errorf("wait for echoes of this run's probes: %w", err)
 		}
 	}

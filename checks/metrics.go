@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -139,15 +140,22 @@ func (MetricsSample) Run(ctx context.Context, env Env) (step.Result, error) {
 	scrapes := make([]scrape, 0, n)
 	for i := range n {
 		if i > 0 {
-			if err := sleep(ctx, args.Duration("interval")); err != nil {
+			if err := wait(ctx, env, args.Duration("interval")); err != nil {
 				return step.Result{}, fmt.Errorf("sample metrics of %s: stopped after %d of %d scrapes: %w", env.Target.Name(), i, n, err)
 			}
 		}
-		sc := s.scrape(ctx)
+		var raw Scrape
+		if env.Tape != nil {
+			if raw, err = env.Tape.Scrape(ctx, u, func() Scrape { return s.fetch(ctx) }); err != nil {
+				return step.Result{}, fmt.Errorf("sample metrics of %s: scrape %d of %d: %w", env.Target.Name(), i+1, n, err)
+			}
+		} else {
+			raw = s.fetch(ctx)
+		}
 		if ctx.Err() != nil {
 			return step.Result{}, fmt.Errorf("sample metrics of %s: stopped during scrape %d of %d: %w", env.Target.Name(), i+1, n, context.Cause(ctx))
 		}
-		scrapes = append(scrapes, sc)
+		scrapes = append(scrapes, parseScrape(raw))
 	}
 	o := summarizeScrapes(u, args.List("metrics"), scrapes)
 	if refresh := args.Duration("gauge_refresh"); refresh > 0 && o.Span < refresh {
@@ -181,9 +189,10 @@ type sampler struct {
 	now     func() time.Time
 }
 
-// scrape reads the exposition once. Failures are part of the observation.
-func (s sampler) scrape(parent context.Context) scrape {
-	sc := scrape{Time: s.now()}
+// fetch reads the exposition once, without parsing it. Failures are part
+// of the observation.
+func (s sampler) fetch(parent context.Context) Scrape {
+	sc := Scrape{Time: s.now()}
 	ctx, cancel := context.WithTimeout(parent, s.timeout)
 	defer cancel()
 	// A fresh connection per scrape: an idle kept-alive connection would
@@ -213,7 +222,21 @@ func (s sampler) scrape(parent context.Context) scrape {
 		sc.Err = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, oneLine(string(b), 120))
 		return sc
 	}
-	m, err := parsePromText(resp.Body)
+	if sc.Body, err = io.ReadAll(resp.Body); err != nil {
+		sc.Err = fmt.Sprintf("read exposition: %v", err)
+		sc.Body = nil
+	}
+	return sc
+}
+
+// parseScrape parses a raw scrape's exposition; a body that does not
+// parse makes the scrape a failed one, as it always was.
+func parseScrape(raw Scrape) scrape {
+	sc := scrape{Time: raw.Time, Err: raw.Err}
+	if sc.Err != "" {
+		return sc
+	}
+	m, err := parsePromText(bytes.NewReader(raw.Body))
 	if err != nil {
 		sc.Err = err.Error()
 		return sc

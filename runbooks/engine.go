@@ -27,6 +27,9 @@ type Engine struct {
 	Grace time.Duration
 	// Observer, when set, is told about every step and run.
 	Observer Observer
+	// Tape, when set, records what the checks observe or replays a
+	// recording in place of the targets (see Tape).
+	Tape Tape
 }
 
 // RunOptions tune one run.
@@ -122,7 +125,7 @@ func (e *Engine) resolve(ctx context.Context, rb *Runbook, names []string, param
 // diagnoses. It returns an error only when the run could not start.
 func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *Report {
 	rb := p.Runbook
-	start := e.now()
+	start := e.runTime("started", e.now())
 	if opts.RunID == "" {
 		opts.RunID = NewRunID(start)
 	}
@@ -209,12 +212,13 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *Report 
 	for _, s := range rb.Steps {
 		rep.Steps = append(rep.Steps, states[s.ID].runs...)
 	}
-	rep.FinishedAt = e.now()
+	rep.FinishedAt = e.runTime("finished", e.now())
 	rb.evaluate(rep, p.Params, rep.FinishedAt)
 	rep.VerdictAt = verdictAt
 	if verdictAt.IsZero() {
 		rep.VerdictAt = rep.FinishedAt
 	}
+	rep.VerdictAt = e.runTime("verdict", rep.VerdictAt)
 	if e.Observer != nil {
 		e.Observer.RunFinished(rep)
 	}
@@ -277,25 +281,38 @@ func (e *Engine) runStep(ctx context.Context, p *Prepared, s *Step, observed []s
 			if shells != nil {
 				t = shells.share(t)
 			}
-			e.runTarget(ctx, p, s, t, tr, observed, runStart, opts)
+			e.runTarget(ctx, p, s, i, t, tr, observed, runStart, opts)
 		})
 	}
 	wg.Wait()
 	return runs
 }
 
-func (e *Engine) runTarget(ctx context.Context, p *Prepared, s *Step, t target.Target, tr *TargetRun, observed []step.Event, runStart time.Time, opts RunOptions) {
+func (e *Engine) runTarget(ctx context.Context, p *Prepared, s *Step, index int, t target.Target, tr *TargetRun, observed []step.Event, runStart time.Time, opts RunOptions) {
 	ct, _ := checks.Lookup(s.Check)
+	var tape TargetTape
+	if e.Tape != nil {
+		tape = e.Tape.Target(s.ID, index, t)
+	}
 	tr.StartedAt = e.now()
 	e.emit(opts, "step_started", tr)
 	defer func() {
 		tr.Duration = e.now().Sub(tr.StartedAt)
 		tr.DurationMS = tr.Duration.Milliseconds()
+		if tape != nil {
+			tape.Finish(tr)
+		}
 		e.emit(opts, "step_finished", tr)
 		if e.Observer != nil {
 			e.Observer.StepFinished(p.Runbook.Name, tr)
 		}
 	}()
+	if tape != nil {
+		if st, msg, ok := tape.Recorded(); ok {
+			tr.Status, tr.Error = st, msg
+			return
+		}
+	}
 	args, err := renderArgs(ct.Spec, s.With, argData(p.Params, t, opts.RunID, runStart))
 	if err != nil {
 		tr.Status, tr.Error = step.Error, err.Error()
@@ -305,6 +322,9 @@ func (e *Engine) runTarget(ctx context.Context, p *Prepared, s *Step, t target.T
 	sctx, cancel := context.WithTimeoutCause(ctx, s.Timeout, cause)
 	defer cancel()
 	env := checks.Env{Target: t, Args: args, Now: e.now, RunStarted: runStart, Observed: observed}
+	if tape != nil {
+		env.Target, env.Now, env.Tape = tape.Bind(t, e.now)
+	}
 
 	type outcome struct {
 		res step.Result
@@ -347,6 +367,14 @@ func (e *Engine) runTarget(ctx context.Context, p *Prepared, s *Step, t target.T
 	default:
 		tr.Status, tr.Error = step.Error, out.err.Error()
 	}
+}
+
+// runTime passes a run's start, end or verdict time through the tape.
+func (e *Engine) runTime(what string, live time.Time) time.Time {
+	if e.Tape == nil {
+		return live
+	}
+	return e.Tape.RunTime(what, live)
 }
 
 func (e *Engine) emit(opts RunOptions, kind string, tr *TargetRun) {

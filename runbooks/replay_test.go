@@ -1,0 +1,129 @@
+package runbooks_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/runbooks"
+)
+
+// recordWedge runs sglang-pd-wedge at its production defaults against a
+// simulated deployment with the given fault, recording what its checks
+// observe, and returns the live report and the saved recording's
+// directory.
+func recordWedge(t *testing.T, fault string) (*runbooks.Report, string) {
+	t.Helper()
+	dir, inv := simDeployment(t)
+	if fault != "" {
+		simCtl(t, dir, "fault", fault)
+	}
+	rb := builtin(t, "sglang-pd-wedge")
+	pool := remote.NewPool()
+	t.Cleanup(func() { _ = pool.Close() })
+	rec := runbooks.NewRecording()
+	e := &runbooks.Engine{
+		Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}},
+		Tape:    rec,
+	}
+	p, err := e.Prepare(t.Context(), rb, map[string]string{"deployment": "sim"})
+	require.NoError(t, err)
+	rep := e.Run(t.Context(), p, runbooks.RunOptions{})
+	out := filepath.Join(t.TempDir(), "rec")
+	require.NoError(t, rec.Save(out, rep, runbooks.SaveOptions{}))
+	if d := os.Getenv("RUNBOT_KEEP_RECORDING"); d != "" {
+		require.NoError(t, os.CopyFS(d, os.DirFS(out)))
+	}
+	return rep, out
+}
+
+func builtin(t testing.TB, name string) *runbooks.Runbook {
+	t.Helper()
+	catalog, problems, err := runbooks.LoadCatalog()
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	rb, err := catalog.Get(name)
+	require.NoError(t, err)
+	return rb
+}
+
+func replay(t testing.TB, name, dir string) *runbooks.Report {
+	t.Helper()
+	rec, err := runbooks.LoadRecording(dir)
+	require.NoError(t, err)
+	rep, err := runbooks.Replay(t.Context(), builtin(t, name), rec, runbooks.ReplayOptions{})
+	require.NoError(t, err)
+	return rep
+}
+
+// reportJSON is the report as the store keeps it.
+func reportJSON(t *testing.T, rep *runbooks.Report) string {
+	t.Helper()
+	b, err := json.MarshalIndent(rep, "", "  ")
+	require.NoError(t, err)
+	return string(b)
+}
+
+// TestRecordReplayWedge records a real run against the wedged simulator
+// and replays it: the replay gives the same report (steps, values,
+// evidence, findings, diagnoses, times), and changing one recorded value
+// in a raw exposition file changes the verdict.
+func TestRecordReplayWedge(t *testing.T) {
+	live, dir := recordWedge(t, "pd-wedge")
+	require.Contains(t, diagnosisIDs(live), "pd_transfer_wedge", "the live run must see the wedge for this test to mean anything")
+
+	got := replay(t, "sglang-pd-wedge", dir)
+	require.Equal(t, reportJSON(t, live), reportJSON(t, got))
+
+	// A second replay is the same again: nothing in it depends on the
+	// wall clock or on chance.
+	require.Equal(t, reportJSON(t, got), reportJSON(t, replay(t, "sglang-pd-wedge", dir)))
+
+	// Decode generated tokens after all: one edited number in the last
+	// scrape of generation_tokens_total is a decode that serves.
+	scrapes, err := filepath.Glob(filepath.Join(dir, "decode_output", "decode", "scrape-*.prom"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(scrapes), 3)
+	last := scrapes[len(scrapes)-1]
+	raw, err := os.ReadFile(last)
+	require.NoError(t, err)
+	re := regexp.MustCompile(`(?m)^(sglang:generation_tokens_total(?:\{[^}]*\})?) (\S+)$`)
+	require.True(t, re.Match(raw), "the scrape holds generation_tokens_total:\n%s", raw)
+	edited := re.ReplaceAll(raw, []byte("$1 999999"))
+	require.NoError(t, os.WriteFile(last, edited, 0o644))
+
+	changed := replay(t, "sglang-pd-wedge", dir)
+	require.NotContains(t, diagnosisIDs(changed), "pd_transfer_wedge")
+	require.NotContains(t, findingIDs(changed), "prefill_parked")
+	require.Contains(t, findingIDs(live), "prefill_parked")
+}
+
+// TestReplayRefusesWhatWasNotRecorded: a runbook that now runs a command
+// the recording lacks gets a step error naming it, not a silent pass.
+func TestReplayRefusesWhatWasNotRecorded(t *testing.T) {
+	_, dir := recordWedge(t, "")
+	obs := filepath.Join(dir, "backend", "decode", "observed.yaml")
+	raw, err := os.ReadFile(obs)
+	require.NoError(t, err)
+	// Renaming the recorded command is the same as a runbook that now
+	// reads something else.
+	edited := strings.Replace(string(raw), "line: ", "line: echo changed; ", 1)
+	require.NotEqual(t, string(raw), edited)
+	require.NoError(t, os.WriteFile(obs, []byte(edited), 0o644))
+
+	rep := replay(t, "sglang-pd-wedge", dir)
+	var found bool
+	for _, s := range rep.Steps {
+		if s.Step == "backend" && s.Target == "decode" {
+			found = true
+			require.Contains(t, s.Error, "the recording does not have")
+		}
+	}
+	require.True(t, found)
+}
