@@ -23,6 +23,7 @@ var replicaTests = []test{
 	{"ApprovalSettlesOnce", testReplicasApprovalSettlesOnce},
 	{"ProposalSupersedes", testReplicasProposalSupersedes},
 	{"RecoveryOnce", testReplicasRecoverOnce},
+	{"GuardrailsCountEveryReplica", testReplicasGuardrailsCountEveryReplica},
 }
 
 // Replicas is how many processes the replica tests play.
@@ -275,4 +276,31 @@ func countOf(kinds []string, kind string) int {
 		}
 	}
 	return n
+}
+
+// Remediations applied by different replicas add up in the rate limit,
+// and the circuit breaker sees the last one whichever replica applied it:
+// each replica asks the database, not its own memory.
+func testReplicasGuardrailsCountEveryReplica(t *testing.T, e *Env) {
+	stores := openReplicas(t, e)
+	ctx := t.Context()
+	since := e.Clock.Now()
+	var last store.Plan
+	for i, s := range stores[:Replicas-1] {
+		p := Move(t, s, Approve(t, s, ProposePlan(t, s)), store.PlanApplying)
+		if i%2 == 0 {
+			last = Move(t, s, Move(t, s, p, store.PlanVerifying), store.PlanDone)
+		} else {
+			last = Move(t, s, p, store.PlanFailed)
+		}
+		e.Clock.Advance(time.Second)
+	}
+	reader := stores[Replicas-1]
+	n, err := reader.CountApplied(ctx, store.AppliedFilter{Deployment: "dsv4", Remediation: "disable_overlap_and_restart", Since: since})
+	require.NoError(t, err)
+	require.Equal(t, Replicas-1, n)
+	got, err := reader.LastRemediation(ctx, "dsv4", "pd_transfer_wedge")
+	require.NoError(t, err)
+	require.Equal(t, last.ID, got.ID)
+	require.Equal(t, last.State, got.State)
 }
