@@ -133,6 +133,14 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 			log.Warn("close store", "err", err)
 		}
 	}()
+	// The lease says to every replica sharing the database that this
+	// process is alive; it is held before anything is claimed and resigned
+	// (after the shutdown) before the store closes.
+	stopLease, err := holdLease(ctx, st, log)
+	if err != nil {
+		return err
+	}
+	defer stopLease()
 
 	d.inv = inv
 	d.pool = remote.NewPool()
@@ -179,6 +187,10 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 	if err := d.disp.Resume(runCtx); err != nil {
 		return fmt.Errorf("resume queued work: %w", err)
 	}
+	// Startup recovered what was dead then; replicas that die later are
+	// recovered by the sweeps of those that live, once their lease
+	// expired.
+	d.loops.Go(func() { d.disp.SweepEvery(runCtx, store.DefaultRecoveryInterval, nil) })
 	if sl != nil {
 		cmds, err := commands.New(commandsConfig(cfg), d.disp, commands.Deps{Store: st, Engine: eng, Replier: sl, UserGroups: sl, Logger: log})
 		if err != nil {
