@@ -30,6 +30,7 @@ type Store interface {
 	WorkQueue
 
 	Replicas
+	ScheduleTicks
 
 	// MarkInterrupted is called at startup and then periodically (every
 	// DefaultRecoveryInterval in serve). Runs left running, plans left

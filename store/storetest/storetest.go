@@ -82,7 +82,7 @@ type group struct {
 
 // Run runs the conformance suite against the backend, one subtest per
 // group (Runs, Messages, Plans, Approvals, Actions, RateLimits, Audit,
-// Locks, Alerts, Work, Recovery, Replicas, Leases) and per behaviour inside it,
+// Locks, Alerts, Work, Recovery, Replicas, Leases, Ticks) and per behaviour inside it,
 // each on a new database.
 func Run(t *testing.T, b Backend) {
 	for _, g := range []group{
@@ -99,6 +99,7 @@ func Run(t *testing.T, b Backend) {
 		{"Recovery", recoveryTests},
 		{"Replicas", replicaTests},
 		{"Leases", leaseTests},
+		{"Ticks", tickTests},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			for _, tc := range g.tests {

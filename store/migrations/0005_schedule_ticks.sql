@@ -1,0 +1,18 @@
+-- 0005: per-tick claims of scheduled audits. Every replica's scheduler
+-- fires at each tick; the one whose INSERT makes the row runs the audit,
+-- so that it runs once across the cluster. A tick whose claimer died
+-- before it finished is taken over (caught up) by another replica, and a
+-- tick nobody claimed is caught up or recorded as missed.
+
+CREATE TABLE schedule_ticks (
+	schedule        TEXT NOT NULL,
+	tick            INTEGER NOT NULL,
+	state           TEXT NOT NULL CHECK (state IN ('claimed', 'done', 'skipped', 'missed')),
+	owner           TEXT NOT NULL,
+	catch_up        INTEGER NOT NULL DEFAULT 0,
+	taken_over_from TEXT,
+	run_id          TEXT,
+	claimed_at      INTEGER NOT NULL,
+	done_at         INTEGER,
+	PRIMARY KEY (schedule, tick)
+) STRICT;
