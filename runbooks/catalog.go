@@ -33,6 +33,9 @@ func LoadCatalog(dirs ...string) (*Catalog, yamlnode.Problems, error) {
 		return nil, nil, fmt.Errorf("list built-in runbooks: %w", err)
 	}
 	for _, e := range entries {
+		if IsTestFile(e) {
+			continue
+		}
 		data, err := builtinFS.ReadFile(e)
 		if err != nil {
 			return nil, nil, fmt.Errorf("read built-in runbook %s: %w", e, err)
@@ -63,7 +66,7 @@ func LoadCatalog(dirs ...string) (*Catalog, yamlnode.Problems, error) {
 }
 
 // RunbookFiles lists the runbook files under path (a file or a directory,
-// not descending into testdata).
+// not descending into testdata, and leaving out test files).
 func RunbookFiles(path string) ([]string, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -80,7 +83,7 @@ func RunbookFiles(path string) ([]string, error) {
 		if d.IsDir() && d.Name() == "testdata" && p != path {
 			return filepath.SkipDir
 		}
-		if !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+		if !d.IsDir() && !IsTestFile(p) && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
 			files = append(files, p)
 		}
 		return nil

@@ -38,7 +38,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	f := &runFlags{}
 	rf := &remediateFlags{}
 	ff := &fleetFlags{}
-	var format, timelinePath string
+	var format, timelinePath, recordDir string
 	cmd := &cobra.Command{
 		Use:   "run RUNBOOK",
 		Short: "Run a runbook and report findings and diagnoses; optionally remediate, with approval",
@@ -48,6 +48,9 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 			"approved at the prompt (or by --approve-as USER, subject to the same policy),\n" +
 			"applied, verified, and rolled back if verification fails. --dry-run shows the\n" +
 			"plan and changes nothing.\n\n" +
+			"With --record DIR, everything the checks observed (commands and their output,\n" +
+			"units, probes, metric scrapes, clock readings) is written to DIR as plain files,\n" +
+			"secrets redacted, for `runbot test` and review; DIR must not exist or be empty.\n\n" +
 			"Exit status: 0 ran and found nothing critical (or remediated and verified);\n" +
 			"1 could not run (bad input); 2 critical finding or diagnosis; 3 inconclusive.",
 		Args: cobra.ExactArgs(1),
@@ -60,8 +63,8 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			if ff.on() {
-				if rf.remediate || rf.dryRun || timelinePath != "" {
-					return fmt.Errorf("--remediate, --dry-run and --timeline apply to one deployment's run, not a fleet run")
+				if rf.remediate || rf.dryRun || timelinePath != "" || recordDir != "" {
+					return fmt.Errorf("--remediate, --dry-run, --timeline and --record apply to one deployment's run, not a fleet run")
 				}
 				if rf.requestedBy == "" {
 					rf.requestedBy = currentUser()
@@ -93,12 +96,29 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 					printProgress(cmd.ErrOrStderr(), ev, started)
 				}
 			}
+			var rec *runbooks.Recording
+			if recordDir != "" {
+				if err := emptyDir(recordDir); err != nil {
+					return fmt.Errorf("--record: %w", err)
+				}
+				rec = runbooks.NewRecording()
+				pr.engine.Tape = rec
+			}
 			rep, err := pr.engine.RunAndRecord(cmd.Context(), st, pr.p, opts, rf.requestedBy)
+			// The recording is of the diagnosis only: a remediation's
+			// verification runs are live runs of their own.
+			pr.engine.Tape = nil
 			if tty && format == "text" {
 				note(cmd.ErrOrStderr(), "\r\033[K")
 			}
 			if err != nil {
 				return err
+			}
+			if rec != nil {
+				if err := saveRecording(rec, recordDir, rep); err != nil {
+					return err
+				}
+				note(cmd.ErrOrStderr(), "recording: %s\n", recordDir)
 			}
 			if format == "text" {
 				if err := printReport(cmd.OutOrStdout(), rep, isTTY(os.Stdout)); err != nil {
@@ -140,6 +160,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	ff.register(cmd)
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	cmd.Flags().StringVar(&timelinePath, "timeline", "", "also draw the run's evidence timeline into this PNG file")
+	cmd.Flags().StringVar(&recordDir, "record", "", "write what the checks observed into this directory (for runbot test)")
 	cmd.Flags().BoolVar(&rf.remediate, "remediate", false, "propose the diagnosis' remediation, ask for approval, apply, verify")
 	cmd.Flags().BoolVar(&rf.dryRun, "dry-run", false, "show the remediation plan and diff; change nothing")
 	cmd.Flags().StringVar(&rf.approveAs, "approve-as", "", "approve as this user without a prompt (scripted use; the policy still applies)")
