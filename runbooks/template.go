@@ -95,7 +95,7 @@ func ParseTemplateFor(name, src string, esc argspec.Escape) (*Template, error) {
 		quoteWarnings(src, t.Root, func(off int, msg string) {
 			out.warnings = append(out.warnings, templateProblem{Offset: off, Msg: msg})
 		})
-	} else if esc == argspec.EscapeJSON && hasTemplate(src) {
+	} else if esc == argspec.EscapeJSON && hasTemplate(src) && !isWholeValue(t) {
 		out.warnings = append(out.warnings, templateProblem{Offset: 0,
 			Msg: "the body does not start with { or [, so it is not escaped as JSON: its template values are inserted as they are"})
 	}
