@@ -32,6 +32,9 @@ type exprNames struct {
 	// chains are the maximal constant member paths, e.g. steps.chat.bytes,
 	// checked against the environment's shape for did-you-mean errors.
 	chains []chain
+	// bareGets are the offsets of get(steps..., KEY) calls whose nil (for
+	// a missing key) nothing catches; see bareGets.
+	bareGets []int
 }
 
 type chain struct {
@@ -64,6 +67,7 @@ func scanNames(src string) (*exprNames, error) {
 			}
 		}
 	}
+	names.bareGets = bareGets(&tree.Node)
 	for _, m := range members {
 		if idents, ok := chainOf(m); ok && !inner2(members, m) {
 			names.chains = append(names.chains, chain{idents: idents, at: m.Location().From})

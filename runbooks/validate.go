@@ -103,6 +103,10 @@ func (l *loader) validate() {
 				bad = true
 			}
 		}
+		for _, at := range names.bareGets {
+			l.exprErr(w.node, at, "when: get(...) yields nil when the key is missing, which fails when compared or converted: write get(...) ?? DEFAULT (see docs/runbooks.md, Expressions)")
+			bad = true
+		}
 		if !bad {
 			for _, c := range names.chains {
 				if c.idents[0] != "steps" && c.idents[0] != "params" {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/expr-lang/expr/ast"
+
 	"github.com/runbot/runbot/internal/yamlnode"
 )
 
@@ -57,4 +59,53 @@ func extractKeys(s *Step) ([]string, bool) {
 		return nil, false
 	}
 	return slices.Sorted(maps.Keys(m)), true
+}
+
+// bareGets returns the offsets of the get(steps..., KEY) calls in tree
+// whose result is used as it is. get on a step's map (a command's values,
+// a scrape's metrics) is typed as the map's element, but yields nil for a
+// missing key, and a nil compared with a string or converted fails at run
+// time: the finding cannot be evaluated exactly when the value it looks
+// for is absent. Caught, the nil is harmless: as the left of ?? (the
+// documented get(...) ?? DEFAULT) or compared with nil.
+func bareGets(tree *ast.Node) []int {
+	caught := map[ast.Node]bool{}
+	var gets []*ast.BuiltinNode
+	ast.Walk(tree, visitor(func(n *ast.Node) {
+		switch n := (*n).(type) {
+		case *ast.BinaryNode:
+			switch n.Operator {
+			case "??":
+				caught[n.Left] = true
+			case "==", "!=":
+				if _, ok := n.Right.(*ast.NilNode); ok {
+					caught[n.Left] = true
+				}
+				if _, ok := n.Left.(*ast.NilNode); ok {
+					caught[n.Right] = true
+				}
+			}
+		case *ast.BuiltinNode:
+			if n.Name == "get" && len(n.Arguments) == 2 && readsSteps(n.Arguments[0]) {
+				gets = append(gets, n)
+			}
+		}
+	}))
+	var at []int
+	for _, g := range gets {
+		if !caught[g] {
+			at = append(at, g.Location().From)
+		}
+	}
+	return at
+}
+
+// readsSteps reports whether n is a member path under steps.
+func readsSteps(n ast.Node) bool {
+	m, ok := n.(*ast.MemberNode)
+	if !ok {
+		return false
+	}
+	idents, ok := chainOf(m)
+	return ok && idents[0] == "steps"
 }
