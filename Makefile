@@ -10,7 +10,7 @@ ALERTMANAGER  := github.com/prometheus/alertmanager/cmd/alertmanager@v0.31.1
 GOBIN         := $(shell $(GO) env GOPATH)/bin
 export PATH   := $(GOBIN):$(PATH)
 
-.PHONY: all build test test-deps lint generate demo bench clean e2e e2e-down release
+.PHONY: all build test test-deps lint generate demo bench clean e2e e2e-down release recordings
 
 all: build
 
@@ -29,6 +29,7 @@ test-deps:
 test: test-deps
 	@mkdir -p $(BIN) && rm -f $(BIN)/scenario-matrix.txt
 	RUNBOT_MATRIX_OUT=$(CURDIR)/$(BIN)/scenario-matrix.txt $(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) run ./cmd/runbot test runbooks/
 	@echo "scenario matrix (sglang-pd-wedge at its defaults, simulator at its defaults):"; cat $(BIN)/scenario-matrix.txt 2>/dev/null || echo "(the matrix did not run)"
 
 lint:
@@ -46,6 +47,13 @@ e2e: test-deps
 
 e2e-down:
 	bash test/testhost/down.sh
+
+# recordings refreshes the shipped runbooks' recorded test cases
+# (runbooks/builtin/testdata/recordings) from the simulator; the cases'
+# expectations in runbooks/builtin/*_test.yaml stay as written, and
+# `make test` replays them (`runbot test runbooks/`).
+recordings: build
+	BIN=$(CURDIR)/$(BIN) scripts/recordings.sh
 
 generate:
 	$(GO) test ./runbooks -run TestGeneratedFilesAreCurrent -update -count=1
