@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -96,6 +97,10 @@ type Options struct {
 	// Fleet is the inventory fleet audits (Schedule.Deployments) pick
 	// their deployments from; a fleet schedule is refused without one.
 	Fleet *runbooks.Fleet
+	// Ticks, when set, are the per-tick claims shared by every replica:
+	// each tick runs once across them, and a tick whose claimer died is
+	// caught up (cluster.go). Without it, each process runs every tick.
+	Ticks store.ScheduleTicks
 }
 
 // SchedulerHeartbeat is the heartbeat name of the cron loop.
@@ -113,6 +118,10 @@ type scheduled struct {
 	// running is set while a run of the schedule goes; a tick meanwhile
 	// is skipped, so a slow audit never overlaps itself.
 	running atomic.Bool
+	// starting serializes deciding to run a tick (the running flag and
+	// the tick claim), so that a catch-up check that finds nothing to do
+	// never makes a tick due at the same instant look skipped.
+	starting sync.Mutex
 	// skipped and panicked count since the last summary.
 	skipped  atomic.Int64
 	panicked atomic.Int64
@@ -138,6 +147,7 @@ type Scheduler struct {
 	now     func() time.Time
 	beat    *heartbeat.Monitor
 	metrics *scheduleMetrics
+	ticks   store.ScheduleTicks
 
 	// audit runs one scheduled audit; tests replace it.
 	audit func(ctx context.Context, e *scheduled) auditResult
@@ -150,7 +160,7 @@ func New(cfg Config, d *dispatch.Dispatcher, opts Options) (*Scheduler, error) {
 		return nil, errors.New("scheduler: a dispatcher is required")
 	}
 	deps := d.ForTrigger(opts.TriggerDeps, "scheduler")
-	s := &Scheduler{cfg: cfg, disp: d, store: deps.Store, chat: deps.Chat, fleet: opts.Fleet, log: deps.Logger, now: deps.Now, beat: deps.Heartbeat, metrics: newScheduleMetrics()}
+	s := &Scheduler{cfg: cfg, disp: d, store: deps.Store, chat: deps.Chat, fleet: opts.Fleet, log: deps.Logger, now: deps.Now, beat: deps.Heartbeat, metrics: newScheduleMetrics(), ticks: opts.Ticks}
 	s.audit = s.runAudit
 	s.loc = time.Local
 	if cfg.TimeZone != "" {
@@ -307,7 +317,16 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		s.log.Info("audit scheduled", "schedule", e.Name, "cron", e.Cron, "time_zone", e.TimeZone, "post", e.Post)
 	}
 	if s.summary != nil {
-		c.Schedule(s.summary, cron.FuncJob(func() { s.postSummary(ctx) }))
+		c.Schedule(s.summary, cron.FuncJob(func() {
+			// One replica posts each summary: the one that records its
+			// tick.
+			if s.ticks == nil || s.recordTick(ctx, summaryTicks, tickAt(s.summary, s.now()), store.TickDone, false) {
+				s.postSummary(ctx)
+			}
+		}))
+	}
+	if s.ticks != nil {
+		c.Schedule(cron.Every(catchUpEvery), cron.FuncJob(func() { s.catchUp(ctx) }))
 	}
 	// The beat is a job of the cron loop itself, so a stuck loop shows.
 	s.heartbeat()
@@ -324,20 +343,44 @@ func (s *Scheduler) heartbeat() {
 	}
 }
 
-// fire starts one run of a schedule, unless its previous run still goes.
-// A panic in the run is caught and counted; the schedule goes on.
+// fire starts the run of a schedule's tick now due.
 func (s *Scheduler) fire(ctx context.Context, e *scheduled) {
+	s.fireTick(ctx, e, tickAt(e.sched, s.now()), false)
+}
+
+// fireTick starts one run of a schedule for the tick at, unless its
+// previous run still goes, or, with tick claims, another replica runs the
+// tick. A catch-up (catchUp) is run the same way, late. A panic in the run
+// is caught and counted; the schedule goes on.
+func (s *Scheduler) fireTick(ctx context.Context, e *scheduled, at time.Time, catchUp bool) {
 	if ctx.Err() != nil {
 		return
 	}
+	e.starting.Lock()
+	defer e.starting.Unlock()
 	if !e.running.CompareAndSwap(false, true) {
+		if catchUp {
+			// The next check tries again, once the run ends.
+			return
+		}
 		e.skipped.Add(1)
 		s.metrics.skipped.WithLabelValues(e.Name).Inc()
 		s.log.Warn("scheduled audit skipped: the previous run is still going", "schedule", e.Name)
+		// Recorded, so that no catch-up runs it once the run ends.
+		s.recordTick(ctx, e.Name, at, store.TickSkipped, false)
+		return
+	}
+	claimed := s.ticks != nil
+	if claimed && !s.claim(ctx, e, at, catchUp) {
+		e.running.Store(false)
 		return
 	}
 	err := s.disp.Go("audit "+e.Name, s.auditTimeout(e), func(ctx context.Context) {
 		defer e.running.Store(false)
+		var runID string
+		if claimed {
+			defer func() { s.finishTick(ctx, e, at, runID) }()
+		}
 		defer func() {
 			if r := recover(); r != nil {
 				e.panicked.Add(1)
@@ -346,6 +389,7 @@ func (s *Scheduler) fire(ctx context.Context, e *scheduled) {
 			}
 		}()
 		res := s.audit(ctx, e)
+		runID = res.RunID
 		s.metrics.record(e.Name, res)
 		if res.Err != nil {
 			s.log.Error("scheduled audit failed", "schedule", e.Name, "run", res.RunID, "err", res.Err)

@@ -48,7 +48,10 @@ func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *
 		sc.Schedules = append(sc.Schedules, schedule.Schedule{Runbook: s.Runbook, Cron: s.Cron, TimeZone: s.TimeZone, Params: s.Params, Post: schedule.PostPolicy(s.Post), Channel: s.Channel,
 			Deployments: s.Deployments, Parallel: s.Parallel})
 	}
-	sched, err := schedule.New(sc, disp, schedule.Options{TriggerDeps: dispatch.TriggerDeps{Store: d.st, Chat: disp.Chat(), Heartbeat: ready, Logger: d.log}, Fleet: &runbooks.Fleet{Inventory: d.inv}})
+	// Every replica schedules every audit; the tick claims in the store
+	// make each tick run once across them.
+	sched, err := schedule.New(sc, disp, schedule.Options{TriggerDeps: dispatch.TriggerDeps{Store: d.st, Chat: disp.Chat(), Heartbeat: ready, Logger: d.log},
+		Fleet: &runbooks.Fleet{Inventory: d.inv}, Ticks: d.st})
 	if err != nil {
 		return err
 	}
