@@ -140,8 +140,13 @@ type replayTargets struct{ rec *Recording }
 
 func (rt replayTargets) Target(_ context.Context, ref TargetRef) (target.Target, error) {
 	for _, t := range rt.rec.doc.Targets {
-		if t.Role != ref.Role || (ref.Host != "" && t.Host != ref.Host) {
+		// A target written without a host (inline observations) is the
+		// role on whichever host the params name.
+		if t.Role != ref.Role || (ref.Host != "" && t.Host != "" && t.Host != ref.Host) {
 			continue
+		}
+		if t.Host == "" {
+			t.Host = ref.Host
 		}
 		tg := target.Target{
 			Deployment: t.Deployment, Role: t.Role, Host: t.Host, Unit: t.Unit, URL: t.URL, MetricsURL: t.MetricsURL,
@@ -225,7 +230,8 @@ func (m *missingRun) Finish(tr *TargetRun) {
 }
 
 // replayRun answers one target run from its observed.yaml. Commands are
-// matched by their line (each recorded command answers once), units by
+// matched by their line (each recorded command answers once; one without
+// a line answers the next command, whatever it is), units by
 // name, probes and scrapes in order, clock readings in order.
 type replayRun struct {
 	od   *observedDoc
@@ -282,7 +288,9 @@ func (r replayRunner) Run(_ context.Context, cmd remote.Command) (remote.Output,
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
 	for i, c := range rr.od.Commands {
-		if rr.used[i] || c.Line != cmd.Line {
+		// A command written without its line (in a test's inline
+		// observations) answers whatever the check runs, in order.
+		if rr.used[i] || (c.Line != cmd.Line && c.Line != "") {
 			continue
 		}
 		rr.used[i] = true

@@ -32,6 +32,7 @@ func IsTestFile(path string) bool {
 //	tests:
 //	  - name: incident-2026-06-18
 //	    recording: testdata/recordings/sglang-pd-wedge/incident  # relative to this file
+//	    # or, instead of recording, the observations themselves (see inlineDoc)
 //	    params: {stall_after: 60s}                  # overrides the recorded params
 //	    expect:
 //	      diagnoses: [pd_transfer_wedge]            # exactly these held
@@ -50,6 +51,9 @@ type TestCase struct {
 	Name      string
 	Pos       yamlnode.Pos
 	Recording string // absolute, or relative to the working directory
+	// Inline holds the observations written into the test file, when
+	// the case gives them instead of a recording directory.
+	Inline *Recording
 	Params    map[string]string
 	Expect    Expectations
 }
@@ -76,7 +80,7 @@ type Expectations struct {
 
 var (
 	testFileKeys = []string{"runbook", "tests"}
-	testCaseKeys = []string{"name", "recording", "params", "expect"}
+	testCaseKeys = []string{"name", "recording", "observations", "params", "expect"}
 	expectKeys   = []string{"diagnoses", "findings", "absent_findings", "absent_diagnoses", "remediation", "outcome", "inconclusive"}
 )
 
@@ -110,6 +114,12 @@ func LoadTestFile(path string) (*TestFile, yamlnode.Problems, error) {
 		if tf.Runbook == "" {
 			d.Errorf(root, "test file: runbook is required")
 		}
+		for _, c := range tf.Cases {
+			if c.Inline != nil {
+				c.Inline.doc.Runbook = tf.Runbook
+				c.Inline.Dir = fmt.Sprintf("%s:%d (observations of test %s)", path, c.Pos.Line, c.Name)
+			}
+		}
 		if len(tf.Cases) == 0 {
 			d.Errorf(root, "test file: at least one test is required")
 		}
@@ -122,6 +132,7 @@ func LoadTestFile(path string) (*TestFile, yamlnode.Problems, error) {
 }
 
 func decodeCase(d *yamlnode.Decoder, dir string, i int, n *yaml.Node) TestCase {
+	var inline *yaml.Node
 	c := TestCase{Pos: yamlnode.PosOf(n), Expect: Expectations{pos: map[string]yamlnode.Pos{}}}
 	d.Fields(n, fmt.Sprintf("tests[%d]", i), testCaseKeys, func(key string, k, v *yaml.Node) {
 		switch key {
@@ -132,6 +143,8 @@ func decodeCase(d *yamlnode.Decoder, dir string, i int, n *yaml.Node) TestCase {
 			if c.Recording != "" && !filepath.IsAbs(c.Recording) {
 				c.Recording = filepath.Join(dir, c.Recording)
 			}
+		case "observations":
+			inline = v
 		case "params":
 			c.Params = d.StringMap(v, "params")
 		case "expect":
@@ -164,8 +177,13 @@ func decodeCase(d *yamlnode.Decoder, dir string, i int, n *yaml.Node) TestCase {
 		d.Errorf(n, "tests[%d]: name is required", i)
 		c.Name = fmt.Sprintf("test-%d", i+1)
 	}
-	if c.Recording == "" {
-		d.Errorf(n, "test %s: recording is required (a directory written by runbot run --record)", c.Name)
+	switch {
+	case inline != nil && c.Recording != "":
+		d.Errorf(inline, "test %s: give a recording or observations, not both", c.Name)
+	case inline != nil:
+		c.Inline = decodeInline(d, inline)
+	case c.Recording == "":
+		d.Errorf(n, "test %s: recording (a directory written by runbot run --record) or observations is required", c.Name)
 	}
 	if len(c.Expect.pos) == 0 {
 		d.Errorf(n, "test %s: expect says nothing to check", c.Name)
@@ -216,10 +234,13 @@ func RunTest(ctx context.Context, rb *Runbook, tf *TestFile, c TestCase) (res Te
 		res.Duration = time.Since(start)
 		res.DurationMS = res.Duration.Milliseconds()
 	}()
-	rec, err := LoadRecording(c.Recording)
-	if err != nil {
-		res.Error = err.Error()
-		return res
+	rec := c.Inline
+	if rec == nil {
+		var err error
+		if rec, err = LoadRecording(c.Recording); err != nil {
+			res.Error = err.Error()
+			return res
+		}
 	}
 	if rec.Runbook() != rb.Name {
 		res.Error = fmt.Sprintf("recording %s was made with runbook %s, the test file tests %s", c.Recording, rec.Runbook(), rb.Name)

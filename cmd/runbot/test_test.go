@@ -37,6 +37,10 @@ func TestRunbotTest(t *testing.T) {
 			[]string{"findings that must not hold", "got:      [decode_stalled]"}},
 		{"a key typo is reported at its position", write("runbook: sglang-pd-wedge\ntests:\n  - name: typo\n    recording: " + incident + "\n    expect:\n      diagnosis: [healthy]\n"), 1,
 			[]string{"wedge_test.yaml:6:7:", "diagnosis"}},
+		{"inline observations decide the verdict", write("runbook: host-basics\ntests:\n  - name: roomy\n    params: {host: h1}\n    observations:\n      started: 2026-06-18T21:04:23Z\n      steps:\n        - {step: memory, target: host, commands: [{stdout: \"avail_pct=50\\n\"}]}\n    expect:\n      findings: [memory_low]\n"), 1,
+			[]string{"--- FAIL: host-basics/roomy", "findings that must hold", "(missing [memory_low])", "inconclusive disk_nearly_full: step disk on host did not run: replay: the recording has nothing for step disk"}},
+		{"a typo in inline observations is reported at its position", write("runbook: host-basics\ntests:\n  - name: typo\n    params: {host: h1}\n    observations:\n      started: 2026-06-18T21:04:23Z\n      steps:\n        - step: memory\n          target: host\n          comands: []\n    expect:\n      findings: [memory_low]\n"), 1,
+			[]string{"wedge_test.yaml:10:11:", "comands"}},
 		{"an unknown id is a failure, not an absence", write("runbook: sglang-pd-wedge\ntests:\n  - name: unknown\n    recording: " + incident + "\n    expect:\n      absent_diagnoses: [pd_wedge]\n"), 1,
 			[]string{"does not define", "[pd_wedge]"}},
 	}
