@@ -54,8 +54,8 @@ type TestCase struct {
 	// Inline holds the observations written into the test file, when
 	// the case gives them instead of a recording directory.
 	Inline *Recording
-	Params    map[string]string
-	Expect    Expectations
+	Params map[string]string
+	Expect Expectations
 }
 
 // Expectations are what a case checks; nil lists check nothing.
