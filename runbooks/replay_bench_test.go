@@ -8,8 +8,8 @@ import (
 	"github.com/runbot/runbot/runbooks"
 )
 
-// incidentRecording is the 2026-06-18 incident as a recording (made by
-// scripts/incident-recording.py from the incident's fixtures).
+// incidentRecording is the 2026-06-18 incident as a recording (made from
+// the incident's fixtures by TestIncidentRecordingIsCurrent).
 const incidentRecording = "builtin/testdata/recordings/sglang-pd-wedge/incident-2026-06-18"
 
 // BenchmarkReplayWedge replays sglang-pd-wedge from the incident's
