@@ -12,7 +12,7 @@ import (
 func newListCmd(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
-		Short: "List the runbooks runbot knows, with their triggers",
+		Short: "List the runbooks runbot knows, with their triggers and params",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := loadCatalog(cmd, g)
@@ -26,6 +26,9 @@ func newListCmd(g *globalFlags) *cobra.Command {
 				alerts := 0
 				alerts += len(rb.Triggers.Alerts)
 				w.printf("%s\t%s\t%s\t%d\t%s\n", rb.Name, dash(rb.Triggers.Command), dash(rb.Triggers.Schedule), alerts, rb.Title)
+				// Under the title: the last cell of a line does not widen
+				// its column.
+				w.printf("\t\t\t\t%s\n", paramsLine(rb))
 			}
 			if w.err != nil {
 				return w.err
