@@ -19,8 +19,9 @@ build:
 	$(GO) build -o $(BIN)/sglang-sim ./cmd/sglang-sim
 
 # test-deps installs what the tests use as real parts: OpenSSH's sshd and
-# client, PostgreSQL (the store's tests start a throwaway cluster), and a
-# real Prometheus Alertmanager.
+# client, PostgreSQL (the store's tests start a throwaway cluster), Chromium
+# (the web report pages are tested in a real browser), and a real
+# Prometheus Alertmanager.
 test-deps:
 	@scripts/test-deps.sh
 

@@ -11,6 +11,9 @@ command -v dbus-daemon >/dev/null 2>&1 || need_pkgs+=(dbus-daemon)
 # The PostgreSQL store's tests start a throwaway cluster with initdb and
 # pg_ctl; the postgres system user the package creates runs it.
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_pkgs+=(postgresql)
+# The web report pages are tested in a real browser: Debian's headless
+# Chromium, driven by chromedp.
+command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
 
 if ((${#need_pkgs[@]})); then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -1,0 +1,199 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/internal/simtest"
+	"github.com/runbot/runbot/internal/yamlnode"
+	"github.com/runbot/runbot/inventory"
+	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
+)
+
+// planted are the secrets the leaky-config runbook's step prints: no page
+// may show any of them. The last is caught only by the extra pattern the
+// sites of these tests are given, as a Slack config's redact: would be.
+var planted = []string{"Planted-Pw-4711", "xoxb-1111-2222-plantedtoken", "AKIAPLANTED000000XYZ", "CORP-PLANTED-9090"}
+
+// extraRedact is the extra redaction pattern (slack.redact in a config).
+const extraRedact = `CORP-PLANTED-\d+`
+
+// fixture is a real SQLite store holding runs made through runbot's own
+// code paths: the shipped sglang-pd-wedge runbook against the simulator,
+// its remediation proposed, approved and applied (with its diff, votes,
+// actions and audit trail), and two runs of a runbook whose step prints
+// secrets.
+type fixture struct {
+	path  string
+	wedge store.Run
+	leaky store.Run
+	// other is a leaky-config run of another deployment and trigger.
+	other store.Run
+	// approver voted for the wedge's plan.
+	approver string
+}
+
+var (
+	fixOnce sync.Once
+	fix     *fixture
+	fixErr  error
+	fixDir  string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fixDir != "" {
+		_ = os.RemoveAll(fixDir)
+	}
+	os.Exit(code)
+}
+
+// theFixture builds the fixture once per test binary: the wedge run takes
+// about half a minute.
+func theFixture(t *testing.T) *fixture {
+	t.Helper()
+	fixOnce.Do(func() { fix, fixErr = buildFixture(t) })
+	require.NoError(t, fixErr)
+	return fix
+}
+
+// The wedge run's params are the demo's: they keep the run short; the
+// diagnosis logic is the one the production defaults run.
+var wedgeParams = map[string]string{
+	"deployment": "sim", "probe_timeout": "8s", "samples": "3", "sample_interval": "1s", "stall_after": "5s",
+}
+
+func buildFixture(t *testing.T) (*fixture, error) {
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 4*time.Minute, fmt.Errorf("building the web test fixture took too long"))
+	defer cancel()
+	var err error
+	if fixDir, err = os.MkdirTemp("", "runbot-web-"); err != nil {
+		return nil, err
+	}
+	f := &fixture{path: filepath.Join(fixDir, "runbot.db"), approver: "U0ALICE"}
+	st, err := store.Open(ctx, f.path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = st.Close() }()
+
+	simDir := filepath.Join(fixDir, "sim")
+	bin := simtest.Binary(t)
+	if out, err := exec.CommandContext(ctx, bin, "up", "--dir", simDir, "--name", "sim", "--idle-refresh", "1s", "--decode-log-interval", "4").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("sglang-sim up: %w\n%s", err, out)
+	}
+	defer func() {
+		dctx, dcancel := context.WithTimeoutCause(context.Background(), time.Minute, fmt.Errorf("sglang-sim down took too long"))
+		defer dcancel()
+		_ = exec.CommandContext(dctx, bin, "down", "--dir", simDir).Run()
+	}()
+	if out, err := exec.CommandContext(ctx, bin, "ctl", "--dir", simDir, "fault", "pd-wedge").CombinedOutput(); err != nil || !strings.Contains(string(out), `"wedged":true`) {
+		return nil, fmt.Errorf("sglang-sim fault pd-wedge: %v\n%s", err, out)
+	}
+	// Decode's silence must outgrow stall_after, as in the demo.
+	time.Sleep(6 * time.Second)
+
+	inv, err := inventory.Load(filepath.Join(simDir, "inventory.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	// The fixture runs one built-in runbook: errors in it stop the
+	// fixture, warnings and other runbooks' problems are not its business.
+	catalog, problems, err := runbooks.LoadCatalog()
+	if err != nil {
+		return nil, fmt.Errorf("builtin catalog: %w", err)
+	}
+	if err := problemsOf(problems, "builtin:sglang-pd-wedge.yaml").Err(); err != nil {
+		return nil, fmt.Errorf("sglang-pd-wedge: %w", err)
+	}
+	rb, err := catalog.Get("sglang-pd-wedge")
+	if err != nil {
+		return nil, err
+	}
+	pool := remote.NewPool()
+	defer func() { _ = pool.Close() }()
+	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
+	rem := &runbooks.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: runbooks.Groups{"sre-oncall": {f.approver}}}
+	p, err := eng.Prepare(ctx, rb, wedgeParams)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := eng.RunAndRecord(ctx, st, p, runbooks.RunOptions{Trigger: string(store.TriggerAlert)}, "alertmanager")
+	if err != nil {
+		return nil, err
+	}
+	if len(rep.Diagnoses) == 0 || rep.Diagnoses[0].ID != "pd_transfer_wedge" {
+		return nil, fmt.Errorf("the wedge run diagnosed %v, want pd_transfer_wedge", rep.Diagnoses)
+	}
+	prop, err := rem.Propose(ctx, p, rep, "alertmanager")
+	if err != nil || prop == nil {
+		return nil, fmt.Errorf("propose: %v (proposal %v)", err, prop)
+	}
+	if _, err := rem.Vote(ctx, prop.Plan.ID, f.approver, true, prop.Plan.Hash); err != nil {
+		return nil, fmt.Errorf("vote: %w", err)
+	}
+	res, err := rem.Apply(ctx, prop.Plan.ID, f.approver, nil)
+	if err != nil {
+		return nil, fmt.Errorf("apply: %w", err)
+	}
+	if !res.Recovered {
+		return nil, fmt.Errorf("the fix did not verify: %s", res.Message)
+	}
+	if f.wedge, err = st.GetRun(ctx, rep.RunID); err != nil {
+		return nil, err
+	}
+
+	leakyBook, problems, err := runbooks.LoadFile("testdata/runbooks/leaky-config.yaml")
+	if err != nil || problems.Err() != nil {
+		return nil, fmt.Errorf("leaky-config: %v %v", err, problems.Err())
+	}
+	local, err := inventory.Load("testdata/inventory.yaml")
+	if err != nil {
+		return nil, err
+	}
+	leng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: local, Runners: runbooks.LocalRunners{}}}
+	record := func(deployment string, trigger store.Trigger, by string) (store.Run, error) {
+		lp, err := leng.Prepare(ctx, leakyBook, map[string]string{"deployment": deployment, "host": "here"})
+		if err != nil {
+			return store.Run{}, err
+		}
+		lrep, err := leng.RunAndRecord(ctx, st, lp, runbooks.RunOptions{Trigger: string(trigger)}, by)
+		if err != nil {
+			return store.Run{}, err
+		}
+		return st.GetRun(ctx, lrep.RunID)
+	}
+	if f.leaky, err = record("edge-1", store.TriggerSchedule, "nightly"); err != nil {
+		return nil, err
+	}
+	if f.other, err = record("edge-2", store.TriggerCLI, "bob"); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// problemsOf keeps the problems of one file.
+func problemsOf(ps yamlnode.Problems, file string) yamlnode.Problems {
+	var out yamlnode.Problems
+	for _, p := range ps {
+		if p.File == file {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
