@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,11 +46,12 @@ func newTestCmd(g *globalFlags) *cobra.Command {
 				// break it.
 				out = io.Discard
 			}
-			doc := testDoc{Results: []runbooks.TestResult{}, Problems: []string{}}
+			doc := testDoc{Results: []runbooks.TestResult{}, Problems: []string{}, Warnings: []string{}, expected: map[string][]string{}}
 			start := time.Now()
 			for _, f := range files {
 				doc.run(cmd, g, f, out)
 			}
+			doc.coverage(paths)
 			doc.Passed = doc.Failed == 0 && len(doc.Problems) == 0
 			elapsed := time.Since(start)
 			if format == "json" {
@@ -61,6 +63,9 @@ func newTestCmd(g *globalFlags) *cobra.Command {
 			} else {
 				for _, p := range doc.Problems {
 					_, _ = fmt.Fprintln(out, p)
+				}
+				for _, w := range doc.Warnings {
+					_, _ = fmt.Fprintln(out, "warning: "+w)
 				}
 				verdict := "ok"
 				if !doc.Passed {
@@ -86,6 +91,43 @@ type testDoc struct {
 	Results []runbooks.TestResult `json:"results"`
 	// Problems are test files that could not be read, as file:line:col.
 	Problems []string `json:"problems"`
+	// Warnings name the runbooks in the directories tested that have no
+	// test case, and the diagnoses that no case expects.
+	Warnings []string `json:"warnings"`
+
+	// expected holds, per runbook name, the diagnoses its cases expect.
+	expected map[string][]string
+}
+
+// coverage warns about runbooks in the tested directories that no test
+// file tests, and about diagnoses no case expects: a shipped runbook is
+// to have a recorded case for each diagnosis it can give.
+func (doc *testDoc) coverage(paths []string) {
+	for _, path := range paths {
+		if st, err := os.Stat(path); err != nil || !st.IsDir() {
+			continue
+		}
+		files, err := runbooks.RunbookFiles(path)
+		if err != nil {
+			continue
+		}
+		for _, f := range files {
+			rb, _, err := runbooks.LoadFile(f)
+			if err != nil || rb == nil {
+				continue // lint's business
+			}
+			want, tested := doc.expected[rb.Name]
+			if !tested {
+				doc.Warnings = append(doc.Warnings, fmt.Sprintf("%s: runbook %s has no test cases (%s)", f, rb.Name, rb.Name+runbooks.TestFileSuffix))
+				continue
+			}
+			for _, d := range rb.Diagnoses {
+				if !slices.Contains(want, d.ID) {
+					doc.Warnings = append(doc.Warnings, fmt.Sprintf("%s: diagnosis %s of runbook %s is expected by no test case", f, d.ID, rb.Name))
+				}
+			}
+		}
+	}
 }
 
 // run runs one test file's cases, writing go-test-style lines to out.
@@ -106,7 +148,11 @@ func (doc *testDoc) run(cmd *cobra.Command, g *globalFlags, path string, out io.
 		doc.Problems = append(doc.Problems, fmt.Sprintf("%s: %v", path, err))
 		return
 	}
+	if _, ok := doc.expected[rb.Name]; !ok {
+		doc.expected[rb.Name] = []string{}
+	}
 	for _, c := range tf.Cases {
+		doc.expected[rb.Name] = append(doc.expected[rb.Name], c.Expect.Diagnoses...)
 		name := rb.Name + "/" + c.Name
 		_, _ = fmt.Fprintf(out, "=== RUN   %s\n", name)
 		res := runbooks.RunTest(cmd.Context(), rb, tf, c)

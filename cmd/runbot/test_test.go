@@ -54,6 +54,18 @@ func TestRunbotTest(t *testing.T) {
 		})
 	}
 
+	t.Run("a diagnosis no case expects is named", func(t *testing.T) {
+		dir := t.TempDir()
+		rb, err := os.ReadFile("../../runbooks/builtin/host-basics.yaml")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "host-basics.yaml"), rb, 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "host-basics_test.yaml"), []byte("runbook: host-basics\ntests:\n  - name: low\n    params: {host: h1}\n    observations:\n      started: 2026-06-18T21:04:23Z\n      steps:\n        - {step: disk, target: host, commands: [{stdout: \"max_used_pct=10\\n\"}]}\n        - {step: memory, target: host, commands: [{stdout: \"avail_pct=3\\n\"}]}\n        - {step: load, target: host, commands: [{stdout: \"load1=0.5 cores=8\\n\"}]}\n    expect:\n      findings: [memory_low]\n"), 0o644))
+		stdout, stderr, code := runRunbot(t, runbot, "test", dir)
+		require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
+		require.Contains(t, stdout, "--- PASS: host-basics/low")
+		require.Contains(t, stdout, "warning: "+filepath.Join(dir, "host-basics.yaml")+": diagnosis host_ok of runbook host-basics is expected by no test case")
+	})
+
 	t.Run("json", func(t *testing.T) {
 		stdout, stderr, code := runRunbot(t, runbot, "test", "--format", "json", "../../runbooks/builtin")
 		require.Equal(t, 0, code, stderr)
