@@ -47,7 +47,7 @@ func TestGPUNodeHealthCases(t *testing.T) {
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
 		t.Run(name, func(t *testing.T) {
-			c, rep := runGPUCase(t, file)
+			c, rep := runGPUCase(t, file, name)
 			for _, f := range rep.Findings {
 				t.Logf("  %s: %s", f.ID, f.Summary)
 			}
@@ -84,7 +84,7 @@ func TestGPUNodeHealthNamesTheXid(t *testing.T) {
 		{"application-xids", "application_faults", "Xid 31, 13, 43", ""},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			_, rep := runGPUCase(t, filepath.Join("testdata/gpu-node-health", tc.file+".yaml"))
+			_, rep := runGPUCase(t, filepath.Join("testdata/gpu-node-health", tc.file+".yaml"), "")
 			var summary string
 			for _, d := range rep.Diagnoses {
 				if d.ID == tc.diagnosis {
@@ -100,8 +100,9 @@ func TestGPUNodeHealthNamesTheXid(t *testing.T) {
 }
 
 // runGPUCase serves a case's outputs through the stand-ins on a fresh
-// sshd and runs gpu-node-health against it at the runbook's defaults.
-func runGPUCase(t *testing.T, file string) (gpuCase, *runbooks.Report) {
+// sshd and runs gpu-node-health against it at the runbook's defaults;
+// with -update and a case name the run becomes a recorded case.
+func runGPUCase(t *testing.T, file, caseName string) (gpuCase, *runbooks.Report) {
 	t.Helper()
 	bin, err := filepath.Abs("testdata/gpu-node-health/bin")
 	require.NoError(t, err)
@@ -125,7 +126,7 @@ func runGPUCase(t *testing.T, file string) (gpuCase, *runbooks.Report) {
 	srv := sshdtest.Start(t, sshdtest.Options{Config: []string{
 		fmt.Sprintf("SetEnv SHLVL=1 PATH=%s:/usr/local/bin:/usr/bin:/bin RUNBOT_GPU_FIXTURE=%s", bin, dir),
 	}})
-	return c, runBuiltin(t, gpuInventory(t, srv), "gpu-node-health", map[string]string{"host": "gpu"})
+	return c, runBuiltin(t, gpuInventory(t, srv), "gpu-node-health", caseName, map[string]string{"host": "gpu"})
 }
 
 func gpuInventory(t *testing.T, srv *sshdtest.Server) *inventory.Inventory {

@@ -2,6 +2,8 @@ package runbooks_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -25,20 +27,35 @@ func simRouterURL(t *testing.T, inv *inventory.Inventory) string {
 
 // runBuiltin runs a shipped runbook with params against an inventory, the
 // catalog loaded as the binary loads it (no problems allowed, warnings
-// included).
-func runBuiltin(t *testing.T, inv *inventory.Inventory, name string, params map[string]string) *runbooks.Report {
+// included). The run is recorded, and the recording must replay to the
+// same findings and diagnoses; with -update and a case name it becomes
+// the runbook's recorded case (builtin/testdata/recordings/RUNBOOK/CASE,
+// which builtin/RUNBOOK_test.yaml names).
+func runBuiltin(t *testing.T, inv *inventory.Inventory, name, caseName string, params map[string]string) *runbooks.Report {
 	t.Helper()
-	catalog, problems, err := runbooks.LoadCatalog()
-	require.NoError(t, err)
-	require.Empty(t, problems)
-	rb, err := catalog.Get(name)
-	require.NoError(t, err)
+	rb := builtin(t, name)
 	pool := remote.NewPool()
 	t.Cleanup(func() { _ = pool.Close() })
-	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
+	rec := runbooks.NewRecording()
+	e := &runbooks.Engine{
+		Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}},
+		Tape:    rec,
+	}
 	p, err := e.Prepare(t.Context(), rb, params)
 	require.NoError(t, err)
-	return e.Run(t.Context(), p, runbooks.RunOptions{})
+	rep := e.Run(t.Context(), p, runbooks.RunOptions{})
+	out := filepath.Join(t.TempDir(), "recording")
+	require.NoError(t, rec.Save(out, rep, runbooks.SaveOptions{}))
+	again := replay(t, name, out)
+	require.Equal(t, findingIDs(rep), findingIDs(again), "the recording replays to the same findings")
+	require.Equal(t, diagnosisIDs(rep), diagnosisIDs(again), "the recording replays to the same diagnoses")
+	if *update && caseName != "" {
+		dst := filepath.Join("builtin", "testdata", "recordings", name, caseName)
+		require.NoError(t, os.RemoveAll(dst))
+		require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+		require.NoError(t, os.CopyFS(dst, os.DirFS(out)))
+	}
+	return rep
 }
 
 // TestHTTPAliveNotWorkingAgainstTheSimulator runs http-alive-not-working
@@ -76,7 +93,7 @@ func TestHTTPAliveNotWorkingAgainstTheSimulator(t *testing.T) {
 			start := time.Now()
 			// The runbook's own defaults otherwise: 30 s for the real
 			// request, 5 s for health and for slow.
-			rep := runBuiltin(t, inv, "http-alive-not-working", map[string]string{
+			rep := runBuiltin(t, inv, "http-alive-not-working", c.name, map[string]string{
 				"host":       "local",
 				"health_url": router + "/health",
 				"url":        router + "/v1/chat/completions",
@@ -108,7 +125,7 @@ func TestHTTPAliveNotWorkingAgainstTheSimulator(t *testing.T) {
 func TestHTTPAliveNotWorkingBadStatus(t *testing.T) {
 	_, inv := simDeployment(t)
 	router := simRouterURL(t, inv)
-	rep := runBuiltin(t, inv, "http-alive-not-working", map[string]string{
+	rep := runBuiltin(t, inv, "http-alive-not-working", "bad-status", map[string]string{
 		"host":       "local",
 		"health_url": router + "/health",
 		"url":        router + "/v1/no-such-endpoint",
