@@ -77,6 +77,9 @@ func (d *Dispatcher) logRecovery(rec store.Recovery) {
 	for _, id := range rec.Requeued {
 		d.log.Warn("queued work runs again: its run was cut short", "work", id, "max_attempts", store.MaxWorkAttempts)
 	}
+	for _, key := range rec.Locks {
+		d.log.Warn("lock released: the process holding it died", "lock", key)
+	}
 	for _, id := range rec.Abandoned {
 		d.log.Error("queued work is not run again: it was cut short on every attempt", "work", id, "attempts", store.MaxWorkAttempts)
 	}

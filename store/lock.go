@@ -19,7 +19,9 @@ type Lock struct {
 	Expires time.Time `json:"expires"`
 }
 
-// Acquire takes the lock on key for ttl. The lock is not reentrant: while
+// Acquire takes the lock on key for ttl, owned by this process: when the
+// process dies, MarkInterrupted releases it with the process's plans. The
+// lock is not reentrant: while
 // any unexpired lease exists, every Acquire (even by the same holder name)
 // gets a *LockedError. One INSERT ... ON CONFLICT DO UPDATE ... WHERE expired
 // statement takes a free or expired lock, so two processes racing for it
@@ -39,11 +41,11 @@ func (s *sqlStore) Acquire(ctx context.Context, key, holder string, ttl time.Dur
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO locks (key, holder, token, since, expires_at) VALUES (?, ?, ?, ?, ?)
+		res, err := tx.ExecContext(ctx, `INSERT INTO locks (key, holder, token, since, expires_at, owner) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (key) DO UPDATE SET holder = excluded.holder, token = excluded.token,
-				since = excluded.since, expires_at = excluded.expires_at
+				since = excluded.since, expires_at = excluded.expires_at, owner = excluded.owner
 			WHERE locks.expires_at <= ?`,
-			key, holder, l.Token, now.UnixNano(), l.Expires.UnixNano(), now.UnixNano())
+			key, holder, l.Token, now.UnixNano(), l.Expires.UnixNano(), s.owner, now.UnixNano())
 		if err != nil {
 			return err
 		}

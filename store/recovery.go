@@ -35,11 +35,13 @@ type Recovery struct {
 	// Abandoned work went from started to done because it had been claimed
 	// MaxWorkAttempts times: it may be what kills the process.
 	Abandoned []string `json:"abandoned,omitempty"`
+	// Locks are the keys of locks a dead process held, released.
+	Locks []string `json:"locks,omitempty"`
 }
 
 // Empty reports whether nothing needed recovery.
 func (r Recovery) Empty() bool {
-	return len(r.Runs)+len(r.Finished)+len(r.Plans)+len(r.Requeued)+len(r.Completed)+len(r.Abandoned) == 0
+	return len(r.Runs)+len(r.Finished)+len(r.Plans)+len(r.Requeued)+len(r.Completed)+len(r.Abandoned)+len(r.Locks) == 0
 }
 
 // MarkInterrupted recovers what a dead process left behind. Rows owned by a
@@ -142,6 +144,28 @@ func (s *sqlStore) MarkInterrupted(ctx context.Context) (Recovery, error) {
 			rec.Plans = append(rec.Plans, p.id)
 		}
 
+		// A dead process's locks go with it: its remediation was
+		// interrupted above, and a lock left to its own expiry would keep
+		// the deployment from a newly approved fix for up to half an hour.
+		locks, err := ownedRows(ctx, tx, `SELECT key, owner FROM locks WHERE owner <> '' AND expires_at > ? ORDER BY key`+tx.dialect().forUpdate,
+			now.UnixNano())
+		if err != nil {
+			return err
+		}
+		for _, l := range locks {
+			if !dead(l.owner) {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM locks WHERE key = ? AND owner = ?`, l.id, l.owner); err != nil {
+				return err
+			}
+			if err := appendAudit(ctx, tx, AuditEvent{At: now, Kind: AuditLockReleased, Actor: "runbot",
+				Detail: mustJSON(map[string]any{"key": l.id, "owner": l.owner, "recovered": true})}); err != nil {
+				return err
+			}
+			rec.Locks = append(rec.Locks, l.id)
+		}
+
 		work, err := ownedRows(ctx, tx, `SELECT id, owner FROM work WHERE state = 'started' ORDER BY id`+tx.dialect().forUpdate)
 		if err != nil {
 			return err
@@ -164,8 +188,8 @@ func (s *sqlStore) MarkInterrupted(ctx context.Context) (Recovery, error) {
 
 type owned struct{ id, owner string }
 
-func ownedRows(ctx context.Context, tx querier, q string) ([]owned, error) {
-	rows, err := tx.QueryContext(ctx, q)
+func ownedRows(ctx context.Context, tx querier, q string, args ...any) ([]owned, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

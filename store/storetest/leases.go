@@ -67,7 +67,8 @@ func testHeartbeatRefusesBadTTL(t *testing.T, e *Env) {
 // (Options.Alive, the host-local one) still says it runs, as it would for
 // a process on another host; the lease alone decides. Until it expires, no
 // sweep touches its rows; after, the next sweep of another replica
-// interrupts its run and plan and requeues its work, once.
+// interrupts its run and plan, requeues its work and releases its lock,
+// once.
 func testRecoversOnceTheLeaseExpires(t *testing.T, e *Env) {
 	ctx := t.Context()
 	a := e.OpenAs(t, "storetest/replica-a")
@@ -75,6 +76,8 @@ func testRecoversOnceTheLeaseExpires(t *testing.T, e *Env) {
 	_, err := a.Heartbeat(ctx, store.DefaultLeaseTTL)
 	require.NoError(t, err)
 	left := midRemediation(t, a, "a")
+	_, err = a.Acquire(ctx, "deployment/dsv4", "replica-a plan "+left.Plan, 30*time.Minute)
+	require.NoError(t, err)
 
 	for _, d := range []time.Duration{0, store.DefaultLeaseTTL - time.Nanosecond} {
 		e.Clock.Advance(d)
@@ -85,7 +88,10 @@ func testRecoversOnceTheLeaseExpires(t *testing.T, e *Env) {
 	e.Clock.Advance(time.Nanosecond)
 	rec, err := b.MarkInterrupted(ctx)
 	require.NoError(t, err)
-	require.Equal(t, store.Recovery{Runs: []string{left.Run}, Plans: []string{left.Plan}, Requeued: []string{left.Work}}, rec)
+	require.Equal(t, store.Recovery{Runs: []string{left.Run}, Plans: []string{left.Plan}, Requeued: []string{left.Work},
+		Locks: []string{"deployment/dsv4"}}, rec)
+	_, err = b.Acquire(ctx, "deployment/dsv4", "replica-b plan new", 30*time.Minute)
+	require.NoError(t, err, "the dead replica's deployment lock went with it")
 
 	plan, err := b.GetPlan(ctx, left.Plan)
 	require.NoError(t, err)
@@ -127,6 +133,8 @@ func testRenewingReplicaIsNeverRecovered(t *testing.T, e *Env) {
 	_, err := a.Heartbeat(ctx, store.DefaultLeaseTTL)
 	require.NoError(t, err)
 	left := midRemediation(t, a, "a")
+	_, err = a.Acquire(ctx, "deployment/dsv4", "replica-a plan "+left.Plan, 30*time.Minute)
+	require.NoError(t, err)
 	for range 20 {
 		e.Clock.Advance(store.DefaultHeartbeat)
 		_, err := a.Heartbeat(ctx, store.DefaultLeaseTTL)
@@ -138,4 +146,7 @@ func testRenewingReplicaIsNeverRecovered(t *testing.T, e *Env) {
 	run, err := b.GetRun(ctx, left.Run)
 	require.NoError(t, err)
 	require.Equal(t, store.RunRunning, run.Status)
+	_, err = b.Acquire(ctx, "deployment/dsv4", "replica-b plan new", 30*time.Minute)
+	var locked *store.LockedError
+	require.ErrorAs(t, err, &locked, "a live replica keeps its lock")
 }
