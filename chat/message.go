@@ -28,6 +28,19 @@ type Message struct {
 	// More says where the full content is when the message had to be
 	// shortened to fit Slack's limits, e.g. "runbot show r-…".
 	More string
+	// Run is the id of the run the message is about, if it is about one:
+	// a platform that knows where run reports are published links to the
+	// run's report (slackchat.Config.ReportURL).
+	Run string
+	// Links are web pages to open, shown after the rest ("Full report").
+	// They are made by runbot, not from data, so Map leaves them alone.
+	Links []Link
+}
+
+// Link is a labelled web address.
+type Link struct {
+	Label string
+	URL   string
 }
 
 // Fact is one labelled value; User, when set, is a Slack user ID shown as a

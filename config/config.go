@@ -38,6 +38,9 @@ type Config struct {
 	Slack           *Slack
 	Alerts          *Alerts
 	Schedules       []Schedule
+	// Web, when set, serves the incident report pages and puts a Full
+	// report link in chat messages about runs.
+	Web *Web
 	// ShutdownGrace is how long in-flight steps may finish on SIGTERM.
 	ShutdownGrace time.Duration
 	// Parallel bounds runs executing at once.

@@ -58,7 +58,7 @@ func decode(path string, data []byte) (*Config, yamlnode.Problems) {
 	if root == nil {
 		return nil, d.Problems
 	}
-	d.Fields(root, "config", []string{"listen", "tls", "store", "inventory", "runbooks", "log", "groups", "slack", "alerts", "schedules", "shutdown_grace", "parallel"}, func(key string, _, v *yaml.Node) {
+	d.Fields(root, "config", []string{"listen", "tls", "store", "inventory", "runbooks", "log", "groups", "slack", "alerts", "schedules", "shutdown_grace", "parallel", "web"}, func(key string, _, v *yaml.Node) {
 		c.At[key] = yamlnode.PosOf(v)
 		switch key {
 		case "listen":
@@ -110,6 +110,8 @@ func decode(path string, data []byte) (*Config, yamlnode.Problems) {
 			d.Items(v, "schedules", func(_ int, sv *yaml.Node) { c.Schedules = append(c.Schedules, decodeSchedule(d, sv)) })
 		case "shutdown_grace":
 			c.ShutdownGrace = d.Duration(v, "shutdown_grace")
+		case "web":
+			c.Web = decodeWeb(d, v)
 		case "parallel":
 			c.Parallel = d.Int(v, "parallel")
 			if c.Parallel < 1 {

@@ -18,7 +18,7 @@ func (d *Dispatcher) DryRun(ctx context.Context, planID string) (chat.Message, e
 		return chat.Message{}, fmt.Errorf("dry run of plan %s: %w", planID, err)
 	}
 	body := prop.Body
-	m := chat.Message{Title: fmt.Sprintf("Dry run: %s on %s", body.Remediation, body.Deployment), Status: chat.StatusInfo, More: "runbot show " + prop.Plan.RunID}
+	m := chat.Message{Title: fmt.Sprintf("Dry run: %s on %s", body.Remediation, body.Deployment), Status: chat.StatusInfo, More: "runbot show " + prop.Plan.RunID, Run: prop.Plan.RunID}
 	m.Sections = planSections(&body)
 	if note := d.recheck(ctx, prop); note != "" {
 		m.Sections = append(m.Sections, chat.Section{Status: chat.StatusWarning, Heading: "Re-check", Text: note})

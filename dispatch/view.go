@@ -22,7 +22,7 @@ const (
 
 // view renders the run's message. Callers hold rs.mu.
 func (rs *runState) view() chat.Message {
-	m := chat.Message{Title: rs.title, Status: rs.status(), More: "runbot show " + rs.run.ID}
+	m := chat.Message{Title: rs.title, Status: rs.status(), More: "runbot show " + rs.run.ID, Run: rs.run.ID}
 	m.Facts = runFacts(rs.run, rs.report)
 	if rs.report == nil {
 		m.Sections = append(m.Sections, rs.verdictSections()...)

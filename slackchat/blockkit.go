@@ -59,6 +59,9 @@ func renderBlocks(m chat.Message) []slack.Block {
 	if len(m.Buttons) > 0 {
 		tail = append(tail, buttonsBlock(m.Buttons))
 	}
+	if b := linksBlock(m.Links); b != nil {
+		tail = append(tail, b)
+	}
 	if len(m.Notes) > 0 {
 		var els []slack.MixedElement
 		for _, n := range m.Notes {

@@ -43,6 +43,11 @@ type Config struct {
 	// APIURL overrides Slack's Web API base URL (tests, proxies); it must
 	// end with a slash.
 	APIURL string
+
+	// ReportURL, when set, gives the address of a run's report page (a
+	// signed link, web.Site.RunURL): every message about a run links to
+	// it as "Full report". An empty address adds no link.
+	ReportURL func(runID string) string
 }
 
 func (c Config) withDefaults() Config {

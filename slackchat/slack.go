@@ -74,7 +74,7 @@ func New(cfg Config, log *slog.Logger, now func() time.Time) (*Slack, error) {
 	}
 	s.metrics = newSlackMetrics()
 	api := meteredAPI{api: s.api, m: s.metrics}
-	msgr := &messenger{api: api, redact: s.redactor, log: log, metrics: s.metrics}
+	msgr := &messenger{api: api, redact: s.redactor, log: log, metrics: s.metrics, reportURL: cfg.ReportURL}
 	s.outgoing = &outgoing{msgr: msgr, files: api, log: log}
 	s.groups = &slackGroups{api: api, now: now, cache: map[string]groupEntry{}}
 	return s, nil

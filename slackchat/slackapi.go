@@ -60,10 +60,12 @@ type messenger struct {
 	redact  *Redactor
 	log     *slog.Logger
 	metrics *slackMetrics // counts the response_url posts; api counts the rest
+	// reportURL links messages about a run to its report (Config.ReportURL).
+	reportURL func(runID string) string
 }
 
 func (m *messenger) options(msg chat.Message) []slack.MsgOption {
-	msg = msg.Map(m.redact.Redact)
+	msg = m.prepare(msg)
 	return []slack.MsgOption{
 		slack.MsgOptionText(fallbackText(msg), false),
 		slack.MsgOptionBlocks(renderBlocks(msg)...),
@@ -115,7 +117,7 @@ func (m *messenger) ephemeral(ctx context.Context, channel, user string, msg cha
 // respond posts msg to a slash command's or interaction's response_url,
 // visible only to the user who asked.
 func (m *messenger) respond(ctx context.Context, responseURL string, msg chat.Message) error {
-	msg = msg.Map(m.redact.Redact)
+	msg = m.prepare(msg)
 	blocks := renderBlocks(msg)
 	err := retryRateLimited(ctx, m.log, "response_url", func(ctx context.Context) error {
 		start := time.Now()
@@ -153,6 +155,6 @@ type commandReply struct {
 }
 
 func (m *messenger) reply(msg chat.Message) commandReply {
-	msg = msg.Map(m.redact.Redact)
+	msg = m.prepare(msg)
 	return commandReply{ResponseType: slack.ResponseTypeEphemeral, Text: fallbackText(msg), Blocks: renderBlocks(msg)}
 }

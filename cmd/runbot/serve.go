@@ -29,6 +29,7 @@ import (
 	"github.com/runbot/runbot/slackchat"
 	"github.com/runbot/runbot/store"
 	"github.com/runbot/runbot/timeline"
+	"github.com/runbot/runbot/web"
 )
 
 func newServeCmd(g *globalFlags) *cobra.Command {
@@ -169,14 +170,22 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 	dcfg := dispatch.Config{MaxConcurrentRuns: cfg.Parallel}
 	ddeps := dispatch.Deps{Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Logger: log, Timeline: timeline.ForSlack}
 	var sl *slackchat.Slack
+	var site *web.Site
 	if cfg.Slack != nil {
-		if sl, err = slackchat.New(slackConfig(cfg), log, nil); err != nil {
+		if sl, err = slackchat.New(withReportLinks(slackConfig(cfg), &site), log, nil); err != nil {
 			return fmt.Errorf("config %s: %w", cfg.File, err)
 		}
 		dcfg.Channel = cfg.Slack.Channel
 		ddeps.Chat, ddeps.RedactReport = sl, sl.RedactReport
 		rem.Directory = sl.Approvers()
 		reg.MustRegister(sl)
+	}
+	// The report pages, when configured, before anything posts a link.
+	if site, err = newWebSite(cfg, st, sl, log); err != nil {
+		return fmt.Errorf("config %s: %w", cfg.File, err)
+	}
+	if site != nil {
+		mountWeb(mux, site)
 	}
 	if d.disp, err = dispatch.New(dcfg, ddeps); err != nil {
 		return err

@@ -54,6 +54,22 @@ func New(patterns []string, secrets ...secret.Value) (*Redactor, error) {
 	return r, nil
 }
 
+// With returns a redactor that removes what r removes and also the given
+// patterns and secret values; r is not changed. A nil r starts from the
+// defaults.
+func (r *Redactor) With(patterns []string, secrets ...secret.Value) (*Redactor, error) {
+	if r == nil {
+		return New(patterns, secrets...)
+	}
+	more, err := New(patterns, secrets...)
+	if err != nil {
+		return nil, err
+	}
+	// more starts with the defaults, which r has already.
+	out := &Redactor{patterns: append(append([]*regexp.Regexp(nil), r.patterns...), more.patterns[len(defaults):]...)}
+	return out, nil
+}
+
 // Redact returns s with every match replaced by [redacted].
 func (r *Redactor) Redact(s string) string {
 	if r == nil || s == "" {

@@ -56,3 +56,20 @@ func TestCopy(t *testing.T) {
 	require.Equal(t, 7, out.N)
 	require.Equal(t, "password=hunter2", in.Lines[1])
 }
+
+// With adds to a redactor without changing it.
+func TestWith(t *testing.T) {
+	t.Parallel()
+	base, err := New([]string{`corp-\d+`}, secret.New("bot-token-value"))
+	require.NoError(t, err)
+	more, err := base.With([]string{`site-\d+`}, secret.New("link-key-value"))
+	require.NoError(t, err)
+	in := "corp-1 bot-token-value site-2 link-key-value password=x"
+	require.Equal(t, "[redacted] [redacted] [redacted] [redacted] password=[redacted]", more.Redact(in))
+	require.Equal(t, "[redacted] [redacted] site-2 link-key-value password=[redacted]", base.Redact(in))
+	fresh, err := (*Redactor)(nil).With(nil, secret.New("link-key-value"))
+	require.NoError(t, err)
+	require.Equal(t, "corp-1 bot-token-value site-2 [redacted] password=[redacted]", fresh.Redact(in))
+	_, err = base.With([]string{"("})
+	require.Error(t, err)
+}
