@@ -56,6 +56,7 @@ func (a *Receiver) Run(ctx context.Context) error {
 	}
 	tick := time.NewTicker(alertsTick)
 	defer tick.Stop()
+	lastOrphans := a.now()
 	for {
 		a.heartbeat()
 		evs := a.take()
@@ -74,6 +75,12 @@ func (a *Receiver) Run(ctx context.Context) error {
 		case <-a.wake:
 		case <-tick.C:
 			a.housekeep(ctx)
+			if now := a.now(); now.Sub(lastOrphans) >= orphanCheckEvery {
+				lastOrphans = now
+				if err := a.recoverOrphans(ctx); err != nil {
+					a.log.Warn("alerts accepted by other processes not checked", "err", err)
+				}
+			}
 		case <-ctx.Done():
 			return nil
 		}
@@ -366,13 +373,37 @@ func (a *Receiver) showAlert(t *alertTrack) {
 	}
 }
 
+// Orphaned alerts: a replica that records an alert (and so acknowledges
+// it) and dies before its intake loop queues the run leaves an alert
+// nobody runs, since the other replicas fold its later deliveries into
+// the trigger it already has. Every orphanCheckEvery, each replica queues
+// the runs of alerts triggered at least orphanGrace ago that have none;
+// the trigger key makes that idempotent across replicas.
+const (
+	orphanCheckEvery = 30 * time.Second
+	// orphanGrace leaves the replica that accepted an alert the time to
+	// queue its run itself: it does so within milliseconds.
+	orphanGrace = 30 * time.Second
+)
+
 // recover queues the runs of alerts that were accepted (recorded, and so
 // acknowledged) before a restart but whose run was never queued, and picks
 // up the messages of those that were.
 func (a *Receiver) recover(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	return a.recoverAccepted(ctx, false)
+}
+
+// recoverOrphans queues the runs of alerts another process accepted and
+// never queued; alerts whose run exists are left to whoever queued it.
+func (a *Receiver) recoverOrphans(ctx context.Context) error {
+	return a.recoverAccepted(ctx, true)
+}
+
+func (a *Receiver) recoverAccepted(ctx context.Context, orphansOnly bool) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, time.Minute, errors.New("checking accepted alerts took too long"))
 	defer cancel()
-	states, err := a.store.RecentAlerts(ctx, a.now().Add(-a.cfg.DedupWindow))
+	now := a.now()
+	states, err := a.store.RecentAlerts(ctx, now.Add(-a.cfg.DedupWindow))
 	if err != nil {
 		return err
 	}
@@ -381,20 +412,24 @@ func (a *Receiver) recover(ctx context.Context) error {
 		if st.Status != store.AlertFiring || st.TriggerKey == "" {
 			continue
 		}
+		if orphansOnly && (st.RunID != "" || now.Sub(st.TriggeredAt) < orphanGrace) {
+			// A trigger with a run had its work queued.
+			continue
+		}
 		a.mu.Lock()
 		_, held := a.tracks[st.Fingerprint]
 		a.mu.Unlock()
 		if held {
 			continue
 		}
-		if err := a.recoverOne(ctx, st); err != nil {
+		if err := a.recoverOne(ctx, st, orphansOnly); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (a *Receiver) recoverOne(ctx context.Context, st store.AlertState) error {
+func (a *Receiver) recoverOne(ctx context.Context, st store.AlertState, orphansOnly bool) error {
 	deliveries, err := a.store.AlertDeliveries(ctx, st.Fingerprint)
 	if err != nil || len(deliveries) == 0 {
 		return err
@@ -421,6 +456,11 @@ func (a *Receiver) recoverOne(ctx context.Context, st store.AlertState) error {
 	})
 	if acc.WorkID == "" {
 		a.log.Info("alert accepted before the restart is not runnable", "alert", al.Name(), "fingerprint", st.Fingerprint, "err", err)
+		return nil
+	}
+	if orphansOnly && acc.Duplicate {
+		// Its run was queued; the process that queued it keeps its
+		// message.
 		return nil
 	}
 	if !acc.Duplicate {

@@ -419,3 +419,38 @@ func TestAlertRunsWhenChatFails(t *testing.T) {
 	require.Len(t, inThread, 1)
 	require.Contains(t, inThread[0].Message.Text(), "HighErrorRate resolved")
 }
+
+// An alert recorded (and so acknowledged) by another replica that died
+// before it queued the run is run by this one, whose intake loop runs on:
+// the periodic check queues alerts left without a run for orphanGrace.
+func TestAlertAcceptedByADeadReplicaIsRun(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{t: time.Now()}
+	h := newAlertHarness(t, func(s *alertSetup) { s.now = clock.Now })
+	alerts, err := parseAlertmanager(fixture(t, "firing.json"))
+	require.NoError(t, err)
+	raw, err := json.Marshal(alerts[0])
+	require.NoError(t, err)
+	st, err := h.store.RecordAlert(t.Context(), alerts[0].Fingerprint, raw, clock.Now())
+	require.NoError(t, err)
+	require.True(t, st.Fresh)
+
+	// Within the grace, the replica that accepted it may still queue it.
+	clock.Advance(orphanGrace - time.Second)
+	time.Sleep(3 * alertsTick)
+	require.Empty(t, h.runs())
+
+	clock.Advance(orphanCheckEvery)
+	h.wait(func(posts []chattest.Post) bool { return len(posts) > 0 })
+	h.settle()
+	require.NoError(t, h.disp.Idle(t.Context()))
+	runs := h.runs()
+	require.Len(t, runs, 1)
+	require.Equal(t, store.RunFinished, runs[0].Status)
+
+	// Later checks find its run and queue nothing more.
+	clock.Advance(orphanCheckEvery)
+	time.Sleep(3 * alertsTick)
+	require.NoError(t, h.disp.Idle(t.Context()))
+	require.Len(t, h.runs(), 1)
+}

@@ -55,7 +55,10 @@ func TestSweepRecoversAReplicaOnceItsLeaseExpires(t *testing.T) {
 		d := sweepDispatcher(t, b)
 		loops, stop := context.WithCancel(context.WithoutCancel(ctx))
 		done := make(chan struct{}, 2)
-		go func() { store.KeepAlive(loops, b, store.DefaultHeartbeat, store.DefaultLeaseTTL, slog.New(slog.DiscardHandler), nil); done <- struct{}{} }()
+		go func() {
+			store.KeepAlive(loops, b, store.DefaultHeartbeat, store.DefaultLeaseTTL, slog.New(slog.DiscardHandler), nil)
+			done <- struct{}{}
+		}()
 		go func() { d.SweepEvery(loops, store.DefaultRecoveryInterval, nil); done <- struct{}{} }()
 
 		// The last sweep before the lease expires is at +30s exactly,
