@@ -308,8 +308,11 @@ func (e *Engine) runTarget(ctx context.Context, p *Prepared, s *Step, index int,
 		}
 	}()
 	if tape != nil {
-		if st, msg, ok := tape.Recorded(); ok {
-			tr.Status, tr.Error = st, msg
+		if out, ok := tape.Replayed(s.Check); ok {
+			tr.Status, tr.Error = out.Status, out.Error
+			if out.Result != nil {
+				tr.Values, tr.Evidence, tr.Events = out.Result.Values, out.Result.Evidence, out.Result.Events
+			}
 			return
 		}
 	}

@@ -86,6 +86,9 @@ type observedDoc struct {
 	Units    []recordedUnit    `yaml:"units,omitempty"`
 	Probes   []recordedProbe   `yaml:"probes,omitempty"`
 	Scrapes  []recordedScrape  `yaml:"scrapes,omitempty"`
+	// Result is, instead of the observations, the step's result as a
+	// stored report kept it (ExportReport).
+	Result *recordedResult `yaml:"result,omitempty"`
 }
 
 // recordedCommand is one Runner.Run: its line and what it returned. Stdout
@@ -276,7 +279,7 @@ func (lt *liveTape) Bind(t target.Target, now func() time.Time) (target.Target, 
 	return t, clock, &liveNet{tape: lt}
 }
 
-func (lt *liveTape) Recorded() (step.Status, string, bool) { return "", "", false }
+func (lt *liveTape) Replayed(string) (TapedOutcome, bool) { return TapedOutcome{}, false }
 
 func (lt *liveTape) Finish(tr *TargetRun) {
 	lt.mu.Lock()
@@ -456,6 +459,7 @@ func (r *Recording) Save(dir string, rep *Report, opts SaveOptions) error {
 				return err
 			}
 		}
+		od.Result = redactResult(od.Result, redact)
 		if err := writeYAML(filepath.Join(sub, observedFile), od); err != nil {
 			return err
 		}

@@ -221,8 +221,8 @@ func (m *missingRun) Bind(t target.Target, now func() time.Time) (target.Target,
 	return t, now, nil
 }
 
-func (m *missingRun) Recorded() (step.Status, string, bool) {
-	return step.Error, fmt.Sprintf("replay: the recording has nothing for step %s on %s", m.step, m.target), true
+func (m *missingRun) Replayed(string) (TapedOutcome, bool) {
+	return TapedOutcome{Status: step.Error, Error: fmt.Sprintf("replay: the recording has nothing for step %s on %s", m.step, m.target)}, true
 }
 
 func (m *missingRun) Finish(tr *TargetRun) {
@@ -253,11 +253,18 @@ func (rr *replayRun) Bind(t target.Target, _ func() time.Time) (target.Target, f
 	return t, rr.now, replayNet{run: rr}
 }
 
-func (rr *replayRun) Recorded() (step.Status, string, bool) {
+func (rr *replayRun) Replayed(check string) (TapedOutcome, bool) {
 	if rr.od.Status != step.OK {
-		return rr.od.Status, rr.od.Error, true
+		return TapedOutcome{Status: rr.od.Status, Error: rr.od.Error}, true
 	}
-	return "", "", false
+	if rr.od.Result == nil {
+		return TapedOutcome{}, false
+	}
+	res, err := rr.od.Result.result(check)
+	if err != nil {
+		return TapedOutcome{Status: step.Error, Error: fmt.Sprintf("replay: %s: %v", rr.where(), err)}, true
+	}
+	return TapedOutcome{Status: step.OK, Result: res}, true
 }
 
 func (rr *replayRun) Finish(tr *TargetRun) {

@@ -85,6 +85,21 @@ func TestRecordReplayWedge(t *testing.T) {
 	// wall clock or on chance.
 	require.Equal(t, reportJSON(t, got), reportJSON(t, replay(t, "sglang-pd-wedge", dir)))
 
+	// The report as the store keeps it (JSON), exported as a recording
+	// of results (runbot show --export), replays to the same verdict
+	// with the same evidence.
+	var stored runbooks.Report
+	require.NoError(t, json.Unmarshal([]byte(reportJSON(t, live)), &stored))
+	exported, err := runbooks.ExportReport(&stored)
+	require.NoError(t, err)
+	exportDir := filepath.Join(t.TempDir(), "exported")
+	require.NoError(t, exported.Save(exportDir, &stored, runbooks.SaveOptions{}))
+	fromStore := replay(t, "sglang-pd-wedge", exportDir)
+	require.Equal(t, live.Findings, fromStore.Findings)
+	require.Equal(t, live.Diagnoses, fromStore.Diagnoses)
+	require.Equal(t, live.Outcome, fromStore.Outcome)
+	require.True(t, live.VerdictAt.Equal(fromStore.VerdictAt), "verdict at %s, replayed %s", live.VerdictAt, fromStore.VerdictAt)
+
 	// Decode generated tokens after all: one edited number in the last
 	// scrape of generation_tokens_total is a decode that serves.
 	scrapes, err := filepath.Glob(filepath.Join(dir, "decode_output", "decode", "scrape-*.prom"))

@@ -37,11 +37,21 @@ type TargetTape interface {
 	// Bind returns the target with its runner and service manager routed
 	// through the tape, the check's clock, and the network checks' tape.
 	Bind(t target.Target, now func() time.Time) (target.Target, func() time.Time, checks.Tape)
-	// Recorded returns, in a replay, the status and error of a target run
-	// that did not complete (it is replayed as it ended, without running
-	// the check); ok is false when the check is to run.
-	Recorded() (status step.Status, errText string, ok bool)
+	// Replayed returns, in a replay, how a target run ends without
+	// running its check (check names the step's check type): one that
+	// did not complete, or one recorded as its result only; ok is false
+	// when the check is to run.
+	Replayed(check string) (out TapedOutcome, ok bool)
 	// Finish is told what the target run became; a replay sets the
 	// recorded start and duration on it.
 	Finish(tr *TargetRun)
+}
+
+// TapedOutcome is how a replayed target run ended: its status and error,
+// and, for a run recorded as its result only (runbot show --export), the
+// check's values, evidence and events.
+type TapedOutcome struct {
+	Status step.Status
+	Error  string
+	Result *step.Result
 }

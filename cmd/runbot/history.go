@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"text/tabwriter"
 	"time"
 
@@ -89,12 +90,22 @@ func remediationMarkers(cmd *cobra.Command, st store.Store, plans []store.Plan) 
 }
 
 func newShowCmd(g *globalFlags) *cobra.Command {
-	var format, timelinePath string
+	var format, timelinePath, exportDir string
 	cmd := &cobra.Command{
 		Use:   "show RUN_ID",
 		Short: "Show a recorded run: findings, diagnosis, evidence, remediation and audit trail",
-		Args:  cobra.ExactArgs(1),
+		Long: "Show a recorded run: findings, diagnosis, evidence, remediation and audit trail.\n\n" +
+			"With --export DIR, the run's report is written to DIR as a recording for runbot test:\n" +
+			"each step's result (values, evidence, events) as the store kept it, redacted. The store\n" +
+			"keeps no raw observations, so its replay re-evaluates findings and diagnoses without\n" +
+			"running the checks again; runbot run --record keeps everything.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if exportDir != "" {
+				if err := emptyDir(exportDir); err != nil {
+					return fmt.Errorf("--export: %w", err)
+				}
+			}
 			st, err := openStore(cmd.Context(), g.store)
 			if err != nil {
 				return err
@@ -104,6 +115,9 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if format == "markdown" {
+				return writePostmortem(cmd, st, run.ID)
+			}
 			plans, err := st.ListPlans(cmd.Context(), store.PlanFilter{RunID: run.ID})
 			if err != nil {
 				return err
@@ -111,6 +125,20 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 			audit, err := st.Audit(cmd.Context(), store.AuditFilter{RunID: run.ID})
 			if err != nil {
 				return err
+			}
+			if exportDir != "" {
+				rep, err := runbooks.ReportOf(run)
+				if err != nil {
+					return err
+				}
+				rec, err := runbooks.ExportReport(rep)
+				if err != nil {
+					return err
+				}
+				if err := saveRecording(rec, exportDir, rep); err != nil {
+					return err
+				}
+				note(cmd.ErrOrStderr(), "recording: %s (results only: the store keeps no raw observations)\n", exportDir)
 			}
 			if timelinePath != "" {
 				rep, err := runbooks.ReportOf(run)
@@ -144,8 +172,9 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 			return out.err
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text, json, or markdown (a postmortem draft, redacted)")
 	cmd.Flags().StringVar(&timelinePath, "timeline", "", "draw the run's evidence timeline into this PNG file")
+	cmd.Flags().StringVar(&exportDir, "export", "", "write the run's results into this directory as a recording (for runbot test)")
 	return cmd
 }
 

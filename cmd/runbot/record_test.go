@@ -67,6 +67,19 @@ func TestRunRecordReplays(t *testing.T) {
 	require.Equal(t, live.Diagnoses, got.Diagnoses)
 	require.Equal(t, live.Outcome, got.Outcome)
 
+	// The stored run, exported: its results replay to the same verdict.
+	exported := filepath.Join(t.TempDir(), "exported")
+	_, stderr, code = runRunbot(t, runbot, "show", live.RunID, "--store", filepath.Join(dep, "runbot.db"), "--export", exported)
+	require.Equal(t, 0, code, stderr)
+	require.NoError(t, os.WriteFile(tf, []byte("runbook: sglang-pd-wedge\ntests:\n  - name: exported\n    recording: "+exported+"\n    expect:\n      diagnoses: [healthy]\n      findings: [serving]\n"), 0o644))
+	stdout, stderr, code = runRunbot(t, runbot, "test", "--format", "json", tf)
+	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
+	doc = testDoc{}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+	got = doc.Results[0].Report
+	require.Equal(t, summaries(live.Findings), summaries(got.Findings))
+	require.Equal(t, live.Diagnoses, got.Diagnoses)
+
 	// A directory that is not empty is refused before the run starts.
 	_, stderr, code = runRunbot(t, runbot, "run", "sglang-pd-wedge", "-i", filepath.Join(dep, "inventory.yaml"),
 		"-p", "deployment=sim", "--store", filepath.Join(dep, "runbot.db"), "--record", rec)
