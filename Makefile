@@ -53,8 +53,13 @@ e2e-down:
 # (runbooks/builtin/testdata/recordings) from the simulator; the cases'
 # expectations in runbooks/builtin/*_test.yaml stay as written, and
 # `make test` replays them (`runbot test runbooks/`).
+# http-alive-not-working's cases are recorded against the simulator and
+# gpu-node-health's from its case files by their Go tests; systemd-crashloop's
+# need the systemd test hosts (root): RUNBOT_UPDATE_RECORDINGS=1 go test
+# -tags e2e -run TestSystemdCrashloop ./test/e2e/
 recordings: build
 	BIN=$(CURDIR)/$(BIN) scripts/recordings.sh
+	$(GO) test ./runbooks -run 'TestHTTPAliveNotWorking|TestGPUNodeHealthCases' -count=1 -update
 
 generate:
 	$(GO) test ./runbooks -run TestGeneratedFilesAreCurrent -update -count=1
