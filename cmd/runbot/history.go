@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/slackchat"
 	"github.com/runbot/runbot/store"
 	"github.com/runbot/runbot/timeline"
 )
@@ -91,6 +92,7 @@ func remediationMarkers(cmd *cobra.Command, st store.Store, plans []store.Plan) 
 
 func newShowCmd(g *globalFlags) *cobra.Command {
 	var format, timelinePath, exportDir string
+	var redact []string
 	cmd := &cobra.Command{
 		Use:   "show RUN_ID",
 		Short: "Show a recorded run: findings, diagnosis, evidence, remediation and audit trail",
@@ -104,6 +106,9 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 			if exportDir != "" {
 				if err := emptyDir(exportDir); err != nil {
 					return fmt.Errorf("--export: %w", err)
+				}
+				if _, err := slackchat.NewRedactor(redact); err != nil {
+					return fmt.Errorf("--redact: %w", err)
 				}
 			}
 			st, err := openStore(cmd.Context(), g.store)
@@ -135,7 +140,7 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if err := saveRecording(rec, exportDir, rep); err != nil {
+				if err := saveRecording(rec, exportDir, rep, redact); err != nil {
 					return err
 				}
 				note(cmd.ErrOrStderr(), "recording: %s (results only: the store keeps no raw observations)\n", exportDir)
@@ -175,6 +180,7 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text, json, or markdown (a postmortem draft, redacted)")
 	cmd.Flags().StringVar(&timelinePath, "timeline", "", "draw the run's evidence timeline into this PNG file")
 	cmd.Flags().StringVar(&exportDir, "export", "", "write the run's results into this directory as a recording (for runbot test)")
+	cmd.Flags().StringArrayVar(&redact, "redact", nil, "with --export: also redact matches of this regular expression (repeatable)")
 	return cmd
 }
 

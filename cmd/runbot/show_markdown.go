@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runbot/runbot/incident"
+	"github.com/runbot/runbot/internal/redact"
+	"github.com/runbot/runbot/store"
+)
+
+// postmortemTimeout bounds reading a run and everything recorded about it.
+const postmortemTimeout = 30 * time.Second
+
+// writePostmortem prints `runbot show RUN --format markdown`: the run's
+// postmortem draft, the same the report page offers. A draft is made to be
+// pasted into documents, so it is redacted with the default patterns (the
+// CLI does not read the daemon's config and its slack.redact).
+func writePostmortem(cmd *cobra.Command, st store.Store, runID string) error {
+	ctx, cancel := context.WithTimeoutCause(cmd.Context(), postmortemTimeout, errors.New("reading the run for its postmortem took too long"))
+	defer cancel()
+	inc, err := incident.Load(ctx, st, runID)
+	if err != nil {
+		return err
+	}
+	red, err := redact.New(nil)
+	if err != nil {
+		return err
+	}
+	if inc, err = inc.Redacted(red); err != nil {
+		return err
+	}
+	if err := inc.Markdown(cmd.OutOrStdout(), ""); err != nil {
+		return fmt.Errorf("write the postmortem of %s: %w", runID, err)
+	}
+	return nil
+}
