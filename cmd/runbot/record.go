@@ -27,10 +27,11 @@ func emptyDir(dir string) error {
 }
 
 // saveRecording writes rec with the redaction that every Slack message
-// gets (slackchat's default patterns: tokens, keys, password=…), because
-// a recording is meant to be checked in and shared like one.
-func saveRecording(rec *runbooks.Recording, dir string, rep *runbooks.Report) error {
-	r, err := slackchat.NewRedactor(nil)
+// gets (slackchat's default patterns: tokens, keys, password=…, plus the
+// extra patterns given, as slack.redact adds them in serve), because a
+// recording is meant to be checked in and shared like a message.
+func saveRecording(rec *runbooks.Recording, dir string, rep *runbooks.Report, patterns []string) error {
+	r, err := slackchat.NewRedactor(patterns)
 	if err != nil {
 		return fmt.Errorf("save recording: %w", err)
 	}

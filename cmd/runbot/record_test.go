@@ -26,23 +26,24 @@ func TestRunRecordReplays(t *testing.T) {
 	out, err := exec.Command(sim, "up", "--dir", dep).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	t.Cleanup(func() { _ = exec.Command(sim, "down", "--dir", dep).Run() })
-	const secret = "hf_s3cr3tValueThatMustNotLeak"
+	// One secret the default patterns catch, one that only --redact does.
+	const secret, inside = "hf_s3cr3tValueThatMustNotLeak", "vault-7f3a.corp.internal"
 	script := filepath.Join(dep, "serve_decode.sh")
 	f, err := os.OpenFile(script, os.O_APPEND|os.O_WRONLY, 0)
 	require.NoError(t, err)
-	_, err = fmt.Fprintf(f, "\n# export HF_TOKEN=%s\n", secret)
+	_, err = fmt.Fprintf(f, "\n# export HF_TOKEN=%s\n# on %s\n", secret, inside)
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 
 	rec := filepath.Join(t.TempDir(), "rec")
 	stdout, stderr, code := runRunbot(t, runbot, "run", "sglang-pd-wedge", "-i", filepath.Join(dep, "inventory.yaml"),
-		"-p", "deployment=sim", "--store", filepath.Join(dep, "runbot.db"), "--record", rec, "--format", "json")
+		"-p", "deployment=sim", "--store", filepath.Join(dep, "runbot.db"), "--record", rec, "--redact", `vault-\w+\.corp\.internal`, "--format", "json")
 	require.Equal(t, exitOK, code, "%s\n%s", stdout, stderr)
 	var live runbooks.Report
 	require.NoError(t, json.Unmarshal([]byte(stdout), &live))
 	require.Equal(t, "healthy", live.Diagnoses[0].ID)
 
-	redacted := false
+	redacted, redactedToo := false, false
 	require.NoError(t, filepath.WalkDir(rec, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -50,10 +51,13 @@ func TestRunRecordReplays(t *testing.T) {
 		b, err := os.ReadFile(p)
 		require.NoError(t, err)
 		require.NotContains(t, string(b), secret, p)
+		require.NotContains(t, string(b), inside, p)
 		redacted = redacted || strings.Contains(string(b), "HF_TOKEN=[redacted]")
+		redactedToo = redactedToo || strings.Contains(string(b), "# on [redacted]")
 		return nil
 	}))
 	require.True(t, redacted, "the planted line is in the recording, redacted")
+	require.True(t, redactedToo, "the --redact pattern's match is in the recording, redacted")
 
 	tf := filepath.Join(t.TempDir(), "sim_test.yaml")
 	require.NoError(t, os.WriteFile(tf, []byte("runbook: sglang-pd-wedge\ntests:\n  - name: recorded\n    recording: "+rec+"\n    expect:\n      diagnoses: [healthy]\n"), 0o644))

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/slackchat"
 	"github.com/runbot/runbot/timeline"
 )
 
@@ -39,6 +40,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	rf := &remediateFlags{}
 	ff := &fleetFlags{}
 	var format, timelinePath, recordDir string
+	var redact []string
 	cmd := &cobra.Command{
 		Use:   "run RUNBOOK",
 		Short: "Run a runbook and report findings and diagnoses; optionally remediate, with approval",
@@ -101,6 +103,10 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 				if err := emptyDir(recordDir); err != nil {
 					return fmt.Errorf("--record: %w", err)
 				}
+				// A bad pattern is found before the run, not after it.
+				if _, err := slackchat.NewRedactor(redact); err != nil {
+					return fmt.Errorf("--redact: %w", err)
+				}
 				rec = runbooks.NewRecording()
 				pr.engine.Tape = rec
 			}
@@ -115,7 +121,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			if rec != nil {
-				if err := saveRecording(rec, recordDir, rep); err != nil {
+				if err := saveRecording(rec, recordDir, rep, redact); err != nil {
 					return err
 				}
 				note(cmd.ErrOrStderr(), "recording: %s\n", recordDir)
@@ -161,6 +167,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	cmd.Flags().StringVar(&timelinePath, "timeline", "", "also draw the run's evidence timeline into this PNG file")
 	cmd.Flags().StringVar(&recordDir, "record", "", "write what the checks observed into this directory (for runbot test)")
+	cmd.Flags().StringArrayVar(&redact, "redact", nil, "with --record: also redact matches of this regular expression (repeatable; a group redacts only itself)")
 	cmd.Flags().BoolVar(&rf.remediate, "remediate", false, "propose the diagnosis' remediation, ask for approval, apply, verify")
 	cmd.Flags().BoolVar(&rf.dryRun, "dry-run", false, "show the remediation plan and diff; change nothing")
 	cmd.Flags().StringVar(&rf.approveAs, "approve-as", "", "approve as this user without a prompt (scripted use; the policy still applies)")
