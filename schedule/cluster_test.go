@@ -245,7 +245,7 @@ func TestScheduleFiresOncePerTickAcrossReplicas(t *testing.T) {
 		// 02:30: the daily tick is the most recent one missed, but over
 		// CatchUpWindow old at the first check, so it is recorded as
 		// missed, not run.
-		time.Sleep(start.Add(24*time.Hour + 150*time.Minute).Sub(time.Now()))
+		time.Sleep(time.Until(start.Add(24*time.Hour + 150*time.Minute)))
 		late := startReplica(t, dsn, "replica-late", f)
 		time.Sleep(catchUpEvery + time.Second)
 		synctest.Wait()
