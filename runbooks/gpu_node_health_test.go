@@ -79,7 +79,8 @@ func TestGPUNodeHealthCases(t *testing.T) {
 // application fault names the application Xids and not the hardware.
 func TestGPUNodeHealthNamesTheXid(t *testing.T) {
 	for _, tc := range []struct{ file, diagnosis, want, notWant string }{
-		{"gpu-fell-off-the-bus", "xid_errors", "Xid 79 (79: a GPU fell off the bus)", ""},
+		{"gpu-fell-off-the-bus", "xid_errors", "Xid 79 (a GPU fell off the bus)", ""},
+		{"fell-off-the-bus-no-xid", "xid_errors", "no Xid line, but the driver's \"fallen off the bus\" message (a GPU fell off the bus)", "Xid 79"},
 		{"double-bit-ecc", "xid_errors", "(48: double-bit ECC error)", "fell off"},
 		{"application-xids", "application_faults", "Xid 31, 13, 43", ""},
 	} {
