@@ -51,8 +51,9 @@ e2e-down:
 
 # recordings refreshes the shipped runbooks' recorded test cases
 # (runbooks/builtin/testdata/recordings) from the simulator; the cases'
-# expectations in runbooks/builtin/*_test.yaml stay as written, and
-# `make test` replays them (`runbot test runbooks/`).
+# expectations in runbooks/builtin/*_test.yaml stay as written, and are
+# checked at once (and by `make test`): a refresh that changes a verdict
+# fails here.
 # http-alive-not-working's cases are recorded against the simulator and
 # gpu-node-health's from its case files by their Go tests; systemd-crashloop's
 # need the systemd test hosts (root): RUNBOT_UPDATE_RECORDINGS=1 go test
@@ -60,6 +61,7 @@ e2e-down:
 recordings: build
 	BIN=$(CURDIR)/$(BIN) scripts/recordings.sh
 	$(GO) test ./runbooks -run 'TestHTTPAliveNotWorking|TestGPUNodeHealthCases' -count=1 -update
+	$(GO) run ./cmd/runbot test runbooks/
 
 generate:
 	$(GO) test ./runbooks -run TestGeneratedFilesAreCurrent -update -count=1

@@ -18,7 +18,11 @@ out=$root/runbooks/builtin/testdata/recordings
 work=${RECORDINGS_WORK:-/tmp/runbot-recordings}
 
 # RUNBOOK/NAME|sglang-sim ctl fault args (empty: none)|runbot params
+# host-basics reads this machine itself: it goes first, before the
+# simulated deployments add to the load it measures.
 cases=(
+  "host-basics/host-ok||host=local"
+  "host-basics/disk-threshold||host=local disk_full_pct=1"
   "sglang-pd-wedge/healthy||deployment=sim"
   "sglang-pd-wedge/pd-wedge|pd-wedge|deployment=sim"
   "sglang-pd-wedge/decode-crash|decode-crash|deployment=sim"
@@ -27,8 +31,6 @@ cases=(
   "sglang-pd-wedge/prefill-stall|prefill-stall|deployment=sim"
   "sglang-pd-audit/healthy||deployment=sim"
   "sglang-pd-audit/pd-wedge|pd-wedge|deployment=sim"
-  "host-basics/host-ok||host=local"
-  "host-basics/disk-threshold||host=local disk_full_pct=1"
 )
 
 want=("$@")
