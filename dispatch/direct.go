@@ -87,7 +87,7 @@ func (d *Dispatcher) RunNow(ctx context.Context, req Direct) DirectResult {
 		return res
 	}
 	rs := newRunState(run, rb)
-	rs.report = rep
+	rs.setReport(rep)
 	switch {
 	case out.StartErr != nil:
 		rs.problem = "could not start: " + out.StartErr.Error()
@@ -126,7 +126,7 @@ func (d *Dispatcher) ProposeInThread(ctx context.Context, run store.Run, rep *ru
 		return false, nil
 	}
 	rs := newRunState(run, rb)
-	rs.report = rep
+	rs.setReport(rep)
 	if perr != nil {
 		rs.problem = "could not propose the remediation: " + perr.Error()
 	} else {

@@ -11,10 +11,7 @@ import (
 // prints it, so what a terminal shows is exactly what Slack would.
 func Preview(run store.Run, rb *runbooks.Runbook, rep *runbooks.Report, prop *runbooks.Proposal, approvals []store.Approval, result *runbooks.ApplyResult) chat.Message {
 	rs := newRunState(run, rb)
-	rs.report = rep
-	for _, tr := range rep.Steps {
-		rs.steps[tr.Step] = append(rs.steps[tr.Step], tr)
-	}
+	rs.setReport(rep)
 	if prop != nil {
 		rs.proposal, rs.plan, rs.approvals = prop, prop.Plan, approvals
 		if result != nil {

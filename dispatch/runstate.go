@@ -64,10 +64,7 @@ func loadRunState(run store.Run, rb *runbooks.Runbook, prop *runbooks.Proposal) 
 		if err != nil {
 			return nil, err
 		}
-		rs.report = rep
-		for _, tr := range rep.Steps {
-			rs.steps[tr.Step] = append(rs.steps[tr.Step], tr)
-		}
+		rs.setReport(rep)
 	}
 	if prop != nil {
 		rs.proposal, rs.plan = prop, prop.Plan
@@ -83,14 +80,34 @@ func (rs *runState) stepEvent(ev runbooks.Event) {
 		rs.verdict, rs.verdictAt = ev.Verdict, ev.At
 		return
 	}
-	runs := rs.steps[ev.Run.Step]
+	rs.putStep(ev.Run)
+}
+
+// putStep records the latest of one step on one target.
+func (rs *runState) putStep(run *runbooks.TargetRun) {
+	runs := rs.steps[run.Step]
 	for i, tr := range runs {
-		if tr.Target == ev.Run.Target && tr.Host == ev.Run.Host {
-			runs[i] = ev.Run
+		if tr.Target == run.Target && tr.Host == run.Host {
+			runs[i] = run
 			return
 		}
 	}
-	rs.steps[ev.Run.Step] = append(runs, ev.Run)
+	rs.steps[run.Step] = append(runs, run)
+}
+
+// setReport records the run's final report and the step runs in it, so
+// that a message built from a report alone (a direct run, a preview, a
+// reload) counts the steps the report holds, not only those whose
+// progress events this process saw. The caller holds rs.mu if the state
+// is shared.
+func (rs *runState) setReport(rep *runbooks.Report) {
+	rs.report = rep
+	if rep == nil {
+		return
+	}
+	for _, tr := range rep.Steps {
+		rs.putStep(tr)
+	}
 }
 
 // publish renders the state and hands it to the live message.
@@ -131,10 +148,7 @@ func (v *View) Event(ev runbooks.Event) *View { v.rs.stepEvent(ev); return v }
 
 // Report is the run's report, with its steps.
 func (v *View) Report(rep *runbooks.Report) *View {
-	v.rs.report = rep
-	for _, tr := range rep.Steps {
-		v.rs.steps[tr.Step] = append(v.rs.steps[tr.Step], tr)
-	}
+	v.rs.setReport(rep)
 	return v
 }
 

@@ -155,7 +155,10 @@ func reportSections(rep *runbooks.Report) []chat.Section {
 		}
 		out = append(out, s)
 	}
-	if len(rep.Findings) == 0 && len(rep.Diagnoses) == 0 && len(rep.Inconclusive) == 0 {
+	if rep.Undiagnosed && !rep.Unobserved() {
+		// Not "nothing found": the runbook covers no state like this one.
+		out = append(out, chat.Section{Heading: "No diagnosis holds: the runbook does not cover what it saw. Look at the evidence.", Status: chat.StatusInconclusive})
+	} else if len(rep.Findings) == 0 && len(rep.Diagnoses) == 0 && len(rep.Inconclusive) == 0 {
 		out = append(out, chat.Section{Heading: "Nothing found", Status: chat.StatusOK})
 	}
 	return out

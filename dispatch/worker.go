@@ -83,7 +83,7 @@ func (d *Dispatcher) execute(ctx context.Context, w store.Work) {
 		return
 	}
 	rs.mu.Lock()
-	rs.report = out.Report
+	rs.setReport(out.Report)
 	switch {
 	case out.ProposeErr != nil:
 		log.Warn("remediation not proposed", "err", out.ProposeErr)

@@ -159,3 +159,37 @@ func TestRunIDsAreSortableAndUnique(t *testing.T) {
 	require.NotEqual(t, a, b)
 	require.True(t, strings.HasPrefix(a, "r-20261129-083012-"))
 }
+
+// TestNoDiagnosisIsInconclusive: a runbook with diagnoses, none of which
+// holds, has not said the service is fine: the run is inconclusive and
+// says why, not ok with an empty verdict. A step that ran (a command that
+// exited 1 ran) is observed, so Unobserved stays false.
+func TestNoDiagnosisIsInconclusive(t *testing.T) {
+	for _, tc := range []struct {
+		state       string // written to dir/state; "" for no file
+		diagnoses   []string
+		outcome     runbooks.Outcome
+		undiagnosed bool
+	}{
+		{state: "up", diagnoses: []string{"is_up"}, outcome: runbooks.OutcomeOK},
+		{state: "down", diagnoses: []string{"is_down"}, outcome: runbooks.OutcomeOK},
+		{state: "degraded", outcome: runbooks.OutcomeInconclusive, undiagnosed: true},
+		{state: "", outcome: runbooks.OutcomeInconclusive, undiagnosed: true},
+	} {
+		t.Run(tc.state, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.state != "" {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "state"), []byte(tc.state+"\n"), 0o600))
+			}
+			rep := runbook(t, t.Context(), "undiagnosed.yaml", map[string]string{"host": "here", "dir": dir})
+			var got []string
+			for _, d := range rep.Diagnoses {
+				got = append(got, d.ID)
+			}
+			require.Equal(t, tc.diagnoses, got)
+			require.Equal(t, tc.outcome, rep.Outcome)
+			require.Equal(t, tc.undiagnosed, rep.Undiagnosed)
+			require.False(t, rep.Unobserved(), "the command ran, whatever its exit status")
+		})
+	}
+}

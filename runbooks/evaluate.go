@@ -125,6 +125,7 @@ func (rb *Runbook) evaluate(rep *Report, params map[string]any, now time.Time) {
 		rep.Diagnoses = append(rep.Diagnoses, DiagnosisResult{ID: d.ID, Severity: d.Severity, Summary: render(d.Summary, data, d.ID), Remediation: pickRemediation(d, env.Interface(), rep), Findings: fs})
 	}
 	rep.Contradictions = rb.Contradictions(rep)
+	rep.Undiagnosed = len(rb.Diagnoses) > 0 && len(rep.Diagnoses) == 0
 	rep.Outcome = OutcomeOK
 	for _, f := range rep.Findings {
 		if f.Severity == Critical {
@@ -136,15 +137,8 @@ func (rb *Runbook) evaluate(rep *Report, params map[string]any, now time.Time) {
 			rep.Outcome = OutcomeCritical
 		}
 	}
-	if rep.Outcome == OutcomeOK {
-		if len(rep.Inconclusive) > 0 {
-			rep.Outcome = OutcomeInconclusive
-		}
-		for _, s := range rep.Steps {
-			if !s.Status.Ran() {
-				rep.Outcome = OutcomeInconclusive
-			}
-		}
+	if rep.Outcome == OutcomeOK && (rep.Unobserved() || rep.Undiagnosed) {
+		rep.Outcome = OutcomeInconclusive
 	}
 }
 

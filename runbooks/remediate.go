@@ -382,7 +382,7 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 	if !hasDiagnosis(pre, body.Diagnosis) {
 		// Absent because it was checked and is gone, or because the checks
 		// could not run: only the first means the fix is not needed.
-		if pre.Outcome == OutcomeInconclusive {
+		if pre.Unobserved() {
 			return finish(store.PlanFailed, "could not confirm "+body.Diagnosis+" before applying (some steps did not run); nothing was done", ErrPreconditionFailed)
 		}
 		return finish(store.PlanNotNeeded, fmt.Sprintf("%s no longer holds; nothing was done", body.Diagnosis), nil)

@@ -14,8 +14,10 @@ const (
 	OutcomeOK Outcome = "ok"
 	// OutcomeCritical: a critical finding or diagnosis.
 	OutcomeCritical Outcome = "critical"
-	// OutcomeInconclusive: nothing critical, but some findings could not be
-	// evaluated because their steps did not run.
+	// OutcomeInconclusive: nothing critical, but the run cannot say the
+	// service is fine: some findings could not be evaluated because their
+	// steps did not run, or the runbook has diagnoses and none held
+	// (Undiagnosed).
 	OutcomeInconclusive Outcome = "inconclusive"
 )
 
@@ -40,6 +42,11 @@ type Report struct {
 	// Inconclusive lists findings that could not be evaluated, and why.
 	Inconclusive []FindingResult   `json:"inconclusive,omitempty"`
 	Diagnoses    []DiagnosisResult `json:"diagnoses"`
+	// Undiagnosed says the runbook has diagnoses and none of them held:
+	// what the run saw is a state the runbook does not cover, which is not
+	// the same as a healthy one (a runbook says healthy with a diagnosis
+	// of its own).
+	Undiagnosed bool `json:"undiagnosed,omitempty"`
 	// Contradictions are facts that two results holding together assert
 	// and deny (see Runbook.Contradictions); a correct runbook has none.
 	Contradictions []Contradiction `json:"contradictions,omitempty"`
@@ -82,6 +89,20 @@ type DiagnosisResult struct {
 
 // Critical reports whether the run found something critical.
 func (r *Report) Critical() bool { return r.Outcome == OutcomeCritical }
+
+// Unobserved reports whether some of what the runbook reads was not
+// observed: a step did not run, or a finding could not be evaluated.
+func (r *Report) Unobserved() bool {
+	if len(r.Inconclusive) > 0 {
+		return true
+	}
+	for _, s := range r.Steps {
+		if !s.Status.Ran() {
+			return true
+		}
+	}
+	return false
+}
 
 // StepRuns returns the runs of one step, in target order.
 func (r *Report) StepRuns(id string) []*TargetRun {

@@ -165,8 +165,8 @@ func TestFleetScheduleOnChange(t *testing.T) {
 	require.Len(t, posts, 2)
 	third := posts[1]
 	require.Contains(t, third, `Scheduled audit "fleet" (*/10 * * * *): 1 of 5 deployment(s) changed`)
-	require.Contains(t, third, "fleet-3: ok → critical (app_down) · run "+runOf(res, "fleet-3")+", was "+second["fleet-3"])
-	require.Contains(t, third, "4 unchanged: ok 2, critical (app_down) 1, error 1")
+	require.Contains(t, third, "fleet-3: ok (app_up) → critical (app_down) · run "+runOf(res, "fleet-3")+", was "+second["fleet-3"])
+	require.Contains(t, third, "4 unchanged: ok (app_up) 2, critical (app_down) 1, error 1")
 	for _, other := range []string{"fleet-1", "fleet-2", "fleet-4", "fleet-5"} {
 		require.NotContains(t, third, other)
 	}

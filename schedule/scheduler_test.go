@@ -146,9 +146,9 @@ func TestSchedulePostPolicies(t *testing.T) {
 	require.Equal(t, []string{
 		"first run, and the outcome is critical (service_erroring)",
 		"unchanged: critical (service_erroring)",
-		"changed from critical (service_erroring) to ok",
-		"unchanged: ok",
-		"changed from ok to critical (service_erroring)",
+		"changed from critical (service_erroring) to ok (service_ok)",
+		"unchanged: ok (service_ok)",
+		"changed from ok (service_ok) to critical (service_erroring)",
 	}, reasons)
 	require.Len(t, h.postsOf("always"), 5)
 	require.Len(t, h.postsOf("on-change"), 3)
@@ -156,7 +156,9 @@ func TestSchedulePostPolicies(t *testing.T) {
 	changed := h.postsOf("on-change")[1]
 	require.Contains(t, changed, "Service error rate")
 	require.Contains(t, changed, "Trigger: schedule on-change")
-	require.Contains(t, changed, `Scheduled audit "on-change" (*/10 * * * *): changed from critical (service_erroring) to ok.`)
+	require.Contains(t, changed, `Scheduled audit "on-change" (*/10 * * * *): changed from critical (service_erroring) to ok (service_ok).`)
+	// The message counts the steps of its report (it said "0 of 0").
+	require.Contains(t, changed, "1 of 1 step runs completed.")
 
 	runs, err := h.store.ListRuns(t.Context(), store.RunFilter{Trigger: store.TriggerSchedule})
 	require.NoError(t, err)

@@ -109,7 +109,11 @@ func printReport(w io.Writer, rep *runbooks.Report, color bool) error {
 	case runbooks.OutcomeCritical:
 		o.printf("%sOutcome: critical%s\n", c.red, c.reset)
 	case runbooks.OutcomeInconclusive:
-		o.printf("%sOutcome: inconclusive — some steps could not run%s\n", c.yellow, c.reset)
+		why := "some steps could not run"
+		if !rep.Unobserved() {
+			why = "no diagnosis holds: the runbook does not cover what it saw"
+		}
+		o.printf("%sOutcome: inconclusive — %s%s\n", c.yellow, why, c.reset)
 	default:
 		o.printf("%sOutcome: ok%s\n", c.green, c.reset)
 	}
