@@ -108,4 +108,17 @@
 // without a new plan and a new approval. WithOwner and WithOwnerAlive
 // replace the owner's name and the liveness check, so that a test can play
 // several processes in one and declare one of them dead.
+//
+// # Replicas
+//
+// Several `runbot serve` processes may share one PostgreSQL database. Each
+// renews its lease every DefaultHeartbeat for DefaultLeaseTTL and sweeps
+// (MarkInterrupted) every DefaultRecoveryInterval, so that what a dead
+// replica owned (runs, plans, started work, and the locks it took) is
+// recovered by another within about DefaultLeaseTTL plus one sweep. Work
+// is claimed with FOR UPDATE SKIP LOCKED; alerts, approvals, rate limits
+// and the circuit breaker are read from the shared tables, so any replica
+// may receive any delivery or click. Scheduled audits fire once per tick
+// across replicas through ScheduleTicks, whose claims a catch-up takes
+// over from a claimer whose lease expired.
 package store
