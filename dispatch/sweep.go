@@ -17,7 +17,10 @@ import (
 // another takes over what it left once its lease expires.
 //
 // The worker also picks up pending work that nobody claims: work a replica
-// accepted and then died before its own worker claimed it.
+// accepted and then died before its own worker claimed it. And a plan
+// approved by a click whose replica died before it started applying it is
+// applied here (applyStranded): the approval stands, the apply was only
+// lost.
 func (d *Dispatcher) Sweep(ctx context.Context) (store.Recovery, error) {
 	rec, err := d.store.MarkInterrupted(ctx)
 	if err != nil {
@@ -27,6 +30,7 @@ func (d *Dispatcher) Sweep(ctx context.Context) (store.Recovery, error) {
 	if !rec.Empty() {
 		d.ShowRecovered(ctx, rec)
 	}
+	d.applyStranded(ctx)
 	if d.waiting.Load() == 0 {
 		// A worker that waits for a run slot claims whatever is pending
 		// once it has one; a second one would only wait beside it.
@@ -82,5 +86,47 @@ func (d *Dispatcher) logRecovery(rec store.Recovery) {
 	}
 	for _, id := range rec.Abandoned {
 		d.log.Error("queued work is not run again: it was cut short on every attempt", "work", id, "attempts", store.MaxWorkAttempts)
+	}
+}
+
+// strandedAfter is how long a plan may stay approved before a sweep takes
+// it for stranded: the replica that records the deciding approval moves
+// the plan to applying within a second, as the first step of applying it.
+const strandedAfter = time.Minute
+
+// applyStranded applies the plans that were approved at least
+// strandedAfter ago and never started applying: the replica that received
+// the deciding click died in between. It is the apply that click asked
+// for, not a new one: the store's compare-and-set on approved -> applying
+// lets one replica apply each plan, and an approval that expired
+// meanwhile stops it (Remediator.Apply refuses).
+func (d *Dispatcher) applyStranded(ctx context.Context) {
+	plans, err := d.store.ListPlans(ctx, store.PlanFilter{States: []store.PlanState{store.PlanApproved}})
+	if err != nil {
+		d.log.Warn("approved plans not checked", "err", err)
+		return
+	}
+	now := d.now()
+	for _, p := range plans {
+		if now.Sub(p.UpdatedAt) < strandedAfter || (!p.Policy.ExpiresAt.IsZero() && !now.Before(p.Policy.ExpiresAt)) {
+			continue
+		}
+		actor := "runbot"
+		if approvals, err := d.store.Approvals(ctx, p.ID); err == nil && len(approvals) > 0 {
+			actor = approvals[len(approvals)-1].User
+		}
+		d.log.Warn("applying a plan approved on a process that died before it applied it", "plan", p.ID, "approved_by", actor)
+		err := d.tasks.Go("apply stranded plan "+p.ID, d.applyTimeout, func(ctx context.Context) {
+			rs, release, err := d.hold(p.RunID, func() (*runState, error) { return d.loadPlanState(ctx, p.ID) })
+			if err != nil {
+				d.log.Warn("stranded plan not applied", "plan", p.ID, "err", err)
+				return
+			}
+			defer release()
+			d.apply(ctx, rs, p.ID, actor)
+		})
+		if err != nil {
+			d.log.Warn("stranded plan not applied", "plan", p.ID, "err", err)
+		}
 	}
 }

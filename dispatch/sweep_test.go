@@ -3,7 +3,9 @@ package dispatch
 import (
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -116,4 +118,66 @@ func sweepDispatcher(t *testing.T, st store.Store) *Dispatcher {
 		Store: st, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	return d
+}
+
+// A plan gets its deciding approval on a replica that dies before it
+// starts applying it: the plan stays approved, owned by nobody. A sweep
+// leaves it alone for strandedAfter (the replica that took the click moves
+// it within a second) and then applies it once: the approval stands; only
+// the apply was lost.
+func TestSweepAppliesAPlanStrandedByADeadReplica(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		path := filepath.Join(t.TempDir(), "runbot.db")
+		st, err := store.Open(ctx, path, store.WithOwner("replica-b"))
+		require.NoError(t, err)
+		defer func() { require.NoError(t, st.Close()) }()
+		d := sweepDispatcher(t, st)
+		d.rem.Groups = runbooks.Groups{"oncall": {"U0AAA", "U0BBB"}}
+		dir := t.TempDir()
+		_, err = d.Submit(ctx, Request{Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": dir}, RequestedBy: requester, Source: store.TriggerSlack})
+		require.NoError(t, err)
+		require.NoError(t, d.Idle(ctx))
+		plans, err := st.ListPlans(ctx, store.PlanFilter{States: []store.PlanState{store.PlanProposed}})
+		require.NoError(t, err)
+		require.Len(t, plans, 1)
+		plan := plans[0]
+		// The clicks the dead replica recorded.
+		for _, u := range []string{"U0AAA", "U0BBB"} {
+			_, err := st.RecordApproval(ctx, store.Approval{PlanID: plan.ID, User: u, Decision: store.Approve, PlanHash: plan.Hash})
+			require.NoError(t, err)
+		}
+		restarts := func() int {
+			b, err := os.ReadFile(filepath.Join(dir, "applied.log"))
+			if os.IsNotExist(err) {
+				return 0
+			}
+			require.NoError(t, err)
+			return strings.Count(string(b), "restarted\n")
+		}
+
+		time.Sleep(strandedAfter - time.Second)
+		_, err = d.Sweep(ctx)
+		require.NoError(t, err)
+		require.NoError(t, d.Idle(ctx))
+		got, err := st.GetPlan(ctx, plan.ID)
+		require.NoError(t, err)
+		require.Equal(t, store.PlanApproved, got.State, "within strandedAfter the click's replica may still apply it")
+
+		time.Sleep(time.Second)
+		for range 2 {
+			_, err = d.Sweep(ctx)
+			require.NoError(t, err)
+			require.NoError(t, d.Idle(ctx))
+		}
+		got, err = st.GetPlan(ctx, plan.ID)
+		require.NoError(t, err)
+		require.Equal(t, store.PlanDone, got.State)
+		require.Equal(t, 1, restarts(), "applied once")
+		events, err := st.Audit(ctx, store.AuditFilter{PlanID: plan.ID, Kind: store.AuditPlanState})
+		require.NoError(t, err)
+		require.Equal(t, "U0BBB", events[len(events)-1].Actor, "applied as the approver whose click decided it")
+		require.NoError(t, d.Shutdown(ctx))
+	})
 }
