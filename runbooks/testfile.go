@@ -255,9 +255,35 @@ func RunTest(ctx context.Context, rb *Runbook, tf *TestFile, c TestCase) (res Te
 		return res
 	}
 	res.Report = rep
-	res.Failures = c.Expect.check(rep)
+	res.Failures = append(replayMismatches(rep, c.Pos), c.Expect.check(rep)...)
+	for _, x := range rep.Contradictions {
+		// A report that asserts and denies one fact is wrong somewhere,
+		// whatever the case expects of it.
+		res.Failures = append(res.Failures, TestFailure{Line: c.Pos.Line, Col: c.Pos.Col,
+			What: "the report contradicts itself", Expected: "no fact both asserted and denied", Got: x.String()})
+	}
 	res.Passed = len(res.Failures) == 0
 	return res
+}
+
+// replayMismatches reports the steps a replay could not answer from the
+// recording (a command, probe, scrape or unit it does not have): the case
+// then tests a runbook other than the recorded one, usually because a
+// step changed since, and that, not the verdict it leads to, is what the
+// author must see first.
+func replayMismatches(rep *Report, at yamlnode.Pos) []TestFailure {
+	var why []string
+	for _, tr := range rep.Steps {
+		if !tr.Status.Ran() && strings.HasPrefix(tr.Error, "replay: ") {
+			why = append(why, tr.Error)
+		}
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return []TestFailure{{Line: at.Line, Col: at.Col,
+		What:     "the recording does not answer the runbook's steps (re-record after changing a step)",
+		Expected: "every step answered from the recording", Got: strings.Join(why, "; ")}}
 }
 
 // unknown reports expected ids the runbook does not define: a typo would
