@@ -17,3 +17,7 @@ func PostgresDatabase(t testing.TB) string { return pgtest.NewDatabase(t) }
 // started; a test binary that calls PostgresDatabase calls it from its
 // TestMain: os.Exit(storetest.PostgresMain(m)).
 func PostgresMain(m *testing.M) int { return pgtest.Main(m) }
+
+// StopPostgres stops the throwaway cluster if one was started: for a
+// TestMain that wraps m.Run otherwise and so cannot call PostgresMain.
+func StopPostgres() error { return pgtest.StopCluster() }

@@ -8,10 +8,23 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
+	"github.com/runbot/runbot/store/storetest"
 	"github.com/runbot/runbot/test/e2e/testhost"
 )
 
-func TestMain(m *testing.M) { os.Exit(testhost.Main(m)) }
+// TestMain brings the test hosts down after the tests when this binary
+// brought them up, and stops the PostgreSQL cluster if a test started one.
+func TestMain(m *testing.M) {
+	code := testhost.Main(m)
+	if err := storetest.StopPostgres(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}

@@ -28,6 +28,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/slackchat/slackrec"
+	"github.com/runbot/runbot/store/storetest"
 	"github.com/runbot/runbot/test/e2e/testhost"
 )
 
@@ -66,8 +67,17 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// startServe runs `runbot serve` against the cluster, with Slack at rec.
+// startServe runs `runbot serve` against the cluster, with Slack at rec
+// and its store in dir.
 func startServe(t *testing.T, c *testhost.Cluster, rec *slackrec.Recorder, dir string) (baseURL string, logs *lockedBuffer) {
+	t.Helper()
+	return startReplica(t, c, rec, dir, "runbot serve", filepath.Join(dir, "runbot.db"))
+}
+
+// startReplica runs one `runbot serve` named name (for its log) against
+// the cluster, with Slack at rec and the store at storeLoc: a SQLite path,
+// or a postgres:// URL that other replicas share.
+func startReplica(t *testing.T, c *testhost.Cluster, rec *slackrec.Recorder, dir, name, storeLoc string) (baseURL string, logs *lockedBuffer) {
 	t.Helper()
 	addr := freeAddr(t)
 	cfg := fmt.Sprintf(`
@@ -91,19 +101,17 @@ alerts:
       runbook: sglang-pd-wedge
       params:
         deployment: '{{ .labels.deployment }}'
-        probe_timeout: 8s
-        samples: "3"
-        sample_interval: 1s
-        stall_after: 5s
-`, addr, filepath.Join(dir, "runbot.db"), c.Inventory, approver, storyChannel, rec.APIURL(), approver, stranger)
-	path := filepath.Join(dir, "runbot.yaml")
+`, addr, storeLoc, c.Inventory, approver, storyChannel, rec.APIURL(), approver, stranger)
+	slug := strings.ReplaceAll(name, " ", "-")
+	path := filepath.Join(dir, slug+".yaml")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
 	cmd := exec.Command(runbotBinary(t), "serve", "--config", path)
 	cmd.Env = append(os.Environ(), "E2E_SLACK_BOT_TOKEN="+storyBotToken, "E2E_SLACK_SIGNING_SECRET="+storySigningSecret, "E2E_ALERT_TOKEN="+storyAlertToken)
 	logs = &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())
-	c.AttachLog("runbot serve", filepath.Join(dir, "serve.log"))
+	logPath := filepath.Join(dir, slug+".log")
+	c.AttachLog(name, logPath)
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
@@ -113,13 +121,13 @@ alerts:
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
 		}
-		_ = os.WriteFile(filepath.Join(dir, "serve.log"), []byte(logs.String()), 0o600)
+		_ = os.WriteFile(logPath, []byte(logs.String()), 0o600)
 		if t.Failed() {
-			t.Logf("runbot serve log:\n%s", logs.String())
+			t.Logf("%s log:\n%s", name, logs.String())
 		}
 	})
 	baseURL = "http://" + addr
-	testhost.Eventually(t, 30*time.Second, "runbot serve is ready", func() (bool, string) {
+	testhost.Eventually(t, 30*time.Second, name+" is ready", func() (bool, string) {
 		resp, err := http.Get(baseURL + "/readyz")
 		if err != nil {
 			return false, err.Error()
@@ -130,17 +138,19 @@ alerts:
 	return baseURL, logs
 }
 
-// startAlertmanager runs a real Alertmanager whose receiver is runbot.
-func startAlertmanager(t *testing.T, dir, runbotURL string) string {
+// startAlertmanager runs a real Alertmanager whose receiver is runbot: one
+// webhook per runbot URL, as for replicas that each get every notification.
+func startAlertmanager(t *testing.T, dir string, runbotURLs ...string) string {
 	t.Helper()
-	bin, err := exec.LookPath("alertmanager")
-	if err != nil {
-		gopath, _ := exec.Command("go", "env", "GOPATH").Output()
-		bin = filepath.Join(strings.TrimSpace(string(gopath)), "bin", "alertmanager")
+	var hooks strings.Builder
+	for _, u := range runbotURLs {
+		fmt.Fprintf(&hooks, `
+      - url: %s/alerts/alertmanager
+        send_resolved: true
+        http_config:
+          authorization: {type: Bearer, credentials: %s}`, u, storyAlertToken)
 	}
-	_, err = os.Stat(bin)
-	require.NoError(t, err, "the alertmanager binary is missing: go install github.com/prometheus/alertmanager/cmd/alertmanager@v0.31.1")
-	cfg := fmt.Sprintf(`
+	return startAlertmanagerWith(t, dir, `
 route:
   receiver: runbot
   group_by: [alertname, deployment]
@@ -149,37 +159,7 @@ route:
   repeat_interval: 4s
 receivers:
   - name: runbot
-    webhook_configs:
-      - url: %s/alerts/alertmanager
-        send_resolved: true
-        http_config:
-          authorization: {type: Bearer, credentials: %s}
-`, runbotURL, storyAlertToken)
-	path := filepath.Join(dir, "alertmanager.yml")
-	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
-	addr := freeAddr(t)
-	logs := &lockedBuffer{}
-	cmd := exec.Command(bin, "--config.file="+path, "--storage.path="+filepath.Join(dir, "am-data"),
-		"--web.listen-address="+addr, "--cluster.listen-address=")
-	cmd.Stdout, cmd.Stderr = logs, logs
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("alertmanager log:\n%s", logs.String())
-		}
-	})
-	am := "http://" + addr
-	testhost.Eventually(t, 30*time.Second, "alertmanager is ready", func() (bool, string) {
-		resp, err := http.Get(am + "/-/ready")
-		if err != nil {
-			return false, err.Error()
-		}
-		defer func() { _ = resp.Body.Close() }() // only the status matters
-		return resp.StatusCode == 200, resp.Status
-	})
-	return am
+    webhook_configs:`+hooks.String()+"\n")
 }
 
 func postAlert(t *testing.T, am, deployment string, resolved bool) {
@@ -264,14 +244,49 @@ func anyText(calls []slackrec.Call, method, text string) bool {
 // verification, the replayed burst, and the resolved alert.
 func TestIncidentStory(t *testing.T) {
 	c := testhost.Up(t, 1)
-	h := c.Hosts[0]
 	dir := t.TempDir()
 	rec := slackrec.New()
 	t.Cleanup(rec.Close)
 
 	c.Step(t, nil, "runbot serve and a real Alertmanager are running")
 	runbotURL, _ := startServe(t, c, rec, dir)
-	am := startAlertmanager(t, dir, runbotURL)
+	incidentStory(t, c, rec, dir, runbotURL)
+}
+
+// TestIncidentStoryReplicas is the same story with two runbot serve
+// replicas sharing one PostgreSQL database (a real server, the Debian
+// package): Alertmanager notifies both, the stranger clicks on the first
+// and the approver on the second, and still there is one run, one message,
+// one remediation and one restart of each engine.
+func TestIncidentStoryReplicas(t *testing.T) {
+	c := testhost.Up(t, 1)
+	dir := t.TempDir()
+	rec := slackrec.New()
+	t.Cleanup(rec.Close)
+
+	c.Step(t, nil, "two runbot serve replicas on one PostgreSQL database and a real Alertmanager are running")
+	dsn := storetest.PostgresDatabase(t)
+	a, _ := startReplica(t, c, rec, dir, "runbot serve A", dsn)
+	b, _ := startReplica(t, c, rec, dir, "runbot serve B", dsn)
+	incidentStory(t, c, rec, dir, a, b)
+}
+
+// incidentStory runs the incident against the runbot replicas at urls
+// (one or more sharing a store): Alertmanager notifies every one of them;
+// the stranger's click goes to the first, the approver's to the last.
+func incidentStory(t *testing.T, c *testhost.Cluster, rec *slackrec.Recorder, dir string, urls ...string) {
+	h := c.Hosts[0]
+	am := startAlertmanager(t, dir, urls...)
+	strangerURL, approverURL := urls[0], urls[len(urls)-1]
+	since := strings.TrimSpace(h.Run(t, "date +%s"))
+	t.Cleanup(func() {
+		if t.Failed() {
+			// What runbot told Slack is what an operator would read first.
+			for _, call := range rec.Calls() {
+				t.Logf("slack %s: %s", call.Method, call.Text())
+			}
+		}
+	})
 
 	c.Step(t, h, "load runs; the abort burst wedges decode")
 	startLoad(t, h)
@@ -279,7 +294,6 @@ func TestIncidentStory(t *testing.T) {
 		return strings.Contains(h.Journal(t, testhost.UnitDecode, 200), "Decode batch"), ""
 	})
 	require.Contains(t, h.Fault(t, "decode", `{"fault":"pd-wedge"}`), `"wedged":true`)
-	time.Sleep(6 * time.Second)
 
 	c.Step(t, nil, "the alert reaches runbot through Alertmanager; runbot diagnoses pd_transfer_wedge over SSH")
 	postAlert(t, am, h.Deployment, false)
@@ -293,7 +307,7 @@ func TestIncidentStory(t *testing.T) {
 	require.True(t, anyText(calls, "", "add --disable-overlap-schedule"))
 
 	c.Step(t, nil, "a stranger's click is refused and changes nothing")
-	clickButton(t, runbotURL, stranger, "runbot_approve", value, channel, ts, rec.ResponseURL("stranger"))
+	clickButton(t, strangerURL, stranger, "runbot_approve", value, channel, ts, rec.ResponseURL("stranger"))
 	_, err = rec.WaitTimeout(30*time.Second, func(calls []slackrec.Call) bool {
 		for _, c := range calls {
 			if (c.Method == "response_url" || c.Method == "chat.postEphemeral") && strings.Contains(c.Text()+string(c.Body), "not an approver") {
@@ -306,7 +320,7 @@ func TestIncidentStory(t *testing.T) {
 	require.NotContains(t, h.Run(t, "cat "+testhost.DecodeScript), "--disable-overlap-schedule")
 
 	c.Step(t, nil, "the approver's signed click applies the fix, and runbot verifies it")
-	clickButton(t, runbotURL, approver, "runbot_approve", value, channel, ts, rec.ResponseURL("approver"))
+	clickButton(t, approverURL, approver, "runbot_approve", value, channel, ts, rec.ResponseURL("approver"))
 	_, err = rec.WaitTimeout(3*time.Minute, func(calls []slackrec.Call) bool {
 		return anyText(calls, "chat.update", "verified: the symptom is gone")
 	})
@@ -332,12 +346,31 @@ func TestIncidentStory(t *testing.T) {
 	})
 	require.NoError(t, err, "no resolution in the thread")
 
+	c.Step(t, nil, "one run, one message, one remediation, one restart of each engine")
+	var top []string
+	for _, call := range rec.Calls() {
+		if call.Method == "chat.postMessage" && call.Form.Get("thread_ts") == "" {
+			top = append(top, call.Text())
+		}
+	}
+	require.Len(t, top, 1, "one message in the channel for the one alert, whichever replicas got it: %q", top)
+	for _, unit := range []string{testhost.UnitPrefill, testhost.UnitDecode} {
+		starts := h.Run(t, fmt.Sprintf("journalctl -u %s --since @%s --no-pager -o cat | grep -c '^Started ' || true", unit, since))
+		require.Equal(t, "1", strings.TrimSpace(starts), "%s was restarted once", unit)
+	}
+
 	c.Step(t, nil, "/metrics tells the operator what happened")
-	m := scrape(t, runbotURL)
-	require.Positive(t, m["runbot_ssh_dials_total"][`host="`+h.Name+`",outcome="ok"`], "SSH connections to the test host")
-	require.Positive(t, m["runbot_slack_api_calls_total"][`method="chat.postMessage",outcome="ok"`])
-	require.Positive(t, m["runbot_slack_api_calls_total"][`method="chat.update",outcome="ok"`])
-	require.Equal(t, 1.0, m["runbot_remediations_total"][`remediation="disable_overlap_and_restart",state="done"`])
+	total := func(name, labels string) float64 {
+		var sum float64
+		for _, u := range urls {
+			sum += scrape(t, u)[name][labels]
+		}
+		return sum
+	}
+	require.Positive(t, total("runbot_ssh_dials_total", `host="`+h.Name+`",outcome="ok"`), "SSH connections to the test host")
+	require.Positive(t, total("runbot_slack_api_calls_total", `method="chat.postMessage",outcome="ok"`))
+	require.Positive(t, total("runbot_slack_api_calls_total", `method="chat.update",outcome="ok"`))
+	require.Equal(t, 1.0, total("runbot_remediations_total", `remediation="disable_overlap_and_restart",state="done"`), "one remediation, whichever replica applied it")
 }
 
 // scrape reads runbot's /metrics with Prometheus's own parser, as metric

@@ -58,15 +58,26 @@ var (
 // returns m.Run's exit code, or 1 if the cluster could not be stopped.
 func Main(m *testing.M) int {
 	code := m.Run()
-	if cluster != nil {
-		if err := cluster.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "pgtest: stop the PostgreSQL cluster: %v\n", err)
-			if code == 0 {
-				code = 1
-			}
+	if err := StopCluster(); err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
+		if code == 0 {
+			code = 1
 		}
 	}
 	return code
+}
+
+// StopCluster stops the binary's cluster if one was started, for a
+// TestMain that already has its own wrapper around m.Run (the e2e tests'
+// test hosts) and so cannot use Main.
+func StopCluster() error {
+	if cluster == nil {
+		return nil
+	}
+	if err := cluster.Stop(); err != nil {
+		return fmt.Errorf("stop the PostgreSQL cluster: %w", err)
+	}
+	return nil
 }
 
 // NewDatabase creates an empty database on the binary's cluster, starting
