@@ -127,13 +127,14 @@ func (s *Scheduler) recordTick(ctx context.Context, name string, at time.Time, s
 	return err == nil
 }
 
-// finishTick records that a claimed tick's audit ended. It runs after the
-// audit, whose context may be over, so it has a deadline of its own.
-func (s *Scheduler) finishTick(ctx context.Context, e *scheduled, at time.Time, runID string) {
+// finishTick records that a claimed tick's audit (or summary) ended. It
+// runs after the audit, whose context may be over, so it has a deadline of
+// its own.
+func (s *Scheduler) finishTick(ctx context.Context, name string, at time.Time, runID string) {
 	cctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), tickFinishTimeout, errors.New("recording a schedule tick's end took too long"))
 	defer cancel()
-	if _, err := s.ticks.FinishTick(cctx, e.Name, at, runID); err != nil {
-		s.log.Warn("schedule tick's end not recorded", "schedule", e.Name, "tick", at, "run", runID, "err", err)
+	if _, err := s.ticks.FinishTick(cctx, name, at, runID); err != nil {
+		s.log.Warn("schedule tick's end not recorded", "schedule", name, "tick", at, "run", runID, "err", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -12,6 +13,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbot/runbot/chat/chattest"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
@@ -260,5 +262,47 @@ func TestScheduleFiresOncePerTickAcrossReplicas(t *testing.T) {
 		require.Equal(t, day2, daily[0].At)
 		require.Equal(t, store.TickMissed, daily[0].State)
 		require.Equal(t, "replica-late", daily[0].Owner)
+	})
+}
+
+// Two replicas configured with the daily summary post it once per tick
+// between them: the summary claims its tick like an audit does.
+func TestSummaryPostedOncePerTickAcrossReplicas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "runbot.db")
+		var stores []*store.SQLite
+		var scheds []*Scheduler
+		chats := []*chattest.Recorder{chattest.New(), chattest.New()}
+		for i := range 2 {
+			st, err := store.Open(t.Context(), path, store.WithOwner(fmt.Sprintf("replica-%d", i)))
+			require.NoError(t, err)
+			stores = append(stores, st)
+			d := testDispatcher(t, testCatalog(t, "testdata/runbooks"), dispatch.Config{RunTimeout: time.Hour})
+			s, err := New(Config{TimeZone: "UTC", Summary: "0 9 * * *"}, d, Options{
+				TriggerDeps: dispatch.TriggerDeps{Store: st, Chat: chats[i], Logger: slog.New(slog.DiscardHandler)}, Ticks: st})
+			require.NoError(t, err)
+			s.audit = func(context.Context, *scheduled) auditResult { return auditResult{Outcome: store.OutcomeOK} }
+			scheds = append(scheds, s)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		for _, s := range scheds {
+			wg.Go(func() { _ = s.Run(ctx) })
+		}
+		time.Sleep(2*24*time.Hour + time.Minute)
+		synctest.Wait()
+		cancel()
+		wg.Wait()
+		ticks, err := stores[0].Ticks(t.Context(), summaryTicks, 0)
+		require.NoError(t, err)
+		require.Len(t, ticks, 2, "one summary a day")
+		for _, tk := range ticks {
+			require.Equal(t, store.TickDone, tk.State)
+			require.Equal(t, 9, tk.At.Hour())
+		}
+		require.Equal(t, 2, len(chats[0].Posts())+len(chats[1].Posts()), "posted once a day between the two")
+		for _, st := range stores {
+			require.NoError(t, st.Close())
+		}
 	})
 }

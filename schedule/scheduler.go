@@ -320,8 +320,14 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		c.Schedule(s.summary, cron.FuncJob(func() {
 			// One replica posts each summary: the one that records its
 			// tick.
-			if s.ticks == nil || s.recordTick(ctx, summaryTicks, tickAt(s.summary, s.now()), store.TickDone, false) {
+			if s.ticks == nil {
 				s.postSummary(ctx)
+				return
+			}
+			at := tickAt(s.summary, s.now())
+			if s.recordTick(ctx, summaryTicks, at, store.TickClaimed, false) {
+				s.postSummary(ctx)
+				s.finishTick(ctx, summaryTicks, at, "")
 			}
 		}))
 	}
@@ -379,7 +385,7 @@ func (s *Scheduler) fireTick(ctx context.Context, e *scheduled, at time.Time, ca
 		defer e.running.Store(false)
 		var runID string
 		if claimed {
-			defer func() { s.finishTick(ctx, e, at, runID) }()
+			defer func() { s.finishTick(ctx, e.Name, at, runID) }()
 		}
 		defer func() {
 			if r := recover(); r != nil {
