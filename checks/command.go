@@ -3,8 +3,10 @@ package checks
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,8 +68,11 @@ func (Command) Run(ctx context.Context, env Env) (step.Result, error) {
 		Truncated: out.StdoutTruncated || out.StderrTruncated,
 		Values:    map[string]string{},
 	}
-	ev := []string{fmt.Sprintf("`%s` exited %d after %s", line, out.ExitCode, out.Duration.Round(time.Millisecond))}
-	for name, pat := range env.Args.Map("extract") {
+	ev := []string{fmt.Sprintf("`%s` exited %d after %s", commandGist(line), out.ExitCode, out.Duration.Round(time.Millisecond))}
+	extract := env.Args.Map("extract")
+	// Sorted, so that the evidence reads the same on every run.
+	for _, name := range slices.Sorted(maps.Keys(extract)) {
+		pat := extract[name]
 		re := regexp.MustCompile(pat) // compiled once at load time already; cannot fail here
 		if m := re.FindStringSubmatch(o.Stdout); m != nil {
 			v := m[0]
@@ -84,6 +89,18 @@ func (Command) Run(ctx context.Context, env Env) (step.Result, error) {
 		ev = append(ev, "stderr: "+firstLines(o.Stderr, 5))
 	}
 	return step.Result{Values: o, Evidence: ev}, nil
+}
+
+// commandGist is how evidence names a command: a one-line command as it
+// is, a script by its first line and how many more it has. The whole
+// script is in the plan, `runbot explain` and the recording; repeated under
+// every finding that cites the step, it would bury the values that matter.
+func commandGist(line string) string {
+	lines := strings.Split(strings.TrimSpace(line), "\n")
+	if len(lines) == 1 {
+		return lines[0]
+	}
+	return fmt.Sprintf("%s … (+%d lines)", strings.TrimSpace(lines[0]), len(lines)-1)
 }
 
 func firstLines(s string, n int) string {
