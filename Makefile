@@ -77,7 +77,7 @@ release:
 	scripts/release.sh dist
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./runbooks ./sim ./remote
+	$(GO) test -run '^$$' -bench . -benchmem ./runbooks ./sim ./remote ./web
 
 clean:
 	rm -rf $(BIN)

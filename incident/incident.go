@@ -82,9 +82,41 @@ const maxAudit = 5000
 // Load reads run id (or a unique prefix of it) and everything recorded
 // about it.
 func Load(ctx context.Context, st Store, id string) (*Incident, error) {
+	return load(ctx, st, id, nil)
+}
+
+// LoadRedacted is Load with every string passed through r, as Redacted
+// does. The report, which is most of a run's record, is redacted as the
+// store keeps it, before it is decoded: a page shows a run with thousands
+// of evidence lines at the cost of one decoding of it.
+func LoadRedacted(ctx context.Context, st Store, id string, r *redact.Redactor) (*Incident, error) {
+	if r == nil {
+		return nil, errors.New("redact incident: no redactor")
+	}
+	inc, err := load(ctx, st, id, r)
+	if err != nil {
+		return nil, err
+	}
+	rep := inc.Report
+	inc.Report = nil
+	out, err := inc.Redacted(r)
+	if err != nil {
+		return nil, err
+	}
+	out.Report = rep
+	return out, nil
+}
+
+// load is Load, with the stored report redacted by r when r is set.
+func load(ctx context.Context, st Store, id string, r *redact.Redactor) (*Incident, error) {
 	run, err := st.GetRun(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("load incident %s: %w", id, err)
+	}
+	if r != nil && len(run.Report) > 0 {
+		if run.Report, err = r.JSON(run.Report); err != nil {
+			return nil, fmt.Errorf("load incident %s: %w", run.ID, err)
+		}
 	}
 	inc := &Incident{Run: run}
 	if len(run.Report) > 0 {

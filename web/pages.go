@@ -38,14 +38,14 @@ type stepGroup struct {
 // load reads a run's incident, redacted. A visitor with a link sees only
 // the run the link was signed for, never one its id is a prefix of.
 func (s *Site) load(ctx context.Context, id string, v visitor) (*incident.Incident, error) {
-	inc, err := incident.Load(ctx, s.st, id)
+	inc, err := incident.LoadRedacted(ctx, s.st, id, s.redact)
 	if err != nil {
 		return nil, err
 	}
 	if v.User == "" && inc.Run.ID != id {
 		return nil, &LinkError{Err: ErrLinkInvalid}
 	}
-	return inc.Redacted(s.redact)
+	return inc, nil
 }
 
 func (s *Site) runPage(w http.ResponseWriter, r *http.Request) {

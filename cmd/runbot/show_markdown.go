@@ -23,15 +23,12 @@ const postmortemTimeout = 30 * time.Second
 func writePostmortem(cmd *cobra.Command, st store.Store, runID string) error {
 	ctx, cancel := context.WithTimeoutCause(cmd.Context(), postmortemTimeout, errors.New("reading the run for its postmortem took too long"))
 	defer cancel()
-	inc, err := incident.Load(ctx, st, runID)
-	if err != nil {
-		return err
-	}
 	red, err := redact.New(nil)
 	if err != nil {
 		return err
 	}
-	if inc, err = inc.Redacted(red); err != nil {
+	inc, err := incident.LoadRedacted(ctx, st, runID, red)
+	if err != nil {
 		return err
 	}
 	if err := inc.Markdown(cmd.OutOrStdout(), ""); err != nil {

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/runbot/runbot/internal/secret"
 )
@@ -30,25 +32,61 @@ var defaults = []string{
 	`(?i)(?:password|passwd|secret|token|api[_-]?key)["']?\s*[=:]\s*["']?([^\s"'&,;]+)`,
 }
 
+// hints are, for each default pattern, words one of which (in ASCII
+// lower case) every match contains: text without any is not searched with
+// the pattern. Most text holds no secret, and a substring search is much
+// cheaper than a regular expression (a run page redacts megabytes). When
+// starts is set, every match also starts with one of the words, so only
+// the places where one occurs are tried.
+var hints = []hint{
+	{words: []string{"xox"}, starts: true},
+	{words: []string{"xapp-"}, starts: true},
+	{words: []string{"bearer"}, starts: true},
+	// \b before AKIA looks at the byte before the word: searched whole.
+	{words: []string{"akia"}},
+	{words: []string{"private key"}},
+	{words: []string{"password", "passwd", "secret", "token", "api"}, starts: true},
+}
+
+type hint struct {
+	words  []string
+	starts bool
+}
+
 // Redactor removes secrets from text. A nil *Redactor removes nothing.
 type Redactor struct {
 	patterns []*regexp.Regexp
+	// anchored[i] is patterns[i] matching only at the start of the text,
+	// for hints[i].starts.
+	anchored []*regexp.Regexp
+	// hints[i], when it has words, says where pattern i's matches can be
+	// (see the package's hints); none means search everywhere.
+	hints []hint
 }
 
 // New compiles the default patterns, the given ones, and a literal pattern
 // for each of the given secret values (the bot's own tokens and keys).
 func New(patterns []string, secrets ...secret.Value) (*Redactor, error) {
 	r := &Redactor{}
-	for _, p := range append(append([]string(nil), defaults...), patterns...) {
+	for i, p := range append(append([]string(nil), defaults...), patterns...) {
 		re, err := regexp.Compile(p)
 		if err != nil {
 			return nil, fmt.Errorf("redaction pattern %q: %w", p, err)
 		}
-		r.patterns = append(r.patterns, re)
+		var h hint
+		var anchored *regexp.Regexp
+		if i < len(hints) {
+			h = hints[i]
+			if h.starts {
+				anchored = regexp.MustCompile(`^(?:` + p + `)`)
+			}
+		}
+		r.patterns, r.anchored, r.hints = append(r.patterns, re), append(r.anchored, anchored), append(r.hints, h)
 	}
 	for _, s := range secrets {
 		if !s.IsZero() {
 			r.patterns = append(r.patterns, regexp.MustCompile(regexp.QuoteMeta(s.Reveal())))
+			r.anchored, r.hints = append(r.anchored, nil), append(r.hints, hint{})
 		}
 	}
 	return r, nil
@@ -66,7 +104,11 @@ func (r *Redactor) With(patterns []string, secrets ...secret.Value) (*Redactor, 
 		return nil, err
 	}
 	// more starts with the defaults, which r has already.
-	out := &Redactor{patterns: append(append([]*regexp.Regexp(nil), r.patterns...), more.patterns[len(defaults):]...)}
+	out := &Redactor{
+		patterns: append(append([]*regexp.Regexp(nil), r.patterns...), more.patterns[len(defaults):]...),
+		anchored: append(append([]*regexp.Regexp(nil), r.anchored...), more.anchored[len(defaults):]...),
+		hints:    append(append([]hint(nil), r.hints...), more.hints[len(defaults):]...),
+	}
 	return out, nil
 }
 
@@ -75,15 +117,83 @@ func (r *Redactor) Redact(s string) string {
 	if r == nil || s == "" {
 		return s
 	}
-	for _, re := range r.patterns {
-		s = redactAll(re, s)
+	// The hints hold for ASCII text only: (?i) folds some other letters
+	// to ASCII ones (the Kelvin sign to k), so other text is searched
+	// whole.
+	ascii := isASCII(s)
+	lower := ""
+	for i, re := range r.patterns {
+		h := r.hints[i]
+		if !ascii || len(h.words) == 0 {
+			s = redactAll(re, s)
+			continue
+		}
+		if lower == "" {
+			lower = asciiLower(s)
+		}
+		at := h.find(lower)
+		if len(at) == 0 {
+			continue
+		}
+		out := s
+		if h.starts {
+			out = redactAt(r.anchored[i], s, at)
+		} else {
+			out = redactAll(re, s)
+		}
+		if out != s {
+			// The text changed; so does its lower case.
+			s, lower = out, ""
+		}
 	}
 	return s
 }
 
+// find returns where in lower the hint's words occur, in order; for a
+// hint whose matches need not start at a word, one position says that
+// some word occurs.
+func (h hint) find(lower string) []int {
+	var at []int
+	for _, w := range h.words {
+		for off := 0; ; {
+			i := strings.Index(lower[off:], w)
+			if i < 0 {
+				break
+			}
+			at = append(at, off+i)
+			if !h.starts {
+				return at
+			}
+			off += i + 1
+		}
+	}
+	slices.Sort(at)
+	return slices.Compact(at)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiLower lower-cases ASCII letters only, so positions stay as in s.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
 // Copy sets *out to a copy of in with every string in it redacted. It goes
 // through the JSON form of in, the form the store keeps, so that no field
-// is missed when a type grows one; map keys are left alone, as they are
+// is missed when a type grows one; object keys are left alone, as they are
 // names from the runbook, not data.
 func (r *Redactor) Copy(in, out any) error {
 	raw, err := json.Marshal(in)
@@ -91,11 +201,7 @@ func (r *Redactor) Copy(in, out any) error {
 		return fmt.Errorf("redact: %w", err)
 	}
 	if r != nil {
-		var tree any
-		if err := json.Unmarshal(raw, &tree); err != nil {
-			return fmt.Errorf("redact: %w", err)
-		}
-		if raw, err = json.Marshal(r.tree(tree)); err != nil {
+		if raw, err = r.JSON(raw); err != nil {
 			return fmt.Errorf("redact: %w", err)
 		}
 	}
@@ -105,25 +211,130 @@ func (r *Redactor) Copy(in, out any) error {
 	return nil
 }
 
-// tree redacts the strings of a decoded JSON value in place.
-func (r *Redactor) tree(v any) any {
-	switch x := v.(type) {
-	case string:
-		return r.Redact(x)
-	case []any:
-		for i := range x {
-			x[i] = r.tree(x[i])
-		}
-	case map[string]any:
-		for k := range x {
-			x[k] = r.tree(x[k])
-		}
+// JSON redacts every string value of a JSON document (a report as the
+// store keeps it), leaving its object keys and everything else as they
+// are; a nil r redacts nothing. It works on the encoded
+// text: a string is a string value unless a colon follows it. The same
+// text is often in a document many times (a log line in a finding's
+// evidence, its step's evidence and its events): each distinct string is
+// redacted once.
+func (r *Redactor) JSON(raw []byte) ([]byte, error) {
+	if r == nil {
+		return raw, nil
 	}
-	return v
+	seen := map[string]string{}
+	var out []byte
+	copied := 0
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '"' {
+			continue
+		}
+		j, escaped := i+1, false
+		for ; j < len(raw) && raw[j] != '"'; j++ {
+			if raw[j] == '\\' {
+				escaped = true
+				j++
+			}
+		}
+		if j >= len(raw) {
+			return nil, fmt.Errorf("unterminated string at offset %d", i)
+		}
+		k := j + 1
+		for k < len(raw) && (raw[k] == ' ' || raw[k] == '\t' || raw[k] == '\n' || raw[k] == '\r') {
+			k++
+		}
+		if k < len(raw) && raw[k] == ':' {
+			i = j
+			continue
+		}
+		var text string
+		if escaped {
+			if err := json.Unmarshal(raw[i:j+1], &text); err != nil {
+				return nil, err
+			}
+		} else {
+			text = string(raw[i+1 : j])
+		}
+		red, ok := seen[text]
+		if !ok {
+			red = r.Redact(text)
+			seen[text] = red
+		}
+		if red != text {
+			out = appendJSONString(append(out, raw[copied:i]...), red)
+			copied = j + 1
+		}
+		i = j
+	}
+	if out == nil {
+		return raw, nil
+	}
+	return append(out, raw[copied:]...), nil
+}
+
+// appendJSONString appends s as a JSON string. s is valid UTF-8 (it was
+// decoded from JSON, and redaction only cuts it at ASCII), so only quotes,
+// backslashes and control characters need escaping.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	last := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[last:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		last = i + 1
+	}
+	return append(append(b, s[last:]...), '"')
 }
 
 func redactAll(re *regexp.Regexp, s string) string {
-	matches := re.FindAllStringSubmatchIndex(s, -1)
+	return replaceSpans(s, re.FindAllStringSubmatchIndex(s, -1))
+}
+
+// redactAt is redactAll for a pattern whose matches start only at the
+// given positions (ascending): anchored is the pattern anchored at the
+// start of the text, tried at each position past the last match, which
+// gives the matches an unanchored search finds, leftmost first.
+func redactAt(anchored *regexp.Regexp, s string, starts []int) string {
+	var matches [][]int
+	last := 0
+	for _, p := range starts {
+		if p < last {
+			continue
+		}
+		m := anchored.FindStringSubmatchIndex(s[p:])
+		if m == nil {
+			continue
+		}
+		for j := range m {
+			if m[j] >= 0 {
+				m[j] += p
+			}
+		}
+		matches = append(matches, m)
+		last = max(m[1], p+1)
+	}
+	return replaceSpans(s, matches)
+}
+
+// replaceSpans replaces each match, or its capture groups when it has
+// any that matched, by [redacted].
+func replaceSpans(s string, matches [][]int) string {
 	if matches == nil {
 		return s
 	}

@@ -73,3 +73,60 @@ func TestWith(t *testing.T) {
 	_, err = base.With([]string{"("})
 	require.Error(t, err)
 }
+
+// The hints only make redaction faster: on every kind of text it removes
+// what searching every pattern everywhere removes.
+func TestHintsChangeNothing(t *testing.T) {
+	t.Parallel()
+	r, err := New([]string{`corp-\d+`}, secret.New("bot-token-value"))
+	require.NoError(t, err)
+	plain := &Redactor{patterns: r.patterns, anchored: r.anchored, hints: make([]hint, len(r.hints))}
+	pieces := []string{
+		"password=hunter2", "PASSWORD: 'x y'", "passwd=abc", "Password = \"q\"", "password=password=z", "tokentoken: a", "api_key=1", "API-KEY: 2", "apikey:3",
+		"secret:s3", "xoxb-1-2", "XOXB-1-2", "xapp-1-A", "Bearer abcdefgh123", "bearer short", "AKIAABCDEFGHIJKLMNOP", "xAKIAABCDEFGHIJKLMNOP",
+		"-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----", "toKen=kelvin", "paſſword=longs", "ünïcode password=ü", "corp-42",
+		"bot-token-value", "  ", "\n", "status=200", "token", "=", "pass", "api", "key=v",
+	}
+	n := 0
+	for i, a := range pieces {
+		for j, b := range pieces {
+			for _, sep := range []string{"", " ", "\n", ";", "&"} {
+				in := a + sep + b
+				require.Equal(t, plain.Redact(in), r.Redact(in), "%d/%d %q", i, j, in)
+				n++
+			}
+		}
+	}
+	require.Greater(t, n, 4000)
+}
+
+// JSON redacts string values, escaped ones too, and no key.
+func TestRedactJSON(t *testing.T) {
+	t.Parallel()
+	r, err := New(nil)
+	require.NoError(t, err)
+	cases := []struct{ in, want string }{
+		{`{"a":"password=x"}`, `{"a":"password=[redacted]"}`},
+		{`{"password=k" : "v", "b" :["token: t", 1, true, null, {"c":"ok"}]}`, `{"password=k" : "v", "b" :["token: [redacted]", 1, true, null, {"c":"ok"}]}`},
+		{`["say \"password=q\" \\ done", "caf\u00e9 secret=s\n"]`, `["say \"password=[redacted]\" \\ done","café secret=[redacted]\n"]`},
+		{`"nothing"`, `"nothing"`},
+		{`{"a":"\"password=x\""}`, `{"a":"\"password=[redacted]\""}`},
+	}
+	for _, tc := range cases {
+		got, err := r.JSON([]byte(tc.in))
+		require.NoError(t, err, tc.in)
+		require.JSONEq(t, tc.want, string(got), tc.in)
+	}
+	_, err = r.JSON([]byte(`{"a":"open`))
+	require.Error(t, err)
+}
+
+// appendJSONString writes what encoding/json reads back as the same text.
+func TestAppendJSONString(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"", "plain", `q"uote`, `back\slash`, "nl\ncr\rtab\t", "ctl\x01\x1f", "café ü ✓", "<html>&amp;", "\u2028"} {
+		var back string
+		require.NoError(t, json.Unmarshal(appendJSONString(nil, s), &back), "%q", s)
+		require.Equal(t, s, back)
+	}
+}
