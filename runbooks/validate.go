@@ -90,7 +90,7 @@ func (l *loader) validate() {
 		}
 		for _, f := range names.findings {
 			if w.finding != nil {
-				l.exprErr(w.node, names.at["findings."+f], "when: a finding cannot refer to findings; use a diagnosis")
+				l.exprErr(w.node, names.at["findings."+f], "when: a finding cannot refer to findings (findings.%s): combine findings in a diagnosis, or repeat the condition", f)
 				bad = true
 			} else if !slices.Contains(findingIDs, f) {
 				l.exprErr(w.node, names.at["findings."+f], "when: no finding %q%s", f, yamlnode.DidYouMean(f, findingIDs))
@@ -226,11 +226,15 @@ func (l *loader) errAtNeeds(stepID, format string, args ...any) {
 }
 
 // exprErr reports an expression problem at the column inside the
-// expression where a one-line plain or quoted scalar allows it.
+// expression: in a one-line plain or quoted scalar, or in a block scalar
+// whose lines map one-for-one onto the value (yamlnode.BlockPos); else at
+// the scalar.
 func (l *loader) exprErr(n *yaml.Node, col int, format string, args ...any) {
 	p := yamlnode.PosOf(n)
 	if oneLine(n.Value) && (n.Style == 0 || n.Style == yaml.DoubleQuotedStyle || n.Style == yaml.SingleQuotedStyle) {
 		p.Col = exprPos(p.Col, col, n.Style != 0)
+	} else if bp, ok := yamlnode.BlockPos(l.d.Source, n, col); ok {
+		p = bp
 	}
 	l.d.ErrorAt(p, format, args...)
 }

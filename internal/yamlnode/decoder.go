@@ -17,11 +17,15 @@ import (
 type Decoder struct {
 	File     string
 	Problems Problems
+	// Source is the document Parse read, for positions inside block
+	// scalars (BlockPos).
+	Source []byte
 }
 
 // Parse parses one YAML document. A syntax error is recorded as a problem
 // and nil is returned.
 func (d *Decoder) Parse(data []byte) *yaml.Node {
+	d.Source = data
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
