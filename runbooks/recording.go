@@ -498,10 +498,18 @@ func writeRaw(dir, name, text string) (string, error) {
 	return name, nil
 }
 
-// serviceKind names a service manager's type for the recording.
+// serviceKind names a service manager for the recording as an inventory
+// names it (service_manager.type), not by its Go type.
 func serviceKind(s remote.ServiceManager) string {
-	if s == nil {
+	switch s.(type) {
+	case nil:
 		return ""
+	case remote.Systemctl, *remote.Systemctl:
+		return "systemd"
+	case *remote.DBus:
+		return "systemd (D-Bus)"
+	case remote.Commands, *remote.Commands:
+		return "command"
 	}
 	return fmt.Sprintf("%T", s)
 }
