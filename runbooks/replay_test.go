@@ -142,3 +142,32 @@ func TestReplayRefusesWhatWasNotRecorded(t *testing.T) {
 	}
 	require.True(t, found)
 }
+
+// TestLoadRecordingRefusesTypos: a hand-edited recording with a misspelt
+// field is an error naming the file and line, not a field silently left
+// at its zero value.
+func TestLoadRecordingRefusesTypos(t *testing.T) {
+	tests := []struct {
+		name, file, body, want string
+	}{
+		{"recording.yaml", "recording.yaml", "format: 1\nrunbook: host-basics\nstarted: 2026-06-18T21:04:23Z\nparamz: {}\n", "recording.yaml: yaml: unmarshal errors:\n  line 4: field paramz not found"},
+		{"observed.yaml", "disk/host/observed.yaml", "step: disk\ntarget: host\ncommands:\n  - line: df\n    exitt: 0\n", "observed.yaml: yaml: unmarshal errors:\n  line 5: field exitt not found"},
+		{"a raw file outside the step", "disk/host/observed.yaml", "step: disk\ntarget: host\ncommands:\n  - line: df\n    stdout: ../../recording.yaml\n", `raw file "../../recording.yaml" must be a plain name`},
+		{"another format", "recording.yaml", "format: 2\nrunbook: host-basics\n", "format 2, want 1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			files := map[string]string{"recording.yaml": "format: 1\nrunbook: host-basics\nstarted: 2026-06-18T21:04:23Z\n"}
+			files[tc.file] = tc.body
+			for name, body := range files {
+				p := filepath.Join(dir, filepath.FromSlash(name))
+				require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+				require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+			}
+			_, err := runbooks.LoadRecording(dir)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
