@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -100,8 +101,12 @@ func buildFixture(t *testing.T) (*fixture, error) {
 		defer dcancel()
 		_ = exec.CommandContext(dctx, bin, "down", "--dir", simDir).Run()
 	}()
-	if out, err := exec.CommandContext(ctx, bin, "ctl", "--dir", simDir, "fault", "pd-wedge").CombinedOutput(); err != nil || !strings.Contains(string(out), `"wedged":true`) {
-		return nil, fmt.Errorf("sglang-sim fault pd-wedge: %v\n%s", err, out)
+	out, err := exec.CommandContext(ctx, bin, "ctl", "--dir", simDir, "fault", "pd-wedge").CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("sglang-sim fault pd-wedge: %w\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `"wedged":true`) {
+		return nil, fmt.Errorf("sglang-sim fault pd-wedge did not wedge decode: %s", out)
 	}
 	// Decode's silence must outgrow stall_after, as in the demo.
 	time.Sleep(6 * time.Second)
@@ -139,8 +144,11 @@ func buildFixture(t *testing.T) (*fixture, error) {
 		return nil, fmt.Errorf("the wedge run diagnosed %v, want pd_transfer_wedge", rep.Diagnoses)
 	}
 	prop, err := rem.Propose(ctx, p, rep, "alertmanager")
-	if err != nil || prop == nil {
-		return nil, fmt.Errorf("propose: %v (proposal %v)", err, prop)
+	if err != nil {
+		return nil, fmt.Errorf("propose: %w", err)
+	}
+	if prop == nil {
+		return nil, errors.New("the wedge's diagnosis proposed no remediation")
 	}
 	if _, err := rem.Vote(ctx, prop.Plan.ID, f.approver, true, prop.Plan.Hash); err != nil {
 		return nil, fmt.Errorf("vote: %w", err)
@@ -157,8 +165,11 @@ func buildFixture(t *testing.T) (*fixture, error) {
 	}
 
 	leakyBook, problems, err := runbooks.LoadFile("testdata/runbooks/leaky-config.yaml")
-	if err != nil || problems.Err() != nil {
-		return nil, fmt.Errorf("leaky-config: %v %v", err, problems.Err())
+	if err == nil {
+		err = problems.Err()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("leaky-config: %w", err)
 	}
 	local, err := inventory.Load("testdata/inventory.yaml")
 	if err != nil {

@@ -58,7 +58,7 @@ func TestSignerVerify(t *testing.T) {
 			require.ErrorIs(t, err, tc.want)
 			var le *LinkError
 			require.True(t, errors.As(err, &le))
-			if tc.want == ErrLinkExpired {
+			if errors.Is(tc.want, ErrLinkExpired) {
 				require.Equal(t, t0.Add(time.Hour), le.Expired)
 				require.Contains(t, err.Error(), "2026-06-18 21:44 UTC")
 			}

@@ -135,7 +135,7 @@ func (r *Redactor) Redact(s string) string {
 		if len(at) == 0 {
 			continue
 		}
-		out := s
+		var out string
 		if h.starts {
 			out = redactAt(r.anchored[i], s, at)
 		} else {
