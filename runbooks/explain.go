@@ -1,9 +1,11 @@
 package runbooks
 
 import (
+	"context"
 	"fmt"
 	"time"
 
+	"github.com/runbot/runbot/actions"
 	"github.com/runbot/runbot/checks"
 )
 
@@ -36,4 +38,46 @@ func (e *Engine) Explain(p *Prepared) []PlannedStep {
 		}
 	}
 	return out
+}
+
+// ExplainedAction is one action of a remediation on one target, with the
+// arguments it would be given, for `runbot explain`: what would be
+// planned, without reading the target (the plan itself, with a file's
+// diff, is made when the diagnosis proposes it).
+type ExplainedAction struct {
+	Action string
+	Target string
+	// Args are the rendered arguments, "name = value", in the order of the
+	// action's spec; an argument left at its default is not listed.
+	Args []string
+}
+
+// ExplainRemediation lists each action of rem on each of its targets with
+// its rendered arguments.
+func (e *Engine) ExplainRemediation(ctx context.Context, p *Prepared, rem *Remediation) ([]ExplainedAction, error) {
+	var out []ExplainedAction
+	now := e.now()
+	for _, as := range rem.Actions {
+		at, _ := actions.Lookup(as.Action)
+		targets, err := e.resolve(ctx, p.Runbook, as.Targets, p.Params)
+		if err != nil {
+			return nil, fmt.Errorf("explain %s: %w", rem.Name, err)
+		}
+		for _, t := range targets {
+			ea := ExplainedAction{Action: as.Action, Target: t.Name()}
+			args, err := renderArgs(at.Spec, as.With, argData(p.Params, t, "(run id)", now))
+			if err != nil {
+				ea.Args = []string{fmt.Sprintf("cannot render arguments: %v", err)}
+			}
+			for _, a := range at.Spec.Args {
+				v, set := args[a.Name]
+				if err != nil || !set || fmt.Sprint(v) == fmt.Sprint(a.Default) {
+					continue
+				}
+				ea.Args = append(ea.Args, fmt.Sprintf("%s = %v", a.Name, v))
+			}
+			out = append(out, ea)
+		}
+	}
+	return out, nil
 }

@@ -44,8 +44,15 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 						out.print(", two-person rule")
 					}
 					out.println(")")
-					for _, a := range r.Actions {
-						out.printf("    %s on %s\n", a.Action, strings.Join(a.Targets, ", "))
+					acts, err := eng.ExplainRemediation(cmd.Context(), p, r)
+					if err != nil {
+						return err
+					}
+					for _, a := range acts {
+						out.printf("    %s on %s\n", a.Action, a.Target)
+						for _, l := range a.Args {
+							out.printf("        %s\n", l)
+						}
 					}
 				}
 			}

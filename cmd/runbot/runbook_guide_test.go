@@ -157,6 +157,15 @@ func TestRunbookGuide(t *testing.T) {
 		require.NoError(t, os.RemoveAll(filepath.Join(dir, "my-runbooks", "stale-lock_test.yaml")))
 	})
 
+	t.Run("explain shows the remediation's commands", func(t *testing.T) {
+		out, code := sh(t, "runbot explain my-runbooks/stale-lock.yaml -i inventory.yaml -p host=localhost -p lock="+lock)
+		require.Equal(t, 0, code, out)
+		require.Contains(t, out, "remediation move_lock_aside (needs approval by @oncall)\n"+
+			"    command on host@localhost\n"+
+			"        cmd = mv -- "+lock+" "+lock+".stale-runbot\n"+
+			"        rollback_cmd = mv -- "+lock+".stale-runbot "+lock+"\n")
+	})
+
 	run := func(t *testing.T, inv string) (string, int) {
 		return sh(t, "runbot run my-runbooks/stale-lock.yaml -i "+inv+" -p host=localhost -p lock="+lock)
 	}
