@@ -554,6 +554,11 @@ func (r *Remediator) applyActions(ctx context.Context, planID string, p *Prepare
 		if _, err := r.Store.SetActionState(ctx, planID, i, store.ActionDone, detail); err != nil {
 			return done, i, fmt.Errorf("record action result: %w", err)
 		}
+		if ap.Detail != "" {
+			// What the action reported (a command's exit and first line of
+			// output) is shown where it ran, not only in the audit trail.
+			say("result", "%s", ap.Detail)
+		}
 		done = append(done, a)
 	}
 	return done, -1, nil
