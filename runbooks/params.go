@@ -36,6 +36,14 @@ func (p *Param) goType() reflect.Type {
 	return reflect.TypeFor[string]()
 }
 
+// Check reports whether value, given as text, is a valid value of p (its
+// type, range, pattern or choices), as a run would decide it; a host or
+// deployment is not looked up in any inventory here.
+func (p *Param) Check(value string) error {
+	_, err := p.convert(value)
+	return err
+}
+
 // convert parses a param value given as text (CLI, chat, alert label).
 func (p *Param) convert(s string) (any, error) {
 	switch p.Type {

@@ -154,6 +154,7 @@ func checkReferences(cfg *config.Config, catalog *runbooks.Catalog, inv *invento
 			continue
 		}
 		params(rb, s.Params, s.At, what)
+		checkScheduleValues(d, rb, s, inv, what)
 		if inv != nil {
 			checkScheduleDeployments(d, rb, s, inv, what)
 		}
@@ -171,6 +172,30 @@ func checkReferences(cfg *config.Config, catalog *runbooks.Catalog, inv *invento
 		}
 	}
 	return d.Problems
+}
+
+// checkScheduleValues reports a schedule param whose value the runbook
+// would refuse (a type, range, pattern or choice it breaks) or, for a host
+// param, a host the inventory does not have: the schedule would fail at
+// every firing, and serve would only say so then. Deployment params are
+// checkScheduleDeployments' to check.
+func checkScheduleValues(d *yamlnode.Decoder, rb *runbooks.Runbook, s config.Schedule, inv *inventory.Inventory, what string) {
+	for _, name := range slices.Sorted(maps.Keys(s.Params)) {
+		p := rb.Param(name)
+		if p == nil || p.Type == runbooks.ParamDeployment {
+			continue
+		}
+		v := s.Params[name]
+		if err := p.Check(v); err != nil {
+			d.ErrorAt(s.At.Of("params."+name), "%s: param %s: %v", what, name, err)
+			continue
+		}
+		if p.Type == runbooks.ParamHost && inv != nil {
+			if _, err := inv.Host(v); err != nil {
+				d.ErrorAt(s.At.Of("params."+name), "%s: param %s: %v", what, name, err)
+			}
+		}
+	}
 }
 
 // checkScheduleDeployments reports a schedule whose deployment, or fleet

@@ -226,3 +226,24 @@ alerts:
 		})
 	}
 }
+
+// TestServeCheckScheduleValues: a schedule's param values are checked as a
+// run would check them (range, host in the inventory), at their position,
+// before serve starts a schedule that would fail at every firing.
+func TestServeCheckScheduleValues(t *testing.T) {
+	runbot, _ := buildBinaries(t)
+	dir := t.TempDir()
+	cfg := `store: ` + filepath.Join(dir, "runbot.db") + `
+inventory: inventory.yaml
+schedules:
+  - {runbook: host-basics, cron: "*/10 * * * *", params: {host: nohost, disk_full_pct: "150"}}
+  - {runbook: host-basics, cron: "*/10 * * * *", params: {host: here, disk_full_pct: "85"}}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "runbot.yaml"), []byte(cfg), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "inventory.yaml"), []byte("hosts: {here: {transport: local}}\n"), 0o600))
+	stdout, stderr, code := checkCmd(t, runbot, dir, "--config", "runbot.yaml")
+	require.Equal(t, 1, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	require.Equal(t, `runbot.yaml:4:65: schedule 1: param host: unknown host "nohost" in inventory inventory.yaml (known: here)
+runbot.yaml:4:88: schedule 1: param disk_full_pct: want an int from 1 to 100, got 150
+`, stdout)
+}
