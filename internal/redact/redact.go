@@ -182,6 +182,9 @@ func isASCII(s string) bool {
 
 // asciiLower lower-cases ASCII letters only, so positions stay as in s.
 func asciiLower(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return 'A' <= r && r <= 'Z' }) {
+		return s
+	}
 	b := []byte(s)
 	for i, c := range b {
 		if 'A' <= c && c <= 'Z' {
@@ -261,6 +264,12 @@ func (r *Redactor) JSON(raw []byte) ([]byte, error) {
 			seen[text] = red
 		}
 		if red != text {
+			if out == nil {
+				// Room for the document and some growth, so that a
+				// document with many redactions is not copied over and
+				// over as it grows.
+				out = make([]byte, 0, len(raw)+len(raw)/8)
+			}
 			out = appendJSONString(append(out, raw[copied:i]...), red)
 			copied = j + 1
 		}
