@@ -111,7 +111,7 @@ func incidentRecordingFromFixtures(t *testing.T) (*Recording, *Report) {
 		url := fmt.Sprintf("http://127.0.0.1:%d", r.port)
 		rec.doc.Targets = append(rec.doc.Targets, recordedTarget{
 			Role: role, Deployment: "dsv4", Host: "gpu-node-01", Unit: r.unit, URL: url, MetricsURL: url + "/metrics",
-			LaunchScript: r.script, LogFile: r.log, ServiceManager: "remote.Systemctl",
+			LaunchScript: r.script, LogFile: r.log, ServiceManager: "systemd",
 		})
 	}
 	add := func(od *observedDoc) {
