@@ -20,7 +20,8 @@ const Redacted = "[redacted]"
 
 // defaults catch the secrets most likely to turn up in command output:
 // Slack tokens, bearer tokens, AWS access keys, private keys, and the value
-// of anything called password, secret, token or api_key. A pattern with
+// of anything called password, secret, token (but not a token count) or
+// api_key. A pattern with
 // capture groups redacts only the groups, so the name stays readable
 // ("password=[redacted]").
 var defaults = []string{
@@ -29,7 +30,11 @@ var defaults = []string{
 	`(?i)bearer\s+([A-Za-z0-9._~+/=-]{8,})`,
 	`\bAKIA[0-9A-Z]{16}\b`,
 	`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`,
-	`(?i)(?:password|passwd|secret|token|api[_-]?key)["']?\s*[=:]\s*["']?([^\s"'&,;]+)`,
+	`(?i)(?:password|passwd|secret|api[_-]?key)["']?\s*[=:]\s*["']?([^\s"'&,;]+)`,
+	// A token's value must hold something besides digits and dots: model
+	// servers log token counts everywhere ("#token: 4030", SGLang's
+	// "#new-token: 12"), and a count is evidence, never a credential.
+	`(?i)token["']?\s*[=:]\s*["']?([^\s"'&,;]*[^\s"'&,;0-9.][^\s"'&,;]*)`,
 }
 
 // hints are, for each default pattern, words one of which (in ASCII
@@ -45,7 +50,8 @@ var hints = []hint{
 	// \b before AKIA looks at the byte before the word: searched whole.
 	{words: []string{"akia"}},
 	{words: []string{"private key"}},
-	{words: []string{"password", "passwd", "secret", "token", "api"}, starts: true},
+	{words: []string{"password", "passwd", "secret", "api"}, starts: true},
+	{words: []string{"token"}, starts: true},
 }
 
 type hint struct {

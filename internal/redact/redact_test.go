@@ -21,6 +21,11 @@ func TestRedact(t *testing.T) {
 		{"host internal-4242 up", "host [redacted] up"},
 		{"signed with s3cr3t-signing-value here", "signed with [redacted] here"},
 		{"nothing to hide: status=200", "nothing to hide: status=200"},
+		{"token: abc123", "token: [redacted]"},
+		{"auth_token=7f3a9c", "auth_token=[redacted]"},
+		// Token counts are evidence: SGLang's batch lines keep them.
+		{"Decode batch. #running-req: 1, #token: 4030, token usage: 0.02, #new-token: 12", "Decode batch. #running-req: 1, #token: 4030, token usage: 0.02, #new-token: 12"},
+		{"max_tokens=16 token=0.5", "max_tokens=16 token=0.5"},
 	}
 	for _, tc := range cases {
 		require.Equal(t, tc.want, r.Redact(tc.in), tc.in)
@@ -82,7 +87,7 @@ func TestHintsChangeNothing(t *testing.T) {
 	require.NoError(t, err)
 	plain := &Redactor{patterns: r.patterns, anchored: r.anchored, hints: make([]hint, len(r.hints))}
 	pieces := []string{
-		"password=hunter2", "PASSWORD: 'x y'", "passwd=abc", "Password = \"q\"", "password=password=z", "tokentoken: a", "api_key=1", "API-KEY: 2", "apikey:3",
+		"password=hunter2", "PASSWORD: 'x y'", "passwd=abc", "Password = \"q\"", "password=password=z", "tokentoken: a", "#new-token: 4030", "token: 12ab", "token=1.2.3", "api_key=1", "API-KEY: 2", "apikey:3",
 		"secret:s3", "xoxb-1-2", "XOXB-1-2", "xapp-1-A", "Bearer abcdefgh123", "bearer short", "AKIAABCDEFGHIJKLMNOP", "xAKIAABCDEFGHIJKLMNOP",
 		"-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----", "toKen=kelvin", "paſſword=longs", "ünïcode password=ü", "corp-42",
 		"bot-token-value", "  ", "\n", "status=200", "token", "=", "pass", "api", "key=v",
