@@ -9,12 +9,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,10 +38,14 @@ const (
 	storySigningSecret = "e2e-signing-secret"
 	storyBotToken      = "xoxb-e2e-bot-token"
 	storyAlertToken    = "e2e-alert-token"
+	storyLinkSecret    = "e2e-report-link-secret"
 	storyChannel       = "C0OPS"
 	approver           = "U0BOB"
 	stranger           = "U0MALLORY"
 )
+
+// fullReportLink finds the Full report link in a Slack message's text.
+var fullReportLink = regexp.MustCompile(`<(http://[^|>]+)\|Full report>`)
 
 // lockedBuffer collects a process's output from several goroutines.
 type lockedBuffer struct {
@@ -94,6 +100,9 @@ slack:
   api_url: %s
   authorize:
     - {runbooks: ["*"], users: [%s, %s]}
+web:
+  url: http://%s/
+  link_secret: {env: E2E_LINK_SECRET}
 alerts:
   bearer_token: {env: E2E_ALERT_TOKEN}
   routes:
@@ -101,12 +110,12 @@ alerts:
       runbook: sglang-pd-wedge
       params:
         deployment: '{{ .labels.deployment }}'
-`, addr, storeLoc, c.Inventory, approver, storyChannel, rec.APIURL(), approver, stranger)
+`, addr, storeLoc, c.Inventory, approver, storyChannel, rec.APIURL(), approver, stranger, addr)
 	slug := strings.ReplaceAll(name, " ", "-")
 	path := filepath.Join(dir, slug+".yaml")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
 	cmd := exec.Command(runbotBinary(t), "serve", "--config", path)
-	cmd.Env = append(os.Environ(), "E2E_SLACK_BOT_TOKEN="+storyBotToken, "E2E_SLACK_SIGNING_SECRET="+storySigningSecret, "E2E_ALERT_TOKEN="+storyAlertToken)
+	cmd.Env = append(os.Environ(), "E2E_SLACK_BOT_TOKEN="+storyBotToken, "E2E_SLACK_SIGNING_SECRET="+storySigningSecret, "E2E_ALERT_TOKEN="+storyAlertToken, "E2E_LINK_SECRET="+storyLinkSecret)
 	logs = &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())
@@ -330,6 +339,34 @@ func incidentStory(t *testing.T, c *testhost.Cluster, rec *slackrec.Recorder, di
 	}
 	pid := h.UnitState(t, testhost.UnitDecode)["MainPID"]
 	require.Contains(t, h.Run(t, "tr '\\0' ' ' < /proc/"+pid+"/cmdline"), "--disable-overlap-schedule")
+
+	c.Step(t, nil, "the Full report link in the Slack message opens the run's page, on every replica")
+	var link string
+	for _, call := range rec.Calls("chat.update") {
+		if m := fullReportLink.FindStringSubmatch(call.Text()); m != nil && strings.Contains(call.Text(), "verified: the symptom is gone") {
+			link = m[1]
+		}
+	}
+	require.NotEmpty(t, link, "the verified run message links to its report")
+	for _, u := range urls {
+		// The link names the replica that posted it; any replica on the
+		// same database and link secret serves it.
+		at, err := url.Parse(link)
+		require.NoError(t, err)
+		base, err := url.Parse(u)
+		require.NoError(t, err)
+		at.Host = base.Host
+		resp, err := http.Get(at.String())
+		require.NoError(t, err)
+		page, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close() // read in full
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", at, page)
+		for _, want := range []string{"pd_transfer_wedge", "--disable-overlap-schedule", approver, "disable_overlap_and_restart"} {
+			require.Contains(t, string(page), want, "the report page on %s", base.Host)
+		}
+		require.NotContains(t, string(page), storyBotToken)
+	}
 
 	c.Step(t, h, "the replayed burst does not wedge decode")
 	require.Contains(t, h.Fault(t, "decode", `{"fault":"pd-wedge"}`), `"wedged":false`)
