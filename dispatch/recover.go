@@ -122,9 +122,9 @@ func (d *Dispatcher) recoveredState(ctx context.Context, runID string, rec store
 			return nil, err
 		}
 	case rs.report != nil:
-		rs.notes = append(rs.notes, "runbot restarted after this run had finished; its result stands and it was not run again.")
+		rs.notes = append(rs.notes, "the runbot process that ran this stopped after it had finished; its result stands and it was not run again.")
 		if prop == nil && slices.ContainsFunc(rs.report.Diagnoses, func(dg runbooks.DiagnosisResult) bool { return dg.Remediation != "" }) {
-			rs.notes = append(rs.notes, "runbot restarted before it proposed the remediation: run the runbook again for a plan to approve.")
+			rs.notes = append(rs.notes, "the runbot process that ran this stopped before it proposed the remediation: run the runbook again for a plan to approve.")
 		}
 	}
 	if interrupted {
@@ -141,7 +141,7 @@ func (d *Dispatcher) recoveredState(ctx context.Context, runID string, rec store
 // interruptedRunText says what happened to a run cut short and to the work
 // it carried out.
 func (d *Dispatcher) interruptedRunText(ctx context.Context, run store.Run, rec store.Recovery) (string, error) {
-	const what = "interrupted: runbot restarted while this run was in progress, before its report was stored"
+	const what = "interrupted: the runbot process carrying it stopped (restarted, crashed, or a replica lost) while this run was in progress, before its report was stored"
 	if run.WorkID == "" {
 		return what + ". It is not run again.", nil
 	}
@@ -179,7 +179,7 @@ func interruptedPlanText(plan store.Plan, actions []store.ActionRecord) ([]runbo
 		events = append(events, runbooks.ApplyEvent{Stage: fmt.Sprintf("action %d", a.Index+1), Detail: detail})
 	}
 	return events, &runbooks.ApplyResult{PlanID: plan.ID, State: store.PlanInterrupted,
-		Message: "interrupted: runbot restarted while " + stage + "; not re-applied, a new approval is needed (run the runbook again for a new plan). Check the targets: they may be half-changed."}
+		Message: "interrupted: the runbot process carrying it stopped (restarted, crashed, or a replica lost) while " + stage + "; not re-applied, a new approval is needed (run the runbook again for a new plan). Check the targets: they may be half-changed."}
 }
 
 func ordinal(n int) string {

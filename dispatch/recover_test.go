@@ -138,7 +138,7 @@ func TestRecoveryUpdatesMessagesOfInterruptedPlansAndRuns(t *testing.T) {
 	planMsg := planPost.Last()
 	for _, want := range []string{
 		"Remediation: interrupted",
-		"interrupted: runbot restarted while applying it; not re-applied, a new approval is needed",
+		"interrupted: the runbot process carrying it stopped (restarted, crashed, or a replica lost) while applying it; not re-applied, a new approval is needed",
 		"command on host/here: started (it may or may not have taken effect)",
 		"Plan is interrupted",
 	} {
@@ -149,7 +149,7 @@ func TestRecoveryUpdatesMessagesOfInterruptedPlansAndRuns(t *testing.T) {
 
 	cutPost := postOf(t, rec, cutRef.ID)
 	require.NotEmpty(t, cutPost.Updates)
-	require.Contains(t, cutPost.Last().Text(), "interrupted: runbot restarted while this run was in progress, before its report was stored. It runs again as attempt 2 of 3, in a new message.")
+	require.Contains(t, cutPost.Last().Text(), "interrupted: the runbot process carrying it stopped (restarted, crashed, or a replica lost) while this run was in progress, before its report was stored. It runs again as attempt 2 of 3, in a new message.")
 	require.Len(t, rec.Posts(), posts, "recovery updates messages; it posts none")
 
 	// The workers start: the requeued work runs once more and says so.
@@ -157,7 +157,7 @@ func TestRecoveryUpdatesMessagesOfInterruptedPlansAndRuns(t *testing.T) {
 	require.NoError(t, d.Idle(ctx))
 	all := rec.Posts()
 	require.Len(t, all, posts+1)
-	require.Contains(t, all[len(all)-1].Message.Text(), "Attempt 2 of 3: runbot restarted while the previous attempt (run "+cut.ID+") was in progress")
+	require.Contains(t, all[len(all)-1].Message.Text(), "Attempt 2 of 3: the previous attempt (run "+cut.ID+") was cut short when the runbot process running it stopped")
 	got, err := st.GetWork(ctx, w.ID)
 	require.NoError(t, err)
 	require.Equal(t, store.WorkDone, got.State)

@@ -113,7 +113,7 @@ func retryNote(w store.Work) string {
 	if w.RunID != "" {
 		prev = " (run " + w.RunID + ")"
 	}
-	return fmt.Sprintf("Attempt %d of %d: runbot restarted while the previous attempt%s was in progress, so it runs again.",
+	return fmt.Sprintf("Attempt %d of %d: the previous attempt%s was cut short when the runbot process running it stopped, so it runs again.",
 		w.Attempts, store.MaxWorkAttempts, prev)
 }
 
