@@ -427,6 +427,10 @@ func TestAlertAcceptedByADeadReplicaIsRun(t *testing.T) {
 	t.Parallel()
 	clock := &fakeClock{t: time.Now()}
 	h := newAlertHarness(t, func(s *alertSetup) { s.now = clock.Now })
+	// The intake loop first queues what was accepted before it started
+	// (and then beats): the alert must come after that, as from a replica
+	// that is running, or the start-up recovery would run it at once.
+	require.Eventually(t, h.beat.AllBeat, 10*time.Second, 10*time.Millisecond)
 	alerts, err := parseAlertmanager(fixture(t, "firing.json"))
 	require.NoError(t, err)
 	raw, err := json.Marshal(alerts[0])
