@@ -24,10 +24,6 @@ for a in "$@"; do
         *) die "unknown argument '$a' (usage: down.sh [--purge] [NAME...])" ;;
     esac
 done
-# A test process holds this lock while one of its tests uses the hosts
-# (testhost.UseLock): wait for it rather than stop hosts under a test.
-exec 8> /run/runbot-e2e.use.lock
-flock -w 1800 8 || die "a test process has used the test hosts for 30 minutes (/run/runbot-e2e.use.lock)"
 ((${#NAMES[@]})) || mapfile -t NAMES < <(host_names)
 
 if [[ -d $CACHE ]]; then
