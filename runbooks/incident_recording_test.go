@@ -21,7 +21,7 @@ import (
 // The incident's fixtures, copied from the shared fixtures, and the
 // recording made from them.
 const (
-	incidentFixtures  = "testdata/incident-2026-06-18"
+	incidentFixtures  = "../testdata/sglang"
 	incidentRecording = "builtin/testdata/recordings/sglang-pd-wedge/incident-2026-06-18"
 )
 
@@ -87,7 +87,7 @@ var incidentRoles = map[string]incidentRole{
 }
 
 const incidentNote = "The 2026-06-18 incident, built by TestIncidentRecordingIsCurrent from the incident's fixtures " +
-	"(runbooks/testdata/incident-2026-06-18): the engines' logs as each log step would have read them between " +
+	"(testdata/sglang, the same files the checks and the simulator are tested against): the engines' logs as each log step would have read them between " +
 	"21:04:30 and 21:04:59 UTC, the /metrics snapshots of 21:05:00 and the serve scripts are the fixtures' own. " +
 	"Not in the fixtures, and taken from the incident summary: the probes (/health 200; chat completions with " +
 	"0 bytes until the client gave up), the units' properties (systemd said both engines were active), and that " +
