@@ -42,9 +42,10 @@ type Handler interface {
 	// returns within ctx (Slack waits 3 seconds): a run it starts goes on
 	// in the background and posts on its own.
 	Command(ctx context.Context, c Command) Message
-	// Click handles a button press. It returns at once; the work goes on
-	// in the background, and what the clicker should know reaches them
-	// through the chat's Replier.
+	// Click handles a button press. It returns within ctx, once what must
+	// not be lost (a vote) is recorded, and before the platform
+	// acknowledges the click; the rest goes on in the background, and what
+	// the clicker should know reaches them through the chat's Replier.
 	Click(ctx context.Context, c Click)
 }
 

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -14,16 +15,25 @@ import (
 // dryRunTimeout bounds a dry run, which reads the targets' current state.
 const dryRunTimeout = 2 * time.Minute
 
+// voteRecordTimeout bounds recording a vote, which happens before the
+// platform acknowledges the click (Slack waits 3 seconds).
+const voteRecordTimeout = 2 * time.Second
+
+// errVoteRecordSlow is the cause when recording a vote outlived it.
+var errVoteRecordSlow = errors.New("recording the vote took longer than the chat platform waits for a click's answer")
+
 // isOurs says whether a button is one of runbot's approval buttons.
 func isOurs(action string) bool {
 	return action == dispatch.ActionApprove || action == dispatch.ActionDeny || action == dispatch.ActionDryRun
 }
 
-// Click implements chat.Handler: a press of one of runbot's buttons
-// becomes a background task, so that the platform can acknowledge it at
-// once. The buttons carry "plan id|plan hash", binding a vote to the plan
-// the voter saw.
-func (h *Handler) Click(_ context.Context, c chat.Click) {
+// Click implements chat.Handler: a vote is recorded in the store before
+// Click returns, and so before the platform acknowledges the click, so that
+// a replica that dies right after cannot lose an approval it was told of;
+// showing the vote, applying the plan it settled and a dry run are a
+// background task. The buttons carry "plan id|plan hash", binding a vote
+// to the plan the voter saw.
+func (h *Handler) Click(ctx context.Context, c chat.Click) {
 	if !isOurs(c.Action) {
 		h.log.Debug("click ignored", "action", c.Action)
 		return
@@ -35,18 +45,20 @@ func (h *Handler) Click(_ context.Context, c chat.Click) {
 	case dispatch.ActionDryRun:
 		err = h.disp.Go("dry run", dryRunTimeout, func(ctx context.Context) { h.dryRun(ctx, c, planID) })
 	default:
-		approve := c.Action == dispatch.ActionApprove
-		err = h.disp.Go("vote", h.disp.ApplyTimeout(), func(ctx context.Context) { h.vote(ctx, c, planID, hash, approve) })
+		rctx, cancel := context.WithTimeoutCause(ctx, voteRecordTimeout, errVoteRecordSlow)
+		rv := h.disp.RecordVote(rctx, dispatch.Vote{PlanID: planID, Hash: hash, User: c.User, Approve: c.Action == dispatch.ActionApprove})
+		cancel()
+		err = h.disp.Go("vote", h.disp.ApplyTimeout(), func(ctx context.Context) { h.vote(ctx, c, planID, rv) })
 	}
 	if err != nil {
 		h.log.Warn("click not handled", "action", c.Action, "err", err)
 	}
 }
 
-// vote records an Approve or Deny and tells the voter when it did not
-// count or what it changed; the run's message shows the rest.
-func (h *Handler) vote(ctx context.Context, c chat.Click, planID, hash string, approve bool) {
-	res, err := h.disp.Vote(ctx, dispatch.Vote{PlanID: planID, Hash: hash, User: c.User, Approve: approve})
+// vote finishes a recorded Approve or Deny and tells the voter when it did
+// not count or what it changed; the run's message shows the rest.
+func (h *Handler) vote(ctx context.Context, c chat.Click, planID string, rv dispatch.RecordedVote) {
+	res, err := h.disp.FinishVote(ctx, rv)
 	switch {
 	case err != nil:
 		h.log.Error("vote not recorded", "plan", planID, "user", c.User, "err", err)
@@ -54,7 +66,7 @@ func (h *Handler) vote(ctx context.Context, c chat.Click, planID, hash string, a
 	case res.Refusal != "":
 		h.log.Info("vote refused", "plan", planID, "user", c.User, "reason", res.Refusal)
 		h.tell(ctx, c, chat.Message{Title: "Vote not counted", Status: chat.StatusDenied, Sections: []chat.Section{{Text: res.Refusal}}})
-	case approve && res.State == store.PlanProposed:
+	case c.Action == dispatch.ActionApprove && res.State == store.PlanProposed:
 		h.tell(ctx, c, chat.Message{Title: fmt.Sprintf("Approval recorded (%d of %d needed)", res.Approvals, res.Needed), Status: chat.StatusApproved})
 	}
 }

@@ -84,6 +84,36 @@ func TestApprovalByAllowedPeopleAppliesAndVerifies(t *testing.T) {
 	require.True(t, sawApplying, "the message showed live apply progress")
 }
 
+// TestVoteIsRecordedBeforeTheClickReturns: the platform acknowledges a
+// click when Click returns, so by then the vote must be in the store; a
+// replica that dies right after must not lose an approval the voter was
+// told arrived. Nothing waits for the background work here.
+func TestVoteIsRecordedBeforeTheClickReturns(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	run, ts := h.runOnce("")
+	plan := h.planOf(run.ID)
+	value := buttonValue(t, h.lastMessage(ts), dispatch.ActionApprove)
+
+	h.click(approverA, dispatch.ActionApprove, value, ts)
+	approvals, err := h.store.Approvals(t.Context(), plan.ID)
+	require.NoError(t, err)
+	require.Len(t, approvals, 1, "the vote is recorded when the click is acknowledged")
+	require.Equal(t, approverA, approvals[0].User)
+	require.Equal(t, store.Approve, approvals[0].Decision)
+
+	// The settling vote is recorded at once too: the plan is approved in
+	// the store before its apply, a background task, begins.
+	h.click(approverB, dispatch.ActionApprove, value, ts)
+	approvals, err = h.store.Approvals(t.Context(), plan.ID)
+	require.NoError(t, err)
+	require.Len(t, approvals, 2)
+	require.NotEqual(t, store.PlanProposed, h.planOf(run.ID).State)
+	h.idle()
+	require.Equal(t, store.PlanDone, h.planOf(run.ID).State)
+	require.Equal(t, 1, h.appliedCount())
+}
+
 func TestDoubleClickAppliesOnce(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)

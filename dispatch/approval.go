@@ -32,12 +32,30 @@ type VoteResult struct {
 	Result  *runbooks.ApplyResult
 }
 
-// Vote records a vote through the Remediator (the same path as the CLI),
-// updates the run's message, and, when the vote settles the plan as
-// approved, applies it with live progress and shows the outcome. The
-// store's compare-and-set makes a double click count once and apply once.
-func (d *Dispatcher) Vote(ctx context.Context, v Vote) (VoteResult, error) {
+// RecordedVote is a vote the store has recorded, or refused, waiting for
+// FinishVote to show it and to apply the plan it settled.
+type RecordedVote struct {
+	vote Vote
+	res  store.ApprovalResult
+	err  error
+}
+
+// RecordVote records a vote through the Remediator (the same path as the
+// CLI). It is the part of a vote that must not be lost, so a chat handler
+// calls it before the platform is told the click arrived: a replica that
+// dies after that leaves the vote in the store, where the recovery sweep
+// applies a plan it settled. The store's compare-and-set makes a double
+// click count once.
+func (d *Dispatcher) RecordVote(ctx context.Context, v Vote) RecordedVote {
 	res, err := d.rem.Vote(ctx, v.PlanID, v.User, v.Approve, v.Hash)
+	return RecordedVote{vote: v, res: res, err: err}
+}
+
+// FinishVote updates the run's message for a recorded vote and, when the
+// vote settled the plan as approved, applies it with live progress and
+// shows the outcome. A store failure while recording is its error.
+func (d *Dispatcher) FinishVote(ctx context.Context, rv RecordedVote) (VoteResult, error) {
+	v, res, err := rv.vote, rv.res, rv.err
 	refusal := refusalText(err, res.Plan)
 	if err != nil && refusal == "" {
 		return VoteResult{}, fmt.Errorf("vote on plan %s: %w", v.PlanID, err)
@@ -64,6 +82,12 @@ func (d *Dispatcher) Vote(ctx context.Context, v Vote) (VoteResult, error) {
 		out.State = out.Result.State
 	}
 	return out, nil
+}
+
+// Vote records a vote and finishes it (RecordVote, then FinishVote) under
+// one context.
+func (d *Dispatcher) Vote(ctx context.Context, v Vote) (VoteResult, error) {
+	return d.FinishVote(ctx, d.RecordVote(ctx, v))
 }
 
 // apply carries out an approved plan, showing each stage as it happens.

@@ -22,8 +22,9 @@ func (b *Receiver) serveCommand(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, b.msgr.reply(b.command(r.Context(), sc)))
 }
 
-// serveInteraction acknowledges a verified button click at once; the
-// click is handled in the background.
+// serveInteraction acknowledges a verified button click once the handler
+// has recorded it (a vote is in the store before Slack hears 200); the
+// rest is handled in the background.
 func (b *Receiver) serveInteraction(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "bad request", http.StatusBadRequest)

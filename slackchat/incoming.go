@@ -31,9 +31,12 @@ func (b *Receiver) command(ctx context.Context, sc slack.SlashCommand) chat.Mess
 }
 
 // interaction hands each button press of a block_actions payload to the
-// handler, after it was acknowledged or right before; the handler returns
-// at once. A redelivered click (same action_ts) is handed on once.
+// handler before the click is acknowledged, within Slack's 3 seconds: the
+// handler records what must not be lost (a vote) and returns. A
+// redelivered click (same action_ts) is handed on once.
 func (b *Receiver) interaction(ctx context.Context, cb slack.InteractionCallback) {
+	ctx, cancel := context.WithTimeoutCause(ctx, quickTimeout, errors.New("the click took longer than Slack waits for its acknowledgement"))
+	defer cancel()
 	if cb.Type != slack.InteractionTypeBlockActions {
 		b.log.Debug("interaction ignored", "type", cb.Type)
 		return

@@ -44,8 +44,9 @@ func (b *Receiver) runSocketMode(ctx context.Context) error {
 var errInvalidAuth = errors.New("slack socket mode: the app-level token was rejected (invalid_auth)")
 
 // socketEvent handles one Socket Mode event with the same handlers as the
-// HTTP transport. Requests are acknowledged first thing (a slash command
-// with its reply as the payload); the work happens after.
+// HTTP transport. A slash command is acknowledged with its reply as the
+// payload, and a click once its vote is recorded; runs and applies happen
+// after.
 func (b *Receiver) socketEvent(ctx context.Context, ack acker, evt socketmode.Event) error {
 	switch evt.Type {
 	case socketmode.EventTypeSlashCommand:
@@ -65,11 +66,13 @@ func (b *Receiver) socketEvent(ctx context.Context, ack acker, evt socketmode.Ev
 		if evt.Request == nil {
 			return nil
 		}
-		if err := ack.Ack(*evt.Request); err != nil {
-			b.log.Warn("socket mode ack failed", "err", err)
-		}
+		// The click is handled (its vote recorded) before it is
+		// acknowledged, as over HTTP.
 		if cb, ok := evt.Data.(slack.InteractionCallback); ok {
 			b.interaction(ctx, cb)
+		}
+		if err := ack.Ack(*evt.Request); err != nil {
+			b.log.Warn("socket mode ack failed", "err", err)
 		}
 	case socketmode.EventTypeEventsAPI:
 		// The app subscribes to no events; acknowledge anything Slack sends.

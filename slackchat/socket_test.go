@@ -20,6 +20,9 @@ import (
 // recordingAcker records Socket Mode acknowledgements.
 type recordingAcker struct {
 	acks []ack
+	// atAck, when set, runs at each acknowledgement, to check what was
+	// done by the time Slack hears of it.
+	atAck func()
 }
 
 type ack struct {
@@ -29,6 +32,9 @@ type ack struct {
 
 func (r *recordingAcker) Ack(req socketmode.Request, payload ...any) error {
 	r.acks = append(r.acks, ack{envelope: req.EnvelopeID, payload: payload})
+	if r.atAck != nil {
+		r.atAck()
+	}
 	return nil
 }
 
@@ -58,9 +64,15 @@ func TestSocketEventHandlersMatchHTTP(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
 
-	// A click is acknowledged with no payload and handled after.
+	// A click is acknowledged with no payload once its vote is recorded,
+	// and the rest is handled after.
 	run := runs[0]
 	plan := h.planOf(run.ID)
+	var atAck []store.Approval
+	acks.atAck = func() {
+		atAck, err = h.store.Approvals(t.Context(), plan.ID)
+		require.NoError(t, err)
+	}
 	cb := slack.InteractionCallback{Type: slack.InteractionTypeBlockActions, User: slack.User{ID: approverA}}
 	cb.Container.ChannelID = opsChan
 	cb.ActionCallback.BlockActions = []*slack.BlockAction{{ActionID: dispatch.ActionApprove, Value: plan.ID + "|" + plan.Hash, ActionTs: "1700000200.000001"}}
@@ -68,6 +80,8 @@ func TestSocketEventHandlersMatchHTTP(t *testing.T) {
 	require.NoError(t, h.bot.socketEvent(t.Context(), acks, evt))
 	require.Equal(t, "env-3", acks.acks[2].envelope)
 	require.Empty(t, acks.acks[2].payload)
+	require.Len(t, atAck, 1, "the vote was in the store when the click was acknowledged")
+	acks.atAck = nil
 	h.idle()
 	approvals, err := h.store.Approvals(t.Context(), plan.ID)
 	require.NoError(t, err)
