@@ -284,6 +284,25 @@ func (r *Remediator) Vote(ctx context.Context, planID, user string, approve bool
 	return r.Store.RecordApproval(ctx, store.Approval{PlanID: planID, User: user, Decision: decision, PlanHash: shownHash, At: r.now()})
 }
 
+// minLockTTL is how long a deployment lock lasts at least: it is the
+// backstop for a holder that died without releasing it and whose death no
+// sweep noticed.
+const minLockTTL = 30 * time.Minute
+
+// lockTTL is how long an apply under ctx holds its deployment's lock: at
+// least until ctx's deadline, plus a minute for the release, so that the
+// lock cannot lapse under a live apply (an apply_timeout above 30 minutes)
+// and let a second remediation of the same deployment start beside it.
+func lockTTL(ctx context.Context) time.Duration {
+	ttl := minLockTTL
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl) + time.Minute; left > ttl {
+			ttl = left
+		}
+	}
+	return ttl
+}
+
 // ApplyEvent reports progress of an apply.
 type ApplyEvent struct {
 	Stage  string // precheck, action, settle, verify, rollback
@@ -362,7 +381,7 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 		return res, nil
 	}
 
-	lock, err := r.Store.Acquire(ctx, "deployment/"+body.Deployment, r.holder(plan.ID), 30*time.Minute)
+	lock, err := r.Store.Acquire(ctx, "deployment/"+body.Deployment, r.holder(plan.ID), lockTTL(ctx))
 	if err != nil {
 		return finish(store.PlanFailed, "another remediation holds the deployment", err)
 	}
