@@ -24,6 +24,7 @@ for a in "$@"; do
         *) die "unknown argument '$a' (usage: down.sh [--purge] [NAME...])" ;;
     esac
 done
+wait_for_tests
 ((${#NAMES[@]})) || mapfile -t NAMES < <(host_names)
 
 if [[ -d $CACHE ]]; then

@@ -26,6 +26,22 @@ DECODE_PORT=30200
 log() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
+# USE_LOCK is the file a test process holds a flock(2) on while one of its
+# tests uses the hosts (testhost.UseLock in test/e2e/testhost).
+USE_LOCK=/run/runbot-e2e.use.lock
+# wait_for_tests waits until no test process uses the hosts, so that a
+# script run by hand (or by a second go test) does not restart or stop
+# hosts under a running test. A script the lock holder itself runs (its
+# environment says so) goes on at once. It only waits: holding the lock
+# here would hand it to every daemon the script starts.
+wait_for_tests() {
+    [[ ${RUNBOT_TESTHOST_USE_LOCK_HELD:-} == 1 ]] && return 0
+    if ! flock -n "$USE_LOCK" true 2>/dev/null; then
+        log "a test process uses the test hosts; waiting for it (up to 30 min, $USE_LOCK)"
+        flock -w 1800 "$USE_LOCK" true || die "a test process has used the test hosts for 30 minutes ($USE_LOCK)"
+    fi
+}
+
 host_dir()  { echo "$RUN/$1"; }          # th3 -> /run/runbot-e2e/th3
 addr_of()   { echo "$SUBNET.$((10 + ${1#th}))"; }
 netns_of()  { echo "$PREFIX-$1"; }

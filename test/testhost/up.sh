@@ -36,6 +36,7 @@ done
 COUNT=${COUNT:-1}
 ((COUNT >= 1 && COUNT <= 100)) || die "N must be 1..100, got $COUNT"
 [[ $(id -u) == 0 ]] || die "must run as root: it creates network namespaces, a bridge and containers"
+wait_for_tests
 
 # ------------------------------------------------------------ machine packages
 ensure_packages() {

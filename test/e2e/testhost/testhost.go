@@ -132,9 +132,11 @@ func Up(t testing.TB, n int) *Cluster {
 	case <-time.After(upTimeout):
 		t.Fatal("testhost: another test kept the test hosts for 15 minutes")
 	}
+	unlock := lockUse(t)
 	setHolder(t.Name())
 	t.Cleanup(func() {
 		setHolder("")
+		unlock()
 		<-hostsInUse
 	})
 	claimOwnership()
@@ -248,6 +250,51 @@ func scriptsDir() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", "testhost")
 }
+
+// UseLock is the file whose flock(2) a process holds while one of its
+// tests uses the hosts, and up.sh and down.sh wait for before they restart
+// or stop them (unless their caller holds it, UseLockHeldEnv): hostsInUse
+// serialises the tests of one process, this the processes (two go test
+// runs, or a down.sh by hand, would otherwise restart hosts under a
+// running test). It is outside runDir, which down.sh removes.
+const UseLock = "/run/runbot-e2e.use.lock"
+
+// lockUse takes UseLock, waiting up to upTimeout for another process, and
+// returns its release.
+func lockUse(t testing.TB) func() {
+	t.Helper()
+	f, err := os.OpenFile(UseLock, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatalf("testhost: open %s: %v", UseLock, err)
+	}
+	deadline := time.Now().Add(upTimeout)
+	for waited := false; ; {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			_ = f.Close()
+			t.Fatalf("testhost: another process kept the test hosts (%s) for %s: %v", UseLock, upTimeout, err)
+		}
+		if !waited {
+			t.Logf("testhost: another process uses the test hosts; waiting for %s", UseLock)
+			waited = true
+		}
+		time.Sleep(time.Second) // polling a lock another process holds; nothing to wake us
+	}
+	// The scripts this process runs while it holds the lock (up.sh from
+	// Up, down.sh from a test that powers a host off) must not wait for it.
+	_ = os.Setenv(UseLockHeldEnv, "1") // Setenv fails only on a malformed name
+	return func() {
+		_ = os.Unsetenv(UseLockHeldEnv)
+		_ = f.Close() // closing the file releases the flock
+	}
+}
+
+// UseLockHeldEnv, set to 1 in the environment of the scripts a lock holder
+// runs, tells up.sh and down.sh that their caller holds UseLock.
+const UseLockHeldEnv = "RUNBOT_TESTHOST_USE_LOCK_HELD"
 
 func runDir() string {
 	if d := os.Getenv("RUNBOT_TESTHOST_RUN"); d != "" {
