@@ -14,7 +14,7 @@ import (
 )
 
 // buildBinaries builds runbot and sglang-sim the way make build does.
-func buildBinaries(t *testing.T) (runbot, sim string) {
+func buildBinaries(t testing.TB) (runbot, sim string) {
 	t.Helper()
 	dir := t.TempDir()
 	runbot, sim = filepath.Join(dir, "runbot"), filepath.Join(dir, "sglang-sim")

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -39,16 +40,23 @@ const (
 	failoverDefaultKills = 3
 )
 
-// cluster is three `runbot serve` replicas sharing one PostgreSQL
-// database, the recording Slack and a directory of service state files.
+// cluster is `runbot serve` replicas sharing one store (a PostgreSQL
+// database, or a SQLite file for a single replica), the recording Slack
+// and a directory of service state files.
 type cluster struct {
-	t        *testing.T
-	runbot   string
-	rec      *slackrec.Recorder
-	dsn      string
+	t      testing.TB
+	runbot string
+	rec    *slackrec.Recorder
+	// location is the store every replica is given: a postgres:// URL or
+	// a SQLite path.
+	location string
 	dir      string
 	replicas []*replica
 	st       store.Store
+	// http keeps connections to the replicas open between deliveries, as
+	// Alertmanager does; the default client keeps only two per replica,
+	// which would make a storm of senders a storm of TCP handshakes.
+	http *http.Client
 }
 
 // replica is one `runbot serve` process, restartable on its port.
@@ -62,12 +70,21 @@ type replica struct {
 	old strings.Builder
 }
 
-// newCluster starts n replicas; hosts are the services the test uses,
-// each a local host of its own.
-func newCluster(t *testing.T, n int, hosts []string) *cluster {
+// newCluster starts n replicas on a new PostgreSQL database; hosts are
+// the services the test uses, each a local host of its own.
+func newCluster(t testing.TB, n int, hosts []string) *cluster {
+	t.Helper()
+	return newClusterOn(t, n, hosts, storetest.PostgresDatabase(t))
+}
+
+// newClusterOn starts n replicas on the store at location, for the
+// benchmark that compares PostgreSQL with SQLite.
+func newClusterOn(t testing.TB, n int, hosts []string, location string) *cluster {
 	t.Helper()
 	runbot, _ := buildBinaries(t)
-	c := &cluster{t: t, runbot: runbot, rec: slackrec.New(), dsn: storetest.PostgresDatabase(t), dir: t.TempDir()}
+	c := &cluster{t: t, runbot: runbot, rec: slackrec.New(), location: location, dir: t.TempDir(),
+		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: time.Minute}}
+	t.Cleanup(c.http.CloseIdleConnections)
 	t.Cleanup(c.rec.Close)
 	abs, err := filepath.Abs("testdata")
 	require.NoError(t, err)
@@ -106,7 +123,7 @@ alerts:
 		require.NoError(t, os.WriteFile(r.cfg, []byte(cfg), 0o600))
 		c.replicas = append(c.replicas, r)
 	}
-	st, err := store.OpenPostgres(t.Context(), c.dsn, store.WithOwner("failover-test"))
+	st, err := store.OpenURL(t.Context(), readerLocation(t, location), store.WithOwner("failover-test"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() }) // a reader; nothing to lose
 	c.st = st
@@ -127,6 +144,22 @@ alerts:
 	return c
 }
 
+// readerLocation is the location the test's own store reads from: on
+// PostgreSQL under an application name of its own, so that the benchmark
+// tells its connections apart from the replicas'.
+func readerLocation(t testing.TB, location string) string {
+	t.Helper()
+	if !strings.HasPrefix(location, "postgres") {
+		return location
+	}
+	u, err := url.Parse(location)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("application_name", "runbot-test-reader")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
 // start starts a replica's serve process and waits until it is ready.
 func (c *cluster) start(r *replica) {
 	c.t.Helper()
@@ -134,7 +167,7 @@ func (c *cluster) start(r *replica) {
 		r.old.WriteString(r.logs.String())
 	}
 	r.cmd = exec.Command(c.runbot, "serve", "--config", r.cfg)
-	r.cmd.Env = append(os.Environ(), "T_STORE="+c.dsn, "T_BOT=xoxb-test", "T_SIGN="+failoverSigning, "T_ALERT="+failoverAlertTok)
+	r.cmd.Env = append(os.Environ(), "T_STORE="+c.location, "T_BOT=xoxb-test", "T_SIGN="+failoverSigning, "T_ALERT="+failoverAlertTok)
 	r.logs = &syncBuffer{}
 	r.cmd.Stdout, r.cmd.Stderr = r.logs, r.logs
 	require.NoError(c.t, r.cmd.Start())
@@ -200,10 +233,12 @@ func (c *cluster) alert(r *replica, svc string) int {
 	require.NoError(c.t, err)
 	req.Header.Set("Authorization", "Bearer "+failoverAlertTok)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0
 	}
+	// Read to the end, so that the connection is kept for the next one.
+	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close() // only the status matters
 	return resp.StatusCode
 }

@@ -160,7 +160,7 @@ func TestServeSpeaksSdNotify(t *testing.T) {
 	require.NoError(t, cmd.Wait(), logs.String())
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
