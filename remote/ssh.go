@@ -39,6 +39,9 @@ type SSH struct {
 	dials   int
 	// onDial is told about each connection attempt; set before first use.
 	onDial func(DialEvent)
+	// bus remembers that the host's systemd bus cannot be reached
+	// (SSHSystemd then reads with systemctl).
+	bus busRefusal
 }
 
 // NewSSH returns a runner for the host cfg describes. It does not dial.

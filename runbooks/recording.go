@@ -504,7 +504,7 @@ func serviceKind(s remote.ServiceManager) string {
 	switch s.(type) {
 	case nil:
 		return ""
-	case remote.Systemctl, *remote.Systemctl:
+	case remote.Systemctl, *remote.Systemctl, remote.SSHSystemd, *remote.SSHSystemd:
 		return "systemd"
 	case *remote.DBus:
 		return "systemd (D-Bus)"

@@ -71,7 +71,11 @@ func (it *InventoryTargets) bind(ctx context.Context, t target.Target, h *invent
 	case "command":
 		t.Services = remote.Commands{Runner: r, ShowLine: h.Services.Show, RestartLine: h.Services.Restart}
 	default:
-		t.Services = remote.Systemctl{Runner: r}
+		if ssh, ok := r.(*remote.SSH); ok {
+			t.Services = remote.SSHSystemd{SSH: ssh, Systemctl: remote.Systemctl{Runner: r}}
+		} else {
+			t.Services = remote.Systemctl{Runner: r}
+		}
 	}
 	return t, nil
 }

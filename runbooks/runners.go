@@ -91,6 +91,10 @@ func (rs *runShells) share(t target.Target) target.Target {
 	case remote.Systemctl:
 		svc.Runner = sh
 		t.Services = svc
+	case remote.SSHSystemd:
+		// Reads keep going over D-Bus; systemctl runs in the shell.
+		svc.Systemctl.Runner = sh
+		t.Services = svc
 	case remote.Commands:
 		svc.Runner = sh
 		t.Services = svc
