@@ -37,6 +37,11 @@ type testSetup struct {
 	logs io.Writer
 	// timeline draws the timeline picture (none).
 	timeline TimelineFunc
+	// defaultPacing keeps the production gap between two updates of one
+	// message (1 s) instead of the tests' 10 ms.
+	defaultPacing bool
+	// maxRuns bounds concurrent runs (the default, 8).
+	maxRuns int
 }
 
 // newChatDispatcherWith is newChatDispatcher as setup says.
@@ -58,7 +63,11 @@ func newChatDispatcherWith(t *testing.T, c chat.Chat, setup testSetup) (*Dispatc
 	require.NoError(t, err)
 	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
 	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}
-	d, err := New(Config{Channel: opsChan, UpdateInterval: 10 * time.Millisecond}, Deps{
+	cfg := Config{Channel: opsChan, UpdateInterval: 10 * time.Millisecond, MaxConcurrentRuns: setup.maxRuns}
+	if setup.defaultPacing {
+		cfg.UpdateInterval = 0
+	}
+	d, err := New(cfg, Deps{
 		Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Chat: c, Logger: slog.New(slog.NewTextHandler(setup.logs, nil)), Timeline: setup.timeline,
 	})
 	require.NoError(t, err)

@@ -348,8 +348,9 @@ func (d *Dispatcher) work(ctx context.Context) {
 		// Each run has its own deadline, so that a long run does not eat
 		// into the next one's.
 		err = d.tasks.Go("run "+w.Runbook, d.runTimeout, func(ctx context.Context) {
-			defer func() { <-d.slots }()
-			d.execute(ctx, w)
+			free := sync.OnceFunc(func() { <-d.slots })
+			defer free()
+			d.execute(ctx, w, free)
 		})
 		if err != nil {
 			<-d.slots

@@ -3,11 +3,13 @@ package dispatch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/chat/chattest"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
@@ -47,6 +49,49 @@ func TestSubmitFromAlertPostsInThreadOnce(t *testing.T) {
 	work, err := st.GetWork(t.Context(), acc.WorkID)
 	require.NoError(t, err)
 	require.Equal(t, store.WorkDone, work.State)
+}
+
+// TestChatPacingDoesNotHoldARunSlot: at the production pace of one update
+// per second per message, a quick run's final update waits about a second
+// after its first post. Its slot goes to the next queued run as soon as
+// its report is recorded, so runs are not limited to one per slot per
+// second: with a single slot, the second run is posted before the first
+// run's message shows its outcome. Both end up done and up to date.
+func TestChatPacingDoesNotHoldARunSlot(t *testing.T) {
+	t.Parallel()
+	rec := chattest.New()
+	d, st, dir := newChatDispatcherWith(t, rec, testSetup{defaultPacing: true, maxRuns: 1})
+	var works []string
+	for i := range 2 {
+		acc, err := d.Submit(t.Context(), Request{
+			Key: fmt.Sprintf("pacing:%d", i), Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": dir},
+			RequestedBy: "U0REQ", Source: store.TriggerCLI, Channel: opsChan,
+		})
+		require.NoError(t, err)
+		works = append(works, acc.WorkID)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var firstShownFinal *bool
+	require.NoError(t, rec.Wait(ctx, func(posts []chattest.Post) bool {
+		if len(posts) < 2 {
+			return false
+		}
+		final := posts[0].Last().Status != chat.StatusRunning
+		firstShownFinal = &final
+		return true
+	}))
+	require.False(t, *firstShownFinal, "the second run started while the first one's message waited for the chat's pace")
+
+	require.NoError(t, d.Idle(t.Context()))
+	for i, p := range rec.Posts() {
+		require.NotEqual(t, chat.StatusRunning, p.Last().Status, "run %d's message shows its outcome", i)
+	}
+	for _, id := range works {
+		w, err := st.GetWork(t.Context(), id)
+		require.NoError(t, err)
+		require.Equal(t, store.WorkDone, w.State)
+	}
 }
 
 func TestSubmitRefusesBadRequests(t *testing.T) {

@@ -21,7 +21,12 @@ func recording(ctx context.Context, what string) (context.Context, context.Cance
 // execute runs one claimed piece of work: it creates the run, posts its
 // message, runs the runbook with live progress, records the report,
 // proposes the remediation a diagnosis asks for, and shows all of it.
-func (d *Dispatcher) execute(ctx context.Context, w store.Work) {
+// It calls free once the run has ended and its report is recorded: the
+// run's slot goes to the next queued run then, not after the chat has
+// been brought up to date, which Slack's pace of about one update per
+// second per message would otherwise make the cost of every run. The
+// work is still marked done only after the message is up to date.
+func (d *Dispatcher) execute(ctx context.Context, w store.Work, free func()) {
 	log := d.log.With("work", w.ID, "runbook", w.Runbook)
 	defer func() {
 		// Marked done last: a process that dies before this line leaves
@@ -79,6 +84,7 @@ func (d *Dispatcher) execute(ctx context.Context, w store.Work) {
 		rs.mu.Lock()
 		rs.problem = "could not start: " + out.StartErr.Error()
 		rs.mu.Unlock()
+		free()
 		d.showFinal(ctx, rs)
 		return
 	}
@@ -94,6 +100,7 @@ func (d *Dispatcher) execute(ctx context.Context, w store.Work) {
 	}
 	rs.mu.Unlock()
 	log.Info("run finished", "outcome", out.Report.Outcome, "status", out.Run.Status)
+	free()
 	d.showFinal(ctx, rs)
 	d.postTimeline(rs, pl)
 }
