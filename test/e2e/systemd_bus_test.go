@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -88,4 +89,60 @@ func TestUnitStateOverSystemdBus(t *testing.T) {
 	// starts at least two processes (the session's and systemctl).
 	require.Less(t, bus, 10, "pids used by 20 D-Bus reads")
 	require.GreaterOrEqual(t, ctl, 40, "pids used by 20 systemctl reads")
+}
+
+// BenchmarkUnitStateRead reads the decode unit's state on a test host
+// over D-Bus and with systemctl, alternating, on one open SSH connection,
+// and reports each way's wall time and the host's CPU (its cgroup's
+// usage) per read, so that both meet the same load:
+//
+//	go test -tags e2e -run '^$' -bench UnitStateRead -benchtime 200x ./test/e2e
+func BenchmarkUnitStateRead(b *testing.B) {
+	c := testhost.Up(b, 1)
+	h := c.Hosts[0]
+	s, err := remote.NewSSH(remote.SSHConfig{
+		Name: h.Name, Address: h.Address, Port: h.Port, User: h.User,
+		IdentityFiles: []string{c.Key}, KnownHostsFiles: []string{c.KnownHosts},
+	})
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = s.Close() }) // the benchmark is over; nothing to report
+	m := remote.SSHSystemd{SSH: s, Systemctl: remote.Systemctl{Runner: s}}
+	ctx := b.Context()
+	_, err = m.Show(ctx, testhost.UnitDecode) // dial, and learn that the bus answers
+	require.NoError(b, err)
+	require.Empty(b, s.SystemdBusRefused())
+	stat, err := h.CPUStat()
+	require.NoError(b, err)
+	usage := func() time.Duration {
+		out, err := os.ReadFile(stat)
+		require.NoError(b, err)
+		for _, line := range strings.Split(string(out), "\n") {
+			if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				require.NoError(b, err)
+				return time.Duration(n) * time.Microsecond
+			}
+		}
+		b.Fatal("no usage_usec in the host's cpu.stat")
+		return 0
+	}
+	var wall, cpu [2]time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		way := i % 2
+		c0, t0 := usage(), time.Now()
+		if way == 0 {
+			_, err = m.Show(ctx, testhost.UnitDecode)
+		} else {
+			_, err = m.Systemctl.Show(ctx, testhost.UnitDecode)
+		}
+		wall[way] += time.Since(t0)
+		cpu[way] += usage() - c0
+		require.NoError(b, err)
+	}
+	n := float64(b.N / 2)
+	b.ReportMetric(float64(wall[0].Microseconds())/n/1000, "dbus-ms/read")
+	b.ReportMetric(float64(wall[1].Microseconds())/n/1000, "systemctl-ms/read")
+	b.ReportMetric(float64(cpu[0].Microseconds())/n/1000, "dbus-host-cpu-ms/read")
+	b.ReportMetric(float64(cpu[1].Microseconds())/n/1000, "systemctl-host-cpu-ms/read")
 }

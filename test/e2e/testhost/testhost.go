@@ -363,3 +363,15 @@ func readEnv(path string) (map[string]string, error) {
 	}
 	return env, nil
 }
+
+// CPUStat is the cgroup v2 cpu.stat file of everything the host runs
+// (its systemd, services and logins), for measuring the host's CPU.
+func (h *Host) CPUStat() (string, error) {
+	for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+		f := filepath.Join(root, "runbot-e2e", h.Name, "cpu.stat")
+		if _, err := os.Stat(f); err == nil {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("testhost: no cgroup v2 cpu.stat for %s under /sys/fs/cgroup", h.Name)
+}
