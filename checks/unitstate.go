@@ -30,7 +30,7 @@ type UnitStateOutput struct {
 var unitStateType = Type{
 	Spec: argspec.Spec{
 		Name: "unit_state",
-		Doc:  "Reads a unit's state from its service manager (systemd by default): active or not, main PID, restarts, uptime.",
+		Doc:  "Reads a unit's state from its service manager (systemd by default): active or not, main PID, restarts, uptime. On a systemd host logged in to as root it reads systemd's D-Bus API through the SSH connection, starting no process on the host; otherwise it runs `systemctl show`.",
 		Args: []argspec.Arg{
 			{Name: "unit", Type: argspec.String, Doc: "unit to inspect; defaults to the target's unit"},
 		},
