@@ -24,12 +24,7 @@ import (
 func TestUnitStateOverSystemdBus(t *testing.T) {
 	c := testhost.Up(t, 1)
 	h := c.Hosts[0]
-	s, err := remote.NewSSH(remote.SSHConfig{
-		Name: h.Name, Address: h.Address, Port: h.Port, User: h.User,
-		IdentityFiles: []string{c.Key}, KnownHostsFiles: []string{c.KnownHosts},
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() }) // the test is over; nothing to report
+	s := sshTo(t, c, h)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	m := remote.SSHSystemd{SSH: s, Systemctl: remote.Systemctl{Runner: s}}
@@ -100,15 +95,10 @@ func TestUnitStateOverSystemdBus(t *testing.T) {
 func BenchmarkUnitStateRead(b *testing.B) {
 	c := testhost.Up(b, 1)
 	h := c.Hosts[0]
-	s, err := remote.NewSSH(remote.SSHConfig{
-		Name: h.Name, Address: h.Address, Port: h.Port, User: h.User,
-		IdentityFiles: []string{c.Key}, KnownHostsFiles: []string{c.KnownHosts},
-	})
-	require.NoError(b, err)
-	b.Cleanup(func() { _ = s.Close() }) // the benchmark is over; nothing to report
+	s := sshTo(b, c, h)
 	m := remote.SSHSystemd{SSH: s, Systemctl: remote.Systemctl{Runner: s}}
 	ctx := b.Context()
-	_, err = m.Show(ctx, testhost.UnitDecode) // dial, and learn that the bus answers
+	_, err := m.Show(ctx, testhost.UnitDecode) // dial, and learn that the bus answers
 	require.NoError(b, err)
 	require.Empty(b, s.SystemdBusRefused())
 	stat, err := h.CPUStat()
@@ -145,4 +135,17 @@ func BenchmarkUnitStateRead(b *testing.B) {
 	b.ReportMetric(float64(wall[1].Microseconds())/n/1000, "systemctl-ms/read")
 	b.ReportMetric(float64(cpu[0].Microseconds())/n/1000, "dbus-host-cpu-ms/read")
 	b.ReportMetric(float64(cpu[1].Microseconds())/n/1000, "systemctl-host-cpu-ms/read")
+}
+
+// sshTo is runbot's SSH runner for a test host, as the inventory
+// describes it, closed when tb ends.
+func sshTo(tb testing.TB, c *testhost.Cluster, h *testhost.Host) *remote.SSH {
+	tb.Helper()
+	s, err := remote.NewSSH(remote.SSHConfig{
+		Name: h.Name, Address: h.Address, Port: h.Port, User: h.User,
+		IdentityFiles: []string{c.Key}, KnownHostsFiles: []string{c.KnownHosts},
+	})
+	require.NoError(tb, err)
+	tb.Cleanup(func() { _ = s.Close() }) // the test is over; nothing to report
+	return s
 }
