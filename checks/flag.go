@@ -1,7 +1,9 @@
 package checks
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"reflect"
@@ -11,7 +13,6 @@ import (
 	"time"
 
 	"github.com/runbot/runbot/internal/argspec"
-	"github.com/runbot/runbot/internal/shell"
 	"github.com/runbot/runbot/internal/shellscript"
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/remote"
@@ -79,17 +80,12 @@ func (Flag) Plan(env Env) []string {
 	}
 	var plan []string
 	if script != "" {
-		plan = append(plan, fmt.Sprintf("run on %s: %s", hostName(env), scriptReadLine(script)))
+		plan = append(plan, fmt.Sprintf("read %s on %s", script, hostName(env)))
 	}
 	if unit != "" {
-		plan = append(plan, fmt.Sprintf("read the main PID of %s, then run on %s: tr '\\0' '\\n' < /proc/<pid>/cmdline", unit, hostName(env)))
+		plan = append(plan, fmt.Sprintf("read the main PID of %s, then /proc/<pid>/cmdline on %s", unit, hostName(env)))
 	}
 	return append(plan, "look for "+args.String("flag")+" in both")
-}
-
-// scriptReadLine prints the script's modification time, then the script.
-func scriptReadLine(script string) string {
-	return shell.Join("stat", "-c", "%Y", "--", script) + " && " + shell.Join("cat", "--", script)
 }
 
 // Run implements Check.
@@ -141,17 +137,16 @@ func (Flag) Run(ctx context.Context, env Env) (step.Result, error) {
 // readScript fills the script fields. It returns an evidence line when the
 // script could not be read.
 func (o *FlagOutput) readScript(ctx context.Context, r remote.Runner, script string) (string, error) {
-	out, err := r.Run(ctx, remote.Command{Line: scriptReadLine(script)})
-	if err != nil {
-		return "", fmt.Errorf("read %s on %s: %w", script, r.Host(), err)
+	file, err := remote.ReadFile(ctx, r, remote.FileRead{Path: script, ModTime: true})
+	var fe *remote.FileError
+	switch {
+	case errors.As(err, &fe):
+		return fmt.Sprintf("could not read %s: %s", script, fe.Reason), nil
+	case err != nil:
+		return "", err
 	}
-	if out.ExitCode != 0 {
-		return fmt.Sprintf("could not read %s: %s", script, firstLines(string(out.Stderr), 2)), nil
-	}
-	mtime, body, _ := strings.Cut(string(out.Stdout), "\n")
-	if secs, err := strconv.ParseInt(strings.TrimSpace(mtime), 10, 64); err == nil {
-		o.ScriptModified = time.Unix(secs, 0).UTC()
-	}
+	body := string(file.Data)
+	o.ScriptModified = file.ModTime
 	o.ScriptReadable = true
 	// The launch command, read as config_edit reads it to edit it. The
 	// first physical line of body is the script's line 1.
@@ -186,11 +181,17 @@ func (o *FlagOutput) readProcess(ctx context.Context, r remote.Runner) (string, 
 	if o.InProcess || len(argv) == 0 || !slices.Contains(shells, path.Base(argv[0])) {
 		return "", nil
 	}
-	out, err := r.Run(ctx, remote.Command{Line: fmt.Sprintf("cat /proc/%d/task/*/children", o.MainPID)})
-	if err != nil {
+	// A shell has one thread, so its main thread's children are all of
+	// them; the command, for runners that read no files, takes every
+	// thread's.
+	kids, err := remote.ReadFile(ctx, r, remote.FileRead{
+		Path:    fmt.Sprintf("/proc/%d/task/%d/children", o.MainPID, o.MainPID),
+		Command: fmt.Sprintf("cat /proc/%d/task/*/children", o.MainPID),
+	})
+	if err != nil && !errors.As(err, new(*remote.FileError)) {
 		return "", fmt.Errorf("list children of process %d on %s: %w", o.MainPID, r.Host(), err)
 	}
-	for _, f := range strings.Fields(string(out.Stdout)) {
+	for _, f := range strings.Fields(string(kids.Data)) {
 		pid, err := strconv.Atoi(f)
 		if err != nil {
 			continue
@@ -210,18 +211,25 @@ func (o *FlagOutput) readProcess(ctx context.Context, r remote.Runner) (string, 
 // readCmdline reads a process's arguments. ok is false when the process is
 // gone.
 func readCmdline(ctx context.Context, r remote.Runner, pid int) (argv []string, ok bool, err error) {
-	out, err := r.Run(ctx, remote.Command{Line: fmt.Sprintf(`tr '\0' '\n' < /proc/%d/cmdline`, pid)})
+	path := fmt.Sprintf("/proc/%d/cmdline", pid)
+	f, err := remote.ReadFile(ctx, r, remote.FileRead{Path: path, Command: fmt.Sprintf(`tr '\0' '\n' < %s`, path)})
+	if errors.As(err, new(*remote.FileError)) {
+		return nil, false, nil
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("read command line of process %d on %s: %w", pid, r.Host(), err)
 	}
-	if out.ExitCode != 0 {
-		return nil, false, nil
+	// The file ends each argument with a NUL; the command (tr) prints
+	// each on a line of its own instead.
+	sep := "\n"
+	if bytes.IndexByte(f.Data, 0) >= 0 {
+		sep = "\x00"
 	}
-	s := strings.TrimSuffix(string(out.Stdout), "\n")
+	s := strings.TrimSuffix(string(f.Data), sep)
 	if s == "" {
 		return nil, true, nil // a kernel thread or a zombie: no arguments
 	}
-	return strings.Split(s, "\n"), true, nil
+	return strings.Split(s, sep), true, nil
 }
 
 // flagSummary is the headline evidence line.

@@ -2,6 +2,7 @@ package checks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -81,7 +82,7 @@ func grepConfigSources(env Env, args argspec.Values) ([]configSource, error) {
 		files = []string{env.Target.LaunchScript}
 	}
 	for _, f := range files {
-		srcs = append(srcs, configSource{name: f, line: shell.Join("cat", "--", f)})
+		srcs = append(srcs, configSource{name: f, line: remote.FileRead{Path: f}.ReadLine()})
 	}
 	if len(srcs) == 0 {
 		return nil, fmt.Errorf("grep config of %s: the target has no launch script in the inventory and the step sets no files", env.Target.Name())
@@ -98,7 +99,11 @@ func (GrepConfig) Plan(env Env) []string {
 	}
 	var plan []string
 	for _, s := range srcs {
-		plan = append(plan, fmt.Sprintf("run on %s: %s", hostName(env), s.line))
+		if s.unit {
+			plan = append(plan, fmt.Sprintf("run on %s: %s", hostName(env), s.line))
+		} else {
+			plan = append(plan, fmt.Sprintf("read %s on %s", s.name, hostName(env)))
+		}
 	}
 	return append(plan, "extract "+strings.Join(slices.Sorted(maps.Keys(args.Map("extract"))), ", "))
 }
@@ -119,6 +124,20 @@ func (GrepConfig) Run(ctx context.Context, env Env) (step.Result, error) {
 	}
 	var lines []shellscript.LogicalLine
 	for _, s := range srcs {
+		if !s.unit {
+			f, err := remote.ReadFile(ctx, env.Target.Runner, remote.FileRead{Path: s.name})
+			var fe *remote.FileError
+			switch {
+			case errors.As(err, &fe):
+				o.Unreadable[s.name] = fe.Reason
+				continue
+			case err != nil:
+				return step.Result{}, fmt.Errorf("grep config of %s: %w", env.Target.Name(), err)
+			}
+			o.Files = append(o.Files, s.name)
+			lines = append(lines, shellscript.LogicalLines(s.name, string(f.Data))...)
+			continue
+		}
 		out, err := env.Target.Runner.Run(ctx, remote.Command{Line: s.line})
 		if err != nil {
 			return step.Result{}, fmt.Errorf("read %s on %s: %w", s.name, env.Target.Runner.Host(), err)
@@ -127,18 +146,13 @@ func (GrepConfig) Run(ctx context.Context, env Env) (step.Result, error) {
 			o.Unreadable[s.name] = firstLines(string(out.Stderr)+string(out.Stdout), 2)
 			continue
 		}
-		if s.unit {
-			ls := shellscript.UnitFileLines(string(out.Stdout))
-			lines = append(lines, ls...)
-			for _, l := range ls {
-				if !slices.Contains(o.Files, l.File) {
-					o.Files = append(o.Files, l.File)
-				}
+		ls := shellscript.UnitFileLines(string(out.Stdout))
+		lines = append(lines, ls...)
+		for _, l := range ls {
+			if !slices.Contains(o.Files, l.File) {
+				o.Files = append(o.Files, l.File)
 			}
-			continue
 		}
-		o.Files = append(o.Files, s.name)
-		lines = append(lines, shellscript.LogicalLines(s.name, string(out.Stdout))...)
 	}
 	extract := args.Map("extract")
 	names := slices.Sorted(maps.Keys(extract))

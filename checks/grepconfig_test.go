@@ -121,7 +121,7 @@ func TestGrepConfigPlan(t *testing.T) {
 	plan := GrepConfig{}.Plan(configEnv("/root/serve_dsv4_decode.sh", argspec.Values{"extract": backendExtract, "unit_files": true}))
 	require.Equal(t, []string{
 		"run on gpu-node-01: systemctl cat --no-pager -- sglang-dsv4-decode",
-		"run on gpu-node-01: cat -- /root/serve_dsv4_decode.sh",
+		"read /root/serve_dsv4_decode.sh on gpu-node-01",
 		"extract ib_device, mode, nixl_backend, overlap_off, transfer_backend",
 	}, plan)
 }

@@ -14,6 +14,7 @@ var registry = map[string]Type{
 	"http_probe":     httpProbeType,
 	"log_progress":   logProgressType,
 	"metrics_sample": metricsSampleType,
+	"read_file":      readFileType,
 	"unit_state":     unitStateType,
 }
 

@@ -25,7 +25,7 @@ var goTypeOf = map[argspec.Type]reflect.Type{
 // outputs that are structs whose every field (nested ones too) has expr,
 // json and doc tags.
 func TestRegistrySpecs(t *testing.T) {
-	require.Equal(t, []string{"command", "flag", "grep_config", "http_probe", "log_progress", "metrics_sample", "unit_state"}, Names())
+	require.Equal(t, []string{"command", "flag", "grep_config", "http_probe", "log_progress", "metrics_sample", "read_file", "unit_state"}, Names())
 	for _, name := range Names() {
 		t.Run(name, func(t *testing.T) {
 			typ, ok := Lookup(name)

@@ -46,21 +46,26 @@ func (e *JobError) Error() string {
 // unit types that have them (a service's MainPID, NRestarts and Result),
 // those of its type too.
 func (d *DBus) Show(ctx context.Context, unit string) (UnitState, error) {
-	name := unitName(unit)
 	conn, err := d.connect(ctx)
 	if err != nil {
-		return UnitState{}, fmt.Errorf("show unit %s on %s: %w", name, d.host(), err)
+		return UnitState{}, fmt.Errorf("show unit %s on %s: %w", unitName(unit), d.host(), err)
 	}
 	defer conn.Close()
+	return showUnit(ctx, conn, d.host(), unit)
+}
+
+// showUnit reads a unit's state over conn.
+func showUnit(ctx context.Context, conn *sdbus.Conn, host, unit string) (UnitState, error) {
+	name := unitName(unit)
 	props, err := conn.GetUnitPropertiesContext(ctx, name)
 	if err != nil {
-		return UnitState{}, fmt.Errorf("show unit %s on %s: %w", name, d.host(), err)
+		return UnitState{}, fmt.Errorf("show unit %s on %s: %w", name, host, err)
 	}
 	var typeProps map[string]any
 	if iface := unitInterface(name); iface != "" && props["LoadState"] != "not-found" {
 		typeProps, err = conn.GetUnitTypePropertiesContext(ctx, name, iface)
 		if err != nil {
-			return UnitState{}, fmt.Errorf("show unit %s on %s: read its %s properties: %w", name, d.host(), iface, err)
+			return UnitState{}, fmt.Errorf("show unit %s on %s: read its %s properties: %w", name, host, iface, err)
 		}
 	}
 	return unitStateFromProperties(name, props, typeProps), nil

@@ -46,6 +46,11 @@ func (s *Shell) DialContext(ctx context.Context, network, addr string) (net.Conn
 	return s.ssh.DialContext(ctx, network, addr)
 }
 
+// ReadFile implements FileReader through the SSH runner's SFTP session.
+func (s *Shell) ReadFile(ctx context.Context, path string, max int) (File, error) {
+	return s.ssh.ReadFile(ctx, path, max)
+}
+
 // Close ends the shell's session, if any; commands still in flight fail
 // with ErrConnectionLost. The SSH runner stays open: it is the caller's.
 func (s *Shell) Close() error {

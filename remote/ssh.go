@@ -42,6 +42,9 @@ type SSH struct {
 	// bus remembers that the host's systemd bus cannot be reached
 	// (SSHSystemd then reads with systemctl).
 	bus busRefusal
+	// files remembers that the host's sshd offers no SFTP (file reads then
+	// run cat).
+	files sftpRefusal
 }
 
 // NewSSH returns a runner for the host cfg describes. It does not dial.

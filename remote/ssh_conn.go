@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -14,6 +15,13 @@ var ErrClosed = errors.New("ssh connection is closed")
 type liveConn struct {
 	*sshConn
 	dead chan struct{}
+
+	// filesMu guards files, the connection's SFTP session once opened.
+	filesMu sync.Mutex
+	files   *fileSession
+	// busMu guards bus, the connection's kept systemd bus once opened.
+	busMu sync.Mutex
+	bus   *busSession
 }
 
 func (c *liveConn) isDead() bool {

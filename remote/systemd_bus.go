@@ -58,21 +58,19 @@ func (s *SSH) SystemdBusRefused() string {
 // else with systemctl. Both give the same UnitState, Props included.
 func (m SSHSystemd) Show(ctx context.Context, unit string) (UnitState, error) {
 	if !m.SSH.bus.refused() {
-		var dialErr error
-		bus := DBus{Name: m.SSH.Host(), Connect: func(ctx context.Context) (*sdbus.Conn, error) {
-			conn, err := m.SSH.systemdBus(ctx)
-			dialErr = err
-			return conn, err
-		}}
-		st, err := bus.Show(ctx, unit)
-		if dialErr == nil {
+		bus, err := m.SSH.keptBus(ctx)
+		if err == nil {
+			st, err := showUnit(ctx, bus.conn, m.SSH.Host(), unit)
 			if err != nil {
+				if !bus.conn.Connected() {
+					bus.broken.Store(true) // the next read connects again
+				}
 				return st, err
 			}
 			return showPropertiesOnly(st), nil
 		}
 		if ctx.Err() != nil {
-			return UnitState{}, err
+			return UnitState{}, fmt.Errorf("show unit %s on %s: %w", unitName(unit), m.SSH.Host(), err)
 		}
 		// The bus could not be reached; systemctl may still work.
 	}
@@ -116,19 +114,62 @@ func showPropertiesOnly(st UnitState) UnitState {
 	return st
 }
 
-// systemdBus opens a connection to the host's systemd over SSH: the
+// busSession is an SSH connection's kept connection to systemd, opened
+// once: a new one costs PID 1 an authentication and the connection two
+// forwarded channels, several times what a read costs.
+type busSession struct {
+	ready  chan struct{} // closed once conn or err is set
+	conn   *sdbus.Conn
+	err    error
+	broken atomic.Bool
+}
+
+// keptBus returns the connection's systemd bus, connecting on first use;
+// concurrent callers share one connect, each waiting no longer than its
+// ctx.
+func (s *SSH) keptBus(ctx context.Context) (*busSession, error) {
+	conn, err := s.connection(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn.busMu.Lock()
+	b := conn.bus
+	if b == nil || b.broken.Load() {
+		if b != nil && b.conn != nil {
+			b.conn.Close()
+		}
+		b = &busSession{ready: make(chan struct{})}
+		conn.bus = b
+		go func() {
+			defer close(b.ready)
+			b.conn, b.err = s.systemdBus(conn)
+			if b.err != nil {
+				b.broken.Store(true)
+			}
+		}()
+	}
+	conn.busMu.Unlock()
+	select {
+	case <-b.ready:
+		return b, b.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// systemdBus opens a connection to the host's systemd over conn: the
 // library dials twice (calls and signals), each a forwarded unix socket
 // authenticated as the login's uid. A failure that will not go away
 // (forwarding refused, the socket missing, authentication refused) is
 // remembered, so the next read goes to systemctl without trying.
-func (s *SSH) systemdBus(ctx context.Context) (*sdbus.Conn, error) {
+func (s *SSH) systemdBus(conn *liveConn) (*sdbus.Conn, error) {
 	if s.cfg.User != "root" {
 		// The private bus answers root only.
 		err := fmt.Errorf("systemd's private bus answers root only, and the login is %q", s.cfg.User)
 		s.bus.refuse(err)
 		return nil, err
 	}
-	conn, err := sdbus.NewConnection(func() (*godbus.Conn, error) { return s.dialSystemdBus(ctx) })
+	bus, err := sdbus.NewConnection(func() (*godbus.Conn, error) { return dialSystemdBus(conn) })
 	if err != nil {
 		err = fmt.Errorf("connect to systemd on %s over ssh (%s): %w", s.Host(), SystemdPrivateBus, err)
 		var refused *ssh.OpenChannelError
@@ -138,7 +179,7 @@ func (s *SSH) systemdBus(ctx context.Context) (*sdbus.Conn, error) {
 		}
 		return nil, err
 	}
-	return conn, nil
+	return bus, nil
 }
 
 // busAuthError says the bus refused the login's credentials.
@@ -147,27 +188,22 @@ type busAuthError struct{ err error }
 func (e *busAuthError) Error() string { return "systemd's bus refused the login: " + e.err.Error() }
 func (e *busAuthError) Unwrap() error { return e.err }
 
-// busAuthTimeout bounds the D-Bus authentication handshake when the
-// caller's context has no sooner deadline; the library's handshake takes
-// no context, so a deadline on the tunnel stands for one.
-const busAuthTimeout = 10 * time.Second
+// busDialTimeout bounds opening a forwarded channel to the bus and the
+// D-Bus authentication handshake, which take no context.
+const busDialTimeout = 10 * time.Second
 
-func (s *SSH) dialSystemdBus(ctx context.Context) (*godbus.Conn, error) {
-	conn, err := s.connection(ctx)
-	if err != nil {
-		return nil, err
-	}
+// dialSystemdBus opens one connection to systemd's private bus through
+// conn. It lives as long as the SSH connection, or until it breaks.
+func dialSystemdBus(conn *liveConn) (*godbus.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), busDialTimeout)
+	defer cancel()
 	nc, err := conn.client.DialContext(ctx, "unix", SystemdPrivateBus)
 	if err != nil {
 		return nil, err
 	}
 	tc := withDeadlines(nc)
-	deadline := time.Now().Add(busAuthTimeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	_ = tc.SetDeadline(deadline) // a pipe end: SetDeadline cannot fail
-	bc, err := godbus.NewConn(tc, godbus.WithContext(ctx))
+	_ = tc.SetDeadline(time.Now().Add(busDialTimeout)) // a pipe end: SetDeadline cannot fail
+	bc, err := godbus.NewConn(tc)
 	if err != nil {
 		_ = tc.Close() // the dial failed; nothing else to report
 		return nil, err

@@ -33,6 +33,7 @@ const RecordingFormat = 1
 //	DIR/<step>/<role>/observed.yaml      one step on one target: status, clock
 //	                                     readings, commands, units, probes, scrapes
 //	DIR/<step>/<role>/cmd-N.stdout|.stderr  raw output of command N
+//	DIR/<step>/<role>/read-N.data        what file read N returned
 //	DIR/<step>/<role>/scrape-N.prom      raw exposition of scrape N
 const (
 	recordingFile = "recording.yaml"
@@ -83,9 +84,11 @@ type observedDoc struct {
 	// Clock is every reading of the clock the check made, in order.
 	Clock    []time.Time       `yaml:"clock,omitempty"`
 	Commands []recordedCommand `yaml:"commands,omitempty"`
-	Units    []recordedUnit    `yaml:"units,omitempty"`
-	Probes   []recordedProbe   `yaml:"probes,omitempty"`
-	Scrapes  []recordedScrape  `yaml:"scrapes,omitempty"`
+	// Reads are the files read without a command (remote.FileReader).
+	Reads   []recordedRead   `yaml:"reads,omitempty"`
+	Units   []recordedUnit   `yaml:"units,omitempty"`
+	Probes  []recordedProbe  `yaml:"probes,omitempty"`
+	Scrapes []recordedScrape `yaml:"scrapes,omitempty"`
 	// Result is, instead of the observations, the step's result as a
 	// stored report kept it (ExportReport).
 	Result *recordedResult `yaml:"result,omitempty"`
@@ -107,6 +110,23 @@ type recordedCommand struct {
 	Error string `yaml:"error,omitempty"`
 
 	stdout, stderr []byte
+}
+
+// recordedRead is one remote.FileReader read: the file, what it held (Data
+// names a file beside observed.yaml), or why it could not be read.
+type recordedRead struct {
+	Path      string        `yaml:"path"`
+	Started   time.Time     `yaml:"started"`
+	Duration  time.Duration `yaml:"duration"`
+	Data      string        `yaml:"data,omitempty"`
+	Truncated bool          `yaml:"truncated,omitempty"`
+	ModTime   time.Time     `yaml:"mod_time,omitempty"`
+	// Problem is the host's answer that the file cannot be read (a
+	// remote.FileError); Error says why the read failed otherwise.
+	Problem string `yaml:"problem,omitempty"`
+	Error   string `yaml:"error,omitempty"`
+
+	data []byte
 }
 
 // recordedUnit is one service manager Show.
@@ -318,6 +338,31 @@ func (rr *recordingRunner) Run(ctx context.Context, cmd remote.Command) (remote.
 	return out, err
 }
 
+// ReadFile implements remote.FileReader when the inner runner does, and
+// keeps what it read; a runner that reads no files itself makes
+// remote.ReadFile run a command, which Run keeps.
+func (rr *recordingRunner) ReadFile(ctx context.Context, path string, max int) (remote.File, error) {
+	fr, ok := rr.inner.(remote.FileReader)
+	if !ok {
+		return remote.File{}, remote.ErrNoFileReader
+	}
+	started := rr.now()
+	f, err := fr.ReadFile(ctx, path, max)
+	if errors.Is(err, remote.ErrNoFileReader) {
+		return f, err
+	}
+	rd := recordedRead{Path: path, Started: started, Duration: rr.now().Sub(started), Truncated: f.Truncated, ModTime: f.ModTime, data: f.Data}
+	var fe *remote.FileError
+	switch {
+	case errors.As(err, &fe):
+		rd.Problem = fe.Reason
+	case err != nil:
+		rd.Error = err.Error()
+	}
+	rr.tape.add(func(od *observedDoc) { od.Reads = append(od.Reads, rd) })
+	return f, err
+}
+
 func (rr *recordingRunner) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	return rr.inner.DialContext(ctx, network, addr)
 }
@@ -430,6 +475,15 @@ func (r *Recording) Save(dir string, rep *Report, opts SaveOptions) error {
 				return err
 			}
 			if c.Stderr, err = writeRaw(sub, fmt.Sprintf("cmd-%d.stderr", i+1), redact(string(c.stderr))); err != nil {
+				return err
+			}
+		}
+		od.Reads = slices.Clone(od.Reads)
+		for i := range od.Reads {
+			rd := &od.Reads[i]
+			rd.Path, rd.Problem, rd.Error = redact(rd.Path), redact(rd.Problem), redact(rd.Error)
+			var err error
+			if rd.Data, err = writeRaw(sub, fmt.Sprintf("read-%d.data", i+1), redact(string(rd.data))); err != nil {
 				return err
 			}
 		}

@@ -63,6 +63,12 @@ func LoadRecording(dir string) (*Recording, error) {
 				return nil, err
 			}
 		}
+		for i := range od.Reads {
+			rd := &od.Reads[i]
+			if rd.data, err = readRaw(sub, rd.Data); err != nil {
+				return nil, err
+			}
+		}
 		for i := range od.Scrapes {
 			s := &od.Scrapes[i]
 			if s.body, err = readRaw(sub, s.Body); err != nil {
@@ -239,6 +245,7 @@ type replayRun struct {
 
 	mu      sync.Mutex
 	used    map[int]bool // commands answered
+	read    map[int]bool // file reads answered
 	units   map[int]bool
 	probes  int
 	scrapes int
@@ -320,6 +327,34 @@ func (r replayRunner) Run(_ context.Context, cmd remote.Command) (remote.Output,
 	}
 	return remote.Output{}, fmt.Errorf("replay: %s runs a command the recording does not have: %s (recorded: %s)",
 		rr.where(), cmd.Line, orNone(strings.Join(lines, "; ")))
+}
+
+// ReadFile answers a file read from the recorded reads of that path, each
+// once, in order. Without one it returns remote.ErrNoFileReader, so that
+// the check runs the command a recording made without file reads holds.
+func (r replayRunner) ReadFile(_ context.Context, path string, max int) (remote.File, error) {
+	rr := r.run
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	for i, rd := range rr.od.Reads {
+		if rr.read[i] || rd.Path != path {
+			continue
+		}
+		if rr.read == nil {
+			rr.read = map[int]bool{}
+		}
+		rr.read[i] = true
+		switch {
+		case rd.Problem != "":
+			return remote.File{}, &remote.FileError{Host: rr.host, Path: path, Reason: rd.Problem}
+		case rd.Error != "":
+			return remote.File{}, errors.New(rd.Error)
+		}
+		f := remote.File{Data: rd.data, Truncated: rd.Truncated, ModTime: rd.ModTime}
+		f.Data, f.Truncated = capOutput(f.Data, max, f.Truncated)
+		return f, nil
+	}
+	return remote.File{}, remote.ErrNoFileReader
 }
 
 // capOutput applies a command's output cap to a recorded output, as the
