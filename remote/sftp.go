@@ -23,7 +23,8 @@ import (
 //
 // The SFTP session holds one of the connection's session slots while it
 // lives, so it is opened only when a slot is free at once and the runner
-// has at least two; otherwise, and where sshd has no sftp subsystem, reads
+// has at least three (a shared shell may hold another for good, and one
+// must stay for commands of their own); otherwise, and where sshd has no sftp subsystem, reads
 // run `cat` (ReadFile's command), and a refusal is remembered for the
 // runner. Only regular files are read this way: a FIFO or a device could
 // block sftp-server, which runbot cannot kill, where a blocked cat is
@@ -56,7 +57,7 @@ func (s *SSH) FilesRefused() string {
 // when SFTP is refused or no session slot is free, and a *FileError for a
 // file that does not exist, is not a regular file or cannot be read.
 func (s *SSH) ReadFile(ctx context.Context, path string, max int) (File, error) {
-	if s.files.why.Load() != nil || cap(s.sessions) < 2 {
+	if s.files.why.Load() != nil || cap(s.sessions) < 3 {
 		return File{}, ErrNoFileReader
 	}
 	start := time.Now()
