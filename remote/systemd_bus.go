@@ -57,22 +57,24 @@ func (s *SSH) SystemdBusRefused() string {
 // Show implements ServiceManager: over D-Bus when the host allows it,
 // else with systemctl. Both give the same UnitState, Props included.
 func (m SSHSystemd) Show(ctx context.Context, unit string) (UnitState, error) {
-	if !m.SSH.bus.refused() {
+	// A kept connection that systemd closed since (a daemon-reexec, a
+	// restart of PID 1's bus) is replaced once, at once.
+	for attempt := 0; attempt < 2 && !m.SSH.bus.refused(); attempt++ {
 		bus, err := m.SSH.keptBus(ctx)
-		if err == nil {
-			st, err := showUnit(ctx, bus.conn, m.SSH.Host(), unit)
-			if err != nil {
-				if !bus.conn.Connected() {
-					bus.broken.Store(true) // the next read connects again
-				}
-				return st, err
+		if err != nil {
+			if ctx.Err() != nil {
+				return UnitState{}, fmt.Errorf("show unit %s on %s: %w", unitName(unit), m.SSH.Host(), err)
 			}
+			break // the bus could not be reached; systemctl may still work
+		}
+		st, err := showUnit(ctx, bus.conn, m.SSH.Host(), unit)
+		if err == nil {
 			return showPropertiesOnly(st), nil
 		}
-		if ctx.Err() != nil {
-			return UnitState{}, fmt.Errorf("show unit %s on %s: %w", unitName(unit), m.SSH.Host(), err)
+		if bus.conn.Connected() || ctx.Err() != nil {
+			return st, err
 		}
-		// The bus could not be reached; systemctl may still work.
+		bus.broken.Store(true)
 	}
 	return m.Systemctl.Show(ctx, unit)
 }

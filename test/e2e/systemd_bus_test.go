@@ -84,6 +84,19 @@ func TestUnitStateOverSystemdBus(t *testing.T) {
 	// starts at least two processes (the session's and systemctl).
 	require.Less(t, bus, 10, "pids used by 20 D-Bus reads")
 	require.GreaterOrEqual(t, ctl, 40, "pids used by 20 systemctl reads")
+
+	c.Step(t, h, "after systemd re-executes, the next read connects to the bus again")
+	// The reads share one kept bus connection, which a daemon-reexec
+	// closes.
+	h.Run(t, "systemctl daemon-reexec")
+	st, err = m.Show(ctx, testhost.UnitDecode)
+	require.NoError(t, err)
+	require.Equal(t, "active", st.ActiveState)
+	require.Empty(t, s.SystemdBusRefused(), "still over D-Bus")
+	before = lastPID()
+	_, err = m.Show(ctx, testhost.UnitDecode)
+	require.NoError(t, err)
+	require.Less(t, lastPID()-before, 3, "the read after the reconnect went over D-Bus too")
 }
 
 // BenchmarkUnitStateRead reads the decode unit's state on a test host
