@@ -5,6 +5,10 @@
 #   runbot-shared  one runbook, one step per command, every host a target,
 #                  ssh.shared_session on: one SSH session per host
 #   runbot         the same runbook without it: one session per command
+#   runbot-native  the audit as a runbot runbook is written, with runbot's
+#                  checks for the same facts: unit_state (systemd's D-Bus
+#                  API through the connection), log_progress (journalctl),
+#                  read_file, flag and grep_config (files over SFTP)
 #   ssh-parallel   OpenSSH, one `ssh` per host in parallel (& + wait), the five
 #                  commands joined into one line
 #   pssh-once      parallel-ssh called once with the joined line
@@ -29,7 +33,7 @@ cd "$(dirname "$0")/../.."
 NS=${NS:-20 50}
 REPS=${REPS:-3}
 OPENSSH_KEX=${OPENSSH_KEX-curve25519-sha256}
-TOOLS=${TOOLS:-runbot-shared runbot ssh-parallel pssh-once ansible-raw}
+TOOLS=${TOOLS:-runbot-native runbot-shared runbot ssh-parallel pssh-once ansible-raw}
 work=$(mktemp -d)
 booted=0
 cleanup() {
@@ -98,6 +102,20 @@ setup_n() {
         } > "$d/audit-$shared.yaml"
         "$work/runbot" lint "$d/audit-$shared.yaml" >/dev/null
     done
+    # The same facts through runbot's own checks, as a runbook is written.
+    {
+        echo "name: fleet-audit-native"
+        echo "params: {deployment: {type: deployment, required: true}}"
+        echo "steps:"
+        for u in prefill decode router; do
+            echo "  - {id: $u, check: unit_state, target: [$targets], with: {unit: sglang-dsv4-$u}}"
+        done
+        echo "  - {id: batches, check: log_progress, target: [$targets], with: {unit: sglang-dsv4-decode, progress: 'Decode batch'}}"
+        echo "  - {id: load, check: read_file, target: [$targets], with: {path: /proc/loadavg}}"
+        echo "  - {id: overlap, check: flag, target: [$targets], with: {flag: --disable-overlap-schedule, unit: sglang-dsv4-decode, script: /root/serve_dsv4_decode.sh}}"
+        echo "  - {id: backend, check: grep_config, target: [$targets], with: {files: [/root/serve_dsv4_decode.sh], extract: {transfer_backend: '--disaggregation-transfer-backend[= ](\\S+)'}}}"
+    } > "$d/audit-native.yaml"
+    "$work/runbot" lint "$d/audit-native.yaml" >/dev/null
     awk -v key="$RUNBOT_TESTHOST_KEY" -v kh="$RUNBOT_TESTHOST_KNOWN_HOSTS" -v kex="$OPENSSH_KEX" '{
         args = "-o UserKnownHostsFile=" kh " -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes"
         if (kex != "") args = args " -o KexAlgorithms=" kex
@@ -116,8 +134,28 @@ check_markers() {
     got=$(grep -c '^==rb-rc5 ' "$1" || true)
     [[ $got == "$2" ]] || { echo "$1: $got of $2 hosts answered every command" >&2; return 1; }
 }
+# verify_native FILE N: every step ran on every host and read what the
+# peers' commands print: the three units active, the load average, the
+# decode process's command line and the script's transfer backend.
+verify_native() {
+    python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1])); n = int(sys.argv[2])
+steps = d["steps"]
+bad = [s["id"] + ": " + s.get("error", s["status"]) for s in steps if s["status"] != "ok"]
+v = lambda s: s.get("values") or {}
+bad += [s["id"] + " " + s["target"] for s in steps if s["check"] == "unit_state" and v(s).get("active_state") != "active"]
+bad += [s["id"] + " " + s["target"] for s in steps if s["check"] == "read_file" and len(v(s).get("text", "").split()) != 5]
+bad += [s["id"] + " " + s["target"] for s in steps if s["check"] == "flag" and not v(s).get("process_known")]
+bad += [s["id"] + " " + s["target"] for s in steps if s["check"] == "grep_config" and not v(s).get("found", {}).get("transfer_backend")]
+if bad or len(steps) != 7 * n:
+    print("runbot-native: %d of %d steps; wrong: %s" % (len(steps), 7 * n, "; ".join(bad[:5])), file=sys.stderr); sys.exit(1)
+' "$1" "$2"
+}
 # run_TOOL N runs one fan-out; check_TOOL N verifies what it returned,
 # outside the timed part.
+run_runbot_native() { run_runbot "$1" native; }
+check_runbot_native() { verify_native "$work/n$1/runbot.out" "$1"; }
 run_runbot_shared() { run_runbot "$1" true; }
 check_runbot_shared() { verify_runbot "$work/n$1/runbot.out" "$1"; }
 run_runbot() {
@@ -219,14 +257,16 @@ for n in $NS; do
     done
 done
 echo
-printf '| N hosts | runbot shared | best peer | best peer ÷ runbot shared | runbot unshared ÷ runbot shared |\n|---:|---:|---|---:|---:|\n'
+printf '| N hosts | best peer | runbot-native | best peer ÷ runbot-native | runbot-shared | best peer ÷ runbot-shared |\n|---:|---|---:|---:|---:|---:|\n'
 for n in $NS; do
     best="" bt=""
     for tool in ssh-parallel pssh-once ansible-raw; do
         [[ -n ${wall[$tool,$n]:-} ]] || continue
         if [[ -z $bt ]] || awk -v a="${wall[$tool,$n]}" -v b="$bt" 'BEGIN{exit !(a < b)}'; then best=$tool bt=${wall[$tool,$n]}; fi
     done
-    [[ -n ${wall[runbot-shared,$n]:-} && -n $best ]] || continue
-    awk -v n="$n" -v r="${wall[runbot-shared,$n]}" -v u="${wall[runbot,$n]:-0}" -v b="$bt" -v name="$best" \
-        'BEGIN {printf "| %d | %.2f s | %s %.2f s | **%.2f×** | %.2f× |\n", n, r, name, b, b/r, u/r}'
+    [[ -n $best ]] || continue
+    awk -v n="$n" -v r="${wall[runbot-native,$n]:-0}" -v s="${wall[runbot-shared,$n]:-0}" -v b="$bt" -v name="$best" \
+        'function ratio(x) { return x > 0 ? sprintf("**%.2f×**", b / x) : "–" }
+         function secs(x) { return x > 0 ? sprintf("%.2f s", x) : "–" }
+         BEGIN {printf "| %d | %s %.2f s | %s | %s | %s | %s |\n", n, name, b, secs(r), ratio(r), secs(s), ratio(s)}'
 done
