@@ -42,14 +42,7 @@ func TestFileReadsOverSFTP(t *testing.T) {
 	require.Equal(t, "no such file", fe.Reason)
 
 	c.Step(t, h, "twenty reads over SFTP start no process on the host")
-	lastPID := func() int {
-		// The fifth field of /proc/loadavg is the newest pid.
-		fields := strings.Fields(h.Run(t, "cat /proc/loadavg"))
-		require.Len(t, fields, 5)
-		n, err := strconv.Atoi(fields[4])
-		require.NoError(t, err)
-		return n
-	}
+	lastPID := func() int { return newestPID(t, h) }
 	before := lastPID()
 	for range 20 {
 		_, err := remote.ReadFile(ctx, s, remote.FileRead{Path: "/proc/loadavg"})

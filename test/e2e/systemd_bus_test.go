@@ -58,14 +58,7 @@ func TestUnitStateOverSystemdBus(t *testing.T) {
 	require.Positive(t, st.MainPID)
 
 	c.Step(t, h, "twenty reads over D-Bus start no process on the host")
-	lastPID := func() int {
-		// The fifth field of /proc/loadavg is the newest pid.
-		f := strings.Fields(h.Run(t, "cat /proc/loadavg"))
-		require.Len(t, f, 5)
-		n, err := strconv.Atoi(f[4])
-		require.NoError(t, err)
-		return n
-	}
+	lastPID := func() int { return newestPID(t, h) }
 	before := lastPID()
 	for range 20 {
 		_, err := m.Show(ctx, testhost.UnitDecode)
@@ -161,4 +154,16 @@ func sshTo(tb testing.TB, c *testhost.Cluster, h *testhost.Host) *remote.SSH {
 	require.NoError(tb, err)
 	tb.Cleanup(func() { _ = s.Close() }) // the test is over; nothing to report
 	return s
+}
+
+// newestPID is the newest pid on h, the fifth field of its /proc/loadavg,
+// so that the difference of two readings counts the processes started in
+// between (the reading's own included).
+func newestPID(t *testing.T, h *testhost.Host) int {
+	t.Helper()
+	f := strings.Fields(h.Run(t, "cat /proc/loadavg"))
+	require.Len(t, f, 5)
+	n, err := strconv.Atoi(f[4])
+	require.NoError(t, err)
+	return n
 }
