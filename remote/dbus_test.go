@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -128,6 +130,21 @@ func TestDBusOnPrivateBus(t *testing.T) {
 	missing, err := d.Show(ctx, "missing")
 	require.NoError(t, err, "systemd answers for units it cannot find")
 	require.Equal(t, "not-found", missing.LoadState)
+	require.Zero(t, missing.MainPID)
+	require.NotContains(t, missing.Props, "Result", "a unit without a file has no service properties worth showing")
+
+	// Only the properties runbot keeps are asked for, one Get each.
+	sd.mu.Lock()
+	sd.gets = 0
+	sd.mu.Unlock()
+	st, err := d.Show(ctx, "sglang-dsv4-decode")
+	require.NoError(t, err)
+	sd.mu.Lock()
+	require.Equal(t, len(ShowProperties), sd.gets)
+	sd.mu.Unlock()
+	require.ElementsMatch(t, ShowProperties, slices.Collect(maps.Keys(st.Props)))
+	require.Equal(t, "success", st.Result)
+	require.Equal(t, "sglang-dsv4-decode.service", st.Props["Id"])
 	require.Equal(t, `D-Bus org.freedesktop.systemd1.Manager.RestartUnit("x.service", "replace")`, d.RestartCall("x"))
 }
 
@@ -213,6 +230,7 @@ type fakeSystemd struct {
 	restart    []string
 	needReload bool
 	reloads    int
+	gets       int
 }
 
 func startFakeSystemd(t *testing.T, addr string) *fakeSystemd {
@@ -273,7 +291,11 @@ func (u unitProperties) GetAll(msg dbus.Message, iface string) (map[string]dbus.
 	defer u.f.mu.Unlock()
 	if path != "/org/freedesktop/systemd1/unit/sglang_2ddsv4_2ddecode_2eservice" {
 		if iface == "org.freedesktop.systemd1.Unit" {
-			return map[string]dbus.Variant{"LoadState": dbus.MakeVariant("not-found"), "ActiveState": dbus.MakeVariant("inactive")}, nil
+			name := strings.TrimPrefix(string(path), "/org/freedesktop/systemd1/unit/")
+			return map[string]dbus.Variant{
+				"Id": dbus.MakeVariant(name), "LoadState": dbus.MakeVariant("not-found"), "ActiveState": dbus.MakeVariant("inactive"),
+				"SubState": dbus.MakeVariant("dead"), "ActiveEnterTimestamp": dbus.MakeVariant(uint64(0)),
+			}, nil
 		}
 		return nil, dbus.NewError("org.freedesktop.DBus.Error.UnknownInterface", []any{"Unknown interface " + iface})
 	}
@@ -296,4 +318,21 @@ func (u unitProperties) GetAll(msg dbus.Message, iface string) (map[string]dbus.
 		}, nil
 	}
 	return nil, dbus.NewError("org.freedesktop.DBus.Error.UnknownInterface", []any{"Unknown interface " + iface})
+}
+
+// Get is org.freedesktop.DBus.Properties.Get, answered from GetAll as
+// systemd does, UnknownProperty included; it counts the calls.
+func (u unitProperties) Get(msg dbus.Message, iface, prop string) (dbus.Variant, *dbus.Error) {
+	all, err := u.GetAll(msg, iface)
+	if err != nil {
+		return dbus.Variant{}, err
+	}
+	u.f.mu.Lock()
+	u.f.gets++
+	u.f.mu.Unlock()
+	v, ok := all[prop]
+	if !ok {
+		return dbus.Variant{}, dbus.NewError("org.freedesktop.DBus.Error.UnknownProperty", []any{"Unknown property " + prop})
+	}
+	return v, nil
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/internal/shell"
 )
 
 func TestHeaderWriter(t *testing.T) {
@@ -54,24 +56,59 @@ func TestWrapLineInLocalShells(t *testing.T) {
 		if _, err := exec.LookPath(sh); err != nil {
 			continue
 		}
-		t.Run(sh, func(t *testing.T) {
-			args := []string{"-c", wrapLine(`printf '%s|' "$0" 'it'"'"'s'; exit 4`)}
-			if strings.HasSuffix(sh, "busybox") {
-				args = append([]string{"sh"}, args...)
-			}
-			cmd := exec.Command(sh, args...)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-			out, err := cmd.Output()
-			var exit *exec.ExitError
-			require.ErrorAs(t, err, &exit)
-			require.Equal(t, 4, exit.ExitCode())
-			w := newHeaderWriter(newCapWriter(0))
-			_, err = w.Write(out)
-			require.NoError(t, err)
-			got, _ := w.output()
-			require.Equal(t, "/bin/sh|it's|", string(got))
-			g := <-w.found
-			require.True(t, g.leader, "the login shell leads its process group under setsid")
-		})
+		// The first line goes to /bin/sh; the second, literal words, is
+		// exec'd by the login shell itself. Both must come out the same.
+		for _, line := range []string{`printf '%s|' "$0" 'it'"'"'s'; exit 4`, shell.Join("/bin/sh", "-c", `printf '%s|' "$0" 'it'"'"'s'; exit 4`)} {
+			t.Run(sh+" "+line, func(t *testing.T) {
+				runWrapped(t, sh, line)
+			})
+		}
 	}
+}
+
+// TestWrapLineExecsLiteralWords: a line of literal words naming a program
+// is exec'd by the login shell; anything a shell would read differently
+// from /bin/sh, or run itself, goes to /bin/sh.
+func TestWrapLineExecsLiteralWords(t *testing.T) {
+	cases := map[string]bool{
+		shell.Join("journalctl", "-u", "sglang-dsv4-decode", "--since", "@1764680000", "-o", "json"): true,
+		shell.Join("cat", "--", "/root/it's here.sh"):                                                true,
+		"/usr/bin/systemctl show -p MainPID x.service":                                               true,
+		"echo hi":                     false, // dash's echo is not coreutils'
+		"kill -KILL -42":              false,
+		"cd /tmp":                     false,
+		"journalctl -u x | head -n 1": false,
+		"x=1 env":                     false,
+		"cat $HOME/x":                 false,
+		"sh -c 'true' && reboot":      false,
+		"journalctl  -u x":            false,
+	}
+	for line, direct := range cases {
+		got := wrapLine(line)
+		require.Equal(t, direct, got == wrapperPrefix+line, "%s -> %s", line, got)
+		if !direct {
+			require.Equal(t, wrapperPrefix+"/bin/sh -c "+shell.Quote(line), got)
+		}
+	}
+}
+
+func runWrapped(t *testing.T, sh, line string) {
+	t.Helper()
+	args := []string{"-c", wrapLine(line)}
+	if strings.HasSuffix(sh, "busybox") {
+		args = append([]string{"sh"}, args...)
+	}
+	cmd := exec.Command(sh, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, 4, exit.ExitCode())
+	w := newHeaderWriter(newCapWriter(0))
+	_, err = w.Write(out)
+	require.NoError(t, err)
+	got, _ := w.output()
+	require.Equal(t, "/bin/sh|it's|", string(got))
+	g := <-w.found
+	require.True(t, g.leader, "the login shell leads its process group under setsid")
 }

@@ -28,3 +28,27 @@ func TestQuoteSurvivesRealShell(t *testing.T) {
 func TestJoin(t *testing.T) {
 	require.Equal(t, "journalctl -u 'a b' --since '5 min ago'", shell.Join("journalctl", "-u", "a b", "--since", "5 min ago"))
 }
+
+// TestWords reads back what Join writes, and refuses every line a shell
+// would read as more than literal words.
+func TestWords(t *testing.T) {
+	for _, args := range [][]string{
+		{"journalctl", "-u", "sglang-dsv4-decode", "-o", "json", "--since", "@1764680000"},
+		{"cat", "--", "/root/it's here.sh"},
+		{"grep", "-c", "", "$(id)", "a\nb", "'", "''", "*", "~"},
+		{"stat", "-c", "%Y", "--", "/proc/1/cmdline"},
+	} {
+		line := shell.Join(args...)
+		got, ok := shell.Words(line)
+		require.True(t, ok, line)
+		require.Equal(t, args, got, line)
+	}
+	for _, line := range []string{
+		"", "journalctl | head", "cat /proc/loadavg; id", "echo $HOME", "ls *", "a  b", " a", "a ",
+		`echo "x"`, "cat < /etc/passwd", "echo 'unclosed", "echo 'a'b", "x=1 env", "a\tb", "a\nb",
+		"cat ~/x", "sh -c 'true' &", "env =x", "'x=1' env",
+	} {
+		_, ok := shell.Words(line)
+		require.False(t, ok, line)
+	}
+}

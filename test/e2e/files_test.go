@@ -59,5 +59,7 @@ func TestFileReadsOverSFTP(t *testing.T) {
 	// The reading itself (a cat over the test's own connection) is in
 	// both counts.
 	require.LessOrEqual(t, sftp, 2, "SFTP reads start no process each")
-	require.GreaterOrEqual(t, cat, 40, "each cat starts at least the session's shell and cat")
+	// A session's login shell execs cat, a line of literal words, in its
+	// own process: one pid per read.
+	require.GreaterOrEqual(t, cat, 20, "each cat starts at least the session's process")
 }

@@ -74,9 +74,10 @@ func TestUnitStateOverSystemdBus(t *testing.T) {
 	t.Logf("pids used by 20 reads: %d over D-Bus, %d with systemctl", bus, ctl)
 	// Each lastPID costs a few pids of its own (its session and cat), and
 	// the deployment may start a thread now and then; each systemctl read
-	// starts at least two processes (the session's and systemctl).
+	// starts at least the session's process, in which the login shell
+	// execs systemctl.
 	require.Less(t, bus, 10, "pids used by 20 D-Bus reads")
-	require.GreaterOrEqual(t, ctl, 40, "pids used by 20 systemctl reads")
+	require.GreaterOrEqual(t, ctl, 20, "pids used by 20 systemctl reads")
 
 	c.Step(t, h, "after systemd re-executes, the next read connects to the bus again")
 	// The reads share one kept bus connection, which a daemon-reexec
