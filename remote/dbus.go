@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	sdbus "github.com/coreos/go-systemd/v22/dbus"
@@ -25,10 +24,10 @@ import (
 type DBus struct {
 	// Name is how errors name this host; "localhost" when empty.
 	Name string
-	// Connect opens a connection to systemd; nil means the system bus
-	// (sdbus.NewSystemConnectionContext). A connection it returns is closed
-	// after one call.
-	Connect func(ctx context.Context) (*sdbus.Conn, error)
+	// Connect opens one authenticated connection to systemd's bus; nil
+	// means the system bus. A state read uses one; a restart, which waits
+	// for systemd's job signal, two. Each is closed after its call.
+	Connect func(ctx context.Context) (*godbus.Conn, error)
 }
 
 // JobError says systemd finished a unit's job with a result other than
@@ -49,7 +48,7 @@ func (e *JobError) Error() string {
 // unit types that have them (a service's MainPID, NRestarts and Result),
 // those of its type too.
 func (d *DBus) Show(ctx context.Context, unit string) (UnitState, error) {
-	conn, err := d.connect(ctx)
+	conn, err := d.dial(ctx)
 	if err != nil {
 		return UnitState{}, fmt.Errorf("show unit %s on %s: %w", unitName(unit), d.host(), err)
 	}
@@ -58,60 +57,65 @@ func (d *DBus) Show(ctx context.Context, unit string) (UnitState, error) {
 }
 
 // showUnit reads a unit's state over conn: the ShowProperties, each with
-// its own Properties.Get, all sent at once so that the read costs one round
-// trip. It does not ask for all of them (GetAll): that reply carries some
-// 300 properties, among them the cgroup counters systemd reads from the
-// kernel to answer, and cost PID 1 and runbot several times what the nine
-// properties runbot keeps do.
-func showUnit(ctx context.Context, conn *sdbus.Conn, host, unit string) (UnitState, error) {
+// its own Properties.Get, all sent before the first answer is awaited, so
+// that the read costs one round trip. It does not ask for all of them
+// (GetAll): that reply carries some 300 properties, among them the cgroup
+// counters systemd reads from the kernel to answer, and cost PID 1 and
+// runbot several times what the nine properties runbot keeps do.
+func showUnit(ctx context.Context, conn *godbus.Conn, host, unit string) (UnitState, error) {
 	name := unitName(unit)
 	iface := unitInterface(name)
-	props := unitIfaceProperties
+	obj := conn.Object("org.freedesktop.systemd1", godbus.ObjectPath("/org/freedesktop/systemd1/unit/"+sdbus.PathBusEscape(name)))
+	type ask struct {
+		prop string
+		call *godbus.Call
+	}
+	asks := make([]ask, 0, len(unitIfaceProperties)+len(typeIfaceProperties))
+	get := func(iface, prop string) {
+		// Buffered, so that the library never waits on a reply nobody reads
+		// after an early return.
+		call := obj.GoWithContext(ctx, "org.freedesktop.DBus.Properties.Get", 0, make(chan *godbus.Call, 1), iface, prop)
+		asks = append(asks, ask{prop: prop, call: call})
+	}
+	for _, prop := range unitIfaceProperties {
+		get("org.freedesktop.systemd1.Unit", prop)
+	}
 	if iface != "" {
-		props = append(slices.Clip(props), typeIfaceProperties...)
+		for _, prop := range typeIfaceProperties {
+			get("org.freedesktop.systemd1."+iface, prop)
+		}
 	}
-	type answer struct {
-		value any
-		err   error
+	values := make([]any, len(asks))
+	errs := make([]error, len(asks))
+	for i, a := range asks {
+		select {
+		case <-a.call.Done:
+		case <-ctx.Done():
+			return UnitState{}, fmt.Errorf("show unit %s on %s: %w", name, host, context.Cause(ctx))
+		}
+		var v godbus.Variant
+		if errs[i] = a.call.Store(&v); errs[i] == nil {
+			values[i] = v.Value()
+		}
 	}
-	answers := make([]answer, len(props))
-	var wg sync.WaitGroup
-	for i, prop := range props {
-		wg.Go(func() {
-			var p *sdbus.Property
-			var err error
-			if i < len(unitIfaceProperties) {
-				p, err = conn.GetUnitPropertyContext(ctx, name, prop)
-			} else {
-				p, err = conn.GetUnitTypePropertyContext(ctx, name, iface, prop)
-			}
-			if err != nil {
-				answers[i].err = err
-				return
-			}
-			answers[i].value = p.Value.Value()
-		})
-	}
-	wg.Wait()
 	unitProps := make(map[string]any, len(unitIfaceProperties))
 	typeProps := make(map[string]any, len(typeIfaceProperties))
-	for i, a := range answers[:len(unitIfaceProperties)] {
-		if a.err != nil {
-			return UnitState{}, fmt.Errorf("show unit %s on %s: read %s: %w", name, host, props[i], a.err)
+	for i, a := range asks[:len(unitIfaceProperties)] {
+		if errs[i] != nil {
+			return UnitState{}, fmt.Errorf("show unit %s on %s: read %s: %w", name, host, a.prop, errs[i])
 		}
-		unitProps[props[i]] = a.value
+		unitProps[a.prop] = values[i]
 	}
 	// A unit systemd has no file for still answers on its type's
 	// interface, with defaults that mean nothing; systemctl prints them,
 	// runbot leaves them out, as before.
 	if unitProps["LoadState"] != "not-found" {
-		for i, a := range answers[len(unitIfaceProperties):] {
-			prop := props[len(unitIfaceProperties)+i]
+		for i := len(unitIfaceProperties); i < len(asks); i++ {
 			switch {
-			case a.err == nil:
-				typeProps[prop] = a.value
-			case !absentProperty(a.err):
-				return UnitState{}, fmt.Errorf("show unit %s on %s: read its %s property %s: %w", name, host, iface, prop, a.err)
+			case errs[i] == nil:
+				typeProps[asks[i].prop] = values[i]
+			case !absentProperty(errs[i]):
+				return UnitState{}, fmt.Errorf("show unit %s on %s: read its %s property %s: %w", name, host, iface, asks[i].prop, errs[i])
 			}
 		}
 	}
@@ -208,11 +212,26 @@ func (d *DBus) DaemonReload(ctx context.Context) error {
 // DaemonReloadCall implements UnitFileReloader.
 func (d *DBus) DaemonReloadCall() string { return "D-Bus org.freedesktop.systemd1.Manager.Reload()" }
 
+// connect opens go-systemd's connection, which waits for job signals on a
+// second one. Its only errors are dial's, which say what failed.
 func (d *DBus) connect(ctx context.Context) (*sdbus.Conn, error) {
+	return sdbus.NewConnection(func() (*godbus.Conn, error) { return d.dial(ctx) })
+}
+
+// dial opens one authenticated connection to systemd's bus.
+func (d *DBus) dial(ctx context.Context) (*godbus.Conn, error) {
 	if d.Connect != nil {
 		return d.Connect(ctx)
 	}
-	conn, err := sdbus.NewSystemConnectionContext(ctx)
+	conn, err := godbus.SystemBusPrivate(godbus.WithContext(ctx))
+	if err == nil {
+		if err = conn.Auth(nil); err == nil {
+			err = conn.Hello()
+		}
+		if err != nil {
+			_ = conn.Close() // the handshake failed; that is the error to report
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("connect to systemd over the system bus: %w", err)
 	}

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	sdbus "github.com/coreos/go-systemd/v22/dbus"
 	"github.com/godbus/dbus/v5"
 	"github.com/stretchr/testify/require"
 )
@@ -102,8 +101,8 @@ func TestDBusWithoutSystemBus(t *testing.T) {
 func TestDBusOnPrivateBus(t *testing.T) {
 	addr := startBus(t)
 	sd := startFakeSystemd(t, addr)
-	d := &DBus{Name: "gpu-node-01", Connect: func(ctx context.Context) (*sdbus.Conn, error) {
-		return sdbus.NewConnection(func() (*dbus.Conn, error) { return dbus.Connect(addr, dbus.WithContext(ctx)) })
+	d := &DBus{Name: "gpu-node-01", Connect: func(ctx context.Context) (*dbus.Conn, error) {
+		return dbus.Connect(addr, dbus.WithContext(ctx))
 	}}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -153,8 +152,8 @@ func TestDBusOnPrivateBus(t *testing.T) {
 func TestDBusDaemonReload(t *testing.T) {
 	addr := startBus(t)
 	sd := startFakeSystemd(t, addr)
-	d := &DBus{Name: "gpu-node-01", Connect: func(ctx context.Context) (*sdbus.Conn, error) {
-		return sdbus.NewConnection(func() (*dbus.Conn, error) { return dbus.Connect(addr, dbus.WithContext(ctx)) })
+	d := &DBus{Name: "gpu-node-01", Connect: func(ctx context.Context) (*dbus.Conn, error) {
+		return dbus.Connect(addr, dbus.WithContext(ctx))
 	}}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	sdbus "github.com/coreos/go-systemd/v22/dbus"
 	godbus "github.com/godbus/dbus/v5"
 	"golang.org/x/crypto/ssh"
 )
@@ -117,11 +116,11 @@ func showPropertiesOnly(st UnitState) UnitState {
 }
 
 // busSession is an SSH connection's kept connection to systemd, opened
-// once: a new one costs PID 1 an authentication and the connection two
-// forwarded channels, several times what a read costs.
+// once: a new one costs PID 1 an authentication and the connection a
+// forwarded channel, several times what a read costs.
 type busSession struct {
 	ready  chan struct{} // closed once conn or err is set
-	conn   *sdbus.Conn
+	conn   *godbus.Conn
 	err    error
 	broken atomic.Bool
 }
@@ -159,19 +158,19 @@ func (s *SSH) keptBus(ctx context.Context) (*busSession, error) {
 	}
 }
 
-// systemdBus opens a connection to the host's systemd over conn: the
-// library dials twice (calls and signals), each a forwarded unix socket
-// authenticated as the login's uid. A failure that will not go away
+// systemdBus opens a connection to the host's systemd over conn: one
+// forwarded unix socket, authenticated as the login's uid; reads need no
+// second one for signals, as go-systemd's connections have. A failure that will not go away
 // (forwarding refused, the socket missing, authentication refused) is
 // remembered, so the next read goes to systemctl without trying.
-func (s *SSH) systemdBus(conn *liveConn) (*sdbus.Conn, error) {
+func (s *SSH) systemdBus(conn *liveConn) (*godbus.Conn, error) {
 	if s.cfg.User != "root" {
 		// The private bus answers root only.
 		err := fmt.Errorf("systemd's private bus answers root only, and the login is %q", s.cfg.User)
 		s.bus.refuse(err)
 		return nil, err
 	}
-	bus, err := sdbus.NewConnection(func() (*godbus.Conn, error) { return dialSystemdBus(conn) })
+	bus, err := dialSystemdBus(conn)
 	if err != nil {
 		err = fmt.Errorf("connect to systemd on %s over ssh (%s): %w", s.Host(), SystemdPrivateBus, err)
 		var refused *ssh.OpenChannelError
