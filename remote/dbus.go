@@ -122,9 +122,9 @@ func showUnit(ctx context.Context, conn *godbus.Conn, host, unit string) (UnitSt
 	return unitStateFromProperties(name, unitProps, typeProps), nil
 }
 
-// unitIfaceProperties and typeIfaceProperties are the ShowProperties on systemd's
-// Unit interface and on the interface of the unit's type (Service for a
-// service), where a unit of another type may lack some.
+// unitIfaceProperties and typeIfaceProperties are the ShowProperties on
+// systemd's Unit interface and on the interface of the unit's type
+// (Service for a service), where a unit of another type may lack some.
 var (
 	unitIfaceProperties = []string{"Id", "LoadState", "ActiveState", "SubState", "ActiveEnterTimestamp"}
 	typeIfaceProperties = []string{"Result", "MainPID", "NRestarts", "ExecMainStatus"}

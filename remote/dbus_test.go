@@ -144,6 +144,13 @@ func TestDBusOnPrivateBus(t *testing.T) {
 	require.ElementsMatch(t, ShowProperties, slices.Collect(maps.Keys(st.Props)))
 	require.Equal(t, "success", st.Result)
 	require.Equal(t, "sglang-dsv4-decode.service", st.Props["Id"])
+
+	// A target has no MainPID, Result or restarts: absent, not an error.
+	target, err := d.Show(ctx, "multi-user.target")
+	require.NoError(t, err)
+	require.Equal(t, "active", target.ActiveState)
+	require.Zero(t, target.MainPID)
+	require.NotContains(t, target.Props, "MainPID")
 	require.Equal(t, `D-Bus org.freedesktop.systemd1.Manager.RestartUnit("x.service", "replace")`, d.RestartCall("x"))
 }
 
@@ -288,6 +295,18 @@ func (u unitProperties) GetAll(msg dbus.Message, iface string) (map[string]dbus.
 	path, _ := msg.Headers[dbus.FieldPath].Value().(dbus.ObjectPath)
 	u.f.mu.Lock()
 	defer u.f.mu.Unlock()
+	if path == "/org/freedesktop/systemd1/unit/multi_2duser_2etarget" {
+		// A loaded unit whose type has none of a service's properties.
+		switch iface {
+		case "org.freedesktop.systemd1.Unit":
+			return map[string]dbus.Variant{
+				"Id": dbus.MakeVariant("multi-user.target"), "LoadState": dbus.MakeVariant("loaded"), "ActiveState": dbus.MakeVariant("active"),
+				"SubState": dbus.MakeVariant("active"), "ActiveEnterTimestamp": dbus.MakeVariant(uint64(u.f.enter.UnixMicro())),
+			}, nil
+		case "org.freedesktop.systemd1.Target":
+			return map[string]dbus.Variant{}, nil
+		}
+	}
 	if path != "/org/freedesktop/systemd1/unit/sglang_2ddsv4_2ddecode_2eservice" {
 		if iface == "org.freedesktop.systemd1.Unit" {
 			name := strings.TrimPrefix(string(path), "/org/freedesktop/systemd1/unit/")

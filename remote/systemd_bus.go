@@ -159,10 +159,11 @@ func (s *SSH) keptBus(ctx context.Context) (*busSession, error) {
 }
 
 // systemdBus opens a connection to the host's systemd over conn: one
-// forwarded unix socket, authenticated as the login's uid; reads need no
-// second one for signals, as go-systemd's connections have. A failure that will not go away
-// (forwarding refused, the socket missing, authentication refused) is
-// remembered, so the next read goes to systemctl without trying.
+// forwarded unix socket, authenticated as the login's uid (reads need no
+// second one for signals, as go-systemd's connections have). A failure
+// that will not go away (forwarding refused, the socket missing,
+// authentication refused) is remembered, so the next read goes to
+// systemctl without trying.
 func (s *SSH) systemdBus(conn *liveConn) (*godbus.Conn, error) {
 	if s.cfg.User != "root" {
 		// The private bus answers root only.
