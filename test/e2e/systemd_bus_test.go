@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -108,21 +107,7 @@ func BenchmarkUnitStateRead(b *testing.B) {
 	_, err := m.Show(ctx, testhost.UnitDecode) // dial, and learn that the bus answers
 	require.NoError(b, err)
 	require.Empty(b, s.SystemdBusRefused())
-	stat, err := h.CPUStat()
-	require.NoError(b, err)
-	usage := func() time.Duration {
-		out, err := os.ReadFile(stat)
-		require.NoError(b, err)
-		for _, line := range strings.Split(string(out), "\n") {
-			if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
-				n, err := strconv.ParseInt(v, 10, 64)
-				require.NoError(b, err)
-				return time.Duration(n) * time.Microsecond
-			}
-		}
-		b.Fatal("no usage_usec in the host's cpu.stat")
-		return 0
-	}
+	usage := hostsUsage(b, []*testhost.Host{h})
 	var wall, cpu [2]time.Duration
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
