@@ -137,7 +137,7 @@ func (s *SSH) keptBus(ctx context.Context) (*busSession, error) {
 	b := conn.bus
 	if b == nil || b.broken.Load() {
 		if b != nil && b.conn != nil {
-			b.conn.Close()
+			_ = b.conn.Close() // it broke already; closing frees what is left
 		}
 		b = &busSession{ready: make(chan struct{})}
 		conn.bus = b
