@@ -55,22 +55,8 @@ func BenchmarkFanoutWarm(b *testing.B) {
 			// open, the masters up, the hosts' page cache warm.
 			audit.run(b, ctx)
 			peer.run(b, ctx)
-			usage := hostsUsage(b, hosts)
-			var wall, cpu [2]time.Duration
-			b.ResetTimer()
-			for i := 0; b.Loop(); i++ {
-				way := i % 2
-				c0, t0 := usage(), time.Now()
-				if way == 0 {
-					audit.run(b, ctx)
-				} else {
-					peer.run(b, ctx)
-				}
-				wall[way] += time.Since(t0)
-				cpu[way] += usage() - c0
-			}
-			runs := float64((b.N + 1) / 2)
-			peers := float64(b.N / 2)
+			wall, cpu, counts := alternate(b, hostsUsage(b, hosts), func() { audit.run(b, ctx) }, func() { peer.run(b, ctx) })
+			runs, peers := float64(counts[0]), float64(counts[1])
 			if peers == 0 {
 				return // a probe run of one iteration: nothing to compare
 			}
@@ -205,6 +191,23 @@ func (p *persistentSSH) run(b *testing.B, ctx context.Context) {
 	for _, err := range errs {
 		require.NoError(b, err)
 	}
+}
+
+// alternate runs the ways in turn, one per b.Loop iteration, so that each
+// meets the same load, and returns each way's total wall time, the hosts'
+// CPU time (usage) it cost, and how many times it ran.
+func alternate(b *testing.B, usage func() time.Duration, ways ...func()) (wall, cpu []time.Duration, counts []int) {
+	wall, cpu, counts = make([]time.Duration, len(ways)), make([]time.Duration, len(ways)), make([]int, len(ways))
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		way := i % len(ways)
+		c0, t0 := usage(), time.Now()
+		ways[way]()
+		wall[way] += time.Since(t0)
+		cpu[way] += usage() - c0
+		counts[way]++
+	}
+	return wall, cpu, counts
 }
 
 // hostsUsage returns a reader of the hosts' CPU time, summed over their

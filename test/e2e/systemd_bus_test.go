@@ -107,26 +107,21 @@ func BenchmarkUnitStateRead(b *testing.B) {
 	_, err := m.Show(ctx, testhost.UnitDecode) // dial, and learn that the bus answers
 	require.NoError(b, err)
 	require.Empty(b, s.SystemdBusRefused())
-	usage := hostsUsage(b, []*testhost.Host{h})
-	var wall, cpu [2]time.Duration
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		way := i % 2
-		c0, t0 := usage(), time.Now()
-		if way == 0 {
-			_, err = m.Show(ctx, testhost.UnitDecode)
-		} else {
-			_, err = m.Systemctl.Show(ctx, testhost.UnitDecode)
+	show := func(sm remote.ServiceManager) func() {
+		return func() {
+			_, err := sm.Show(ctx, testhost.UnitDecode)
+			require.NoError(b, err)
 		}
-		wall[way] += time.Since(t0)
-		cpu[way] += usage() - c0
-		require.NoError(b, err)
 	}
-	n := float64(b.N / 2)
-	b.ReportMetric(float64(wall[0].Microseconds())/n/1000, "dbus-ms/read")
-	b.ReportMetric(float64(wall[1].Microseconds())/n/1000, "systemctl-ms/read")
-	b.ReportMetric(float64(cpu[0].Microseconds())/n/1000, "dbus-host-cpu-ms/read")
-	b.ReportMetric(float64(cpu[1].Microseconds())/n/1000, "systemctl-host-cpu-ms/read")
+	wall, cpu, counts := alternate(b, hostsUsage(b, []*testhost.Host{h}), show(m), show(m.Systemctl))
+	if counts[1] == 0 {
+		return // a probe run of one iteration: nothing to compare
+	}
+	bus, ctl := float64(counts[0]), float64(counts[1])
+	b.ReportMetric(float64(wall[0].Microseconds())/bus/1000, "dbus-ms/read")
+	b.ReportMetric(float64(wall[1].Microseconds())/ctl/1000, "systemctl-ms/read")
+	b.ReportMetric(float64(cpu[0].Microseconds())/bus/1000, "dbus-host-cpu-ms/read")
+	b.ReportMetric(float64(cpu[1].Microseconds())/ctl/1000, "systemctl-host-cpu-ms/read")
 }
 
 // sshTo is runbot's SSH runner for a test host, as the inventory
