@@ -86,6 +86,66 @@ func TestReadFile(t *testing.T) {
 	}
 }
 
+// TestReadFileOverSFTPAsksForWholeChunks: reads ask for 32 KiB at a time,
+// so a small file takes a request for its bytes and one that finds the
+// end, where io.ReadAll's 512-byte start took one request per 512 bytes,
+// each a round trip. /proc files, which stat says are empty, read the same.
+// OpenSSH's sftp-server logs each request it serves (-l DEBUG1), which is
+// what is counted.
+func TestReadFileOverSFTPAsksForWholeChunks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "sftp.log")
+	srv := sshdtest.Start(t, sshdtest.Options{Config: []string{
+		"Subsystem sftp /usr/lib/openssh/sftp-server -e -l DEBUG1 2>>" + log,
+	}})
+	s := newSSH(t, hostConfig(t, srv))
+	ctx := testCtx(t)
+	write := func(name string, size int) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(strings.Repeat("x", size-1)+"\n"), 0o644))
+		return path
+	}
+	for _, tc := range []struct {
+		name  string
+		path  string
+		max   int
+		size  int
+		reads int
+	}{
+		{name: "4 KiB script", path: write("serve.sh", 4<<10), size: 4 << 10, reads: 2},
+		{name: "100 KiB in four chunks", path: write("big.conf", 100<<10), size: 100 << 10, reads: 5},
+		{name: "exactly one chunk", path: write("one.conf", 32<<10), size: 32 << 10, reads: 2},
+		{name: "cut at max", path: write("cut.conf", 100<<10), max: 40 << 10, size: 40 << 10, reads: 2},
+		{name: "proc file read to EOF", path: "/proc/self/status", reads: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := countSFTPReads(t, log)
+			f, err := remote.ReadFile(ctx, s, remote.FileRead{Path: tc.path, Max: tc.max})
+			require.NoError(t, err)
+			require.Empty(t, s.FilesRefused())
+			if tc.size > 0 {
+				require.Len(t, f.Data, tc.size)
+				require.Equal(t, tc.max > 0, f.Truncated)
+			} else {
+				require.Contains(t, string(f.Data), "Name:\tsftp-server", "the server's own /proc/self")
+			}
+			require.Equal(t, tc.reads, countSFTPReads(t, log)-before, "read requests for %s", tc.path)
+		})
+	}
+}
+
+// countSFTPReads counts the read requests in sftp-server's debug log.
+func countSFTPReads(t *testing.T, log string) int {
+	t.Helper()
+	b, err := os.ReadFile(log)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	require.NoError(t, err)
+	return strings.Count(string(b), ": read \"")
+}
+
 // TestReadFileOverSFTPDoesNotBlockOnAFIFO: sftp-server cannot be killed
 // the way a command is, so a file that could block it is not opened: a
 // FIFO is refused at once as not a regular file, and the next read works.
