@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -104,10 +105,12 @@ const sftpChunk = 32 << 10
 // are empty.
 func readChunks(f io.Reader, max int) ([]byte, error) {
 	data := make([]byte, 0, min(max+1, sftpChunk))
-	chunk := make([]byte, sftpChunk)
 	for len(data) <= max {
-		n, err := f.Read(chunk[:min(sftpChunk, max+1-len(data))])
-		data = append(data, chunk[:n]...)
+		if len(data) == cap(data) {
+			data = slices.Grow(data, min(sftpChunk, max+1-len(data)))
+		}
+		n, err := f.Read(data[len(data):min(cap(data), max+1)])
+		data = data[:len(data)+n]
 		if errors.Is(err, io.EOF) {
 			break
 		}
