@@ -22,7 +22,7 @@
 # connection multiplexing, which a one-shot run cannot use.
 # Needs root (test hosts) and the Debian packages pssh and ansible.
 #
-#   sudo bench/fanout/run.sh                  # N=20 and 50, 3 repetitions
+#   sudo bench/fanout/run.sh                  # N=20 and 50, 5 repetitions
 #   NS=5 REPS=1 bench/fanout/run.sh
 #   RUNBOT_BIN=/path/to/runbot bench/fanout/run.sh   # instead of building ./cmd/runbot
 #
@@ -31,7 +31,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 NS=${NS:-20 50}
-REPS=${REPS:-3}
+REPS=${REPS:-5}
 OPENSSH_KEX=${OPENSSH_KEX-curve25519-sha256}
 TOOLS=${TOOLS:-runbot-native runbot-shared runbot ssh-parallel pssh-once ansible-raw}
 work=$(mktemp -d)
@@ -207,42 +207,52 @@ hosts_ns() {
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 hz=$(getconf CLK_TCK)
 
-declare -A wall client hostcpu machine fails
+declare -A wall client hostcpu machine fails ts cs hs ms
+# run_once TOOL N: one timed fan-out, appended to the tool's samples; 1
+# when its output was incomplete (the run does not count).
+run_once() {
+    local tool=$1 n=$2 t0 t1 h0 h1 m0 m1
+    h0=$(hosts_ns) m0=$(machine_jiffies)
+    TIMEFORMAT='%U %S'
+    t0=$(now)
+    { time "run_${tool//-/_}" "$n" 2> "$work/err"; } 2> "$work/time" || true
+    t1=$(now)
+    h1=$(hosts_ns) m1=$(machine_jiffies)
+    if ! "check_${tool//-/_}" "$n"; then
+        cat "$work/err" >&2
+        return 1
+    fi
+    ts[$tool,$n]+="$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}') "
+    cs[$tool,$n]+="$(awk '{printf "%.2f", $1 + $2}' "$work/time") "
+    ms[$tool,$n]+="$(awk -v a="$m0" -v b="$m1" -v hz="$hz" 'BEGIN{printf "%.2f", (b-a)/hz}') "
+    if [[ -n $h0 && -n $h1 ]]; then hs[$tool,$n]+="$(awk -v a="$h0" -v b="$h1" 'BEGIN{printf "%.2f", (b-a)/1e9}') "; else hs[$tool,$n]+="- "; fi
+}
 for n in $NS; do
     setup_n "$n"
     # One warm-up of each tool: page cache, the hosts' journal index. Hosts
     # just booted may still refuse a few logins, so a warm-up may fail;
     # the timed runs may not.
     for tool in $TOOLS; do "run_${tool//-/_}" "$n" && "check_${tool//-/_}" "$n" || echo "warm-up of $tool at N=$n failed" >&2; done
-    for tool in $TOOLS; do
-        ts=() cs=() hs=() ms=()
-        fails[$tool,$n]=0
-        for ((r = 1; r <= REPS; r++)); do
-            h0=$(hosts_ns) m0=$(machine_jiffies)
-            TIMEFORMAT='%U %S'
-            t0=$(now)
-            { time "run_${tool//-/_}" "$n" 2> "$work/err"; } 2> "$work/time" || true
-            t1=$(now)
-            h1=$(hosts_ns) m1=$(machine_jiffies)
-            # A run whose output is incomplete does not count; it is
-            # repeated, at most twice per repetition, and reported.
-            if ! "check_${tool//-/_}" "$n"; then
-                cat "$work/err" >&2
+    for tool in $TOOLS; do fails[$tool,$n]=0 ts[$tool,$n]="" cs[$tool,$n]="" hs[$tool,$n]="" ms[$tool,$n]=""; done
+    # The tools take turns, one run each per round, so that a machine
+    # that slows down or speeds up during the run (a shared VM drifts by
+    # tens of percent over an hour) weighs on every tool alike. A run
+    # whose output is incomplete does not count; it is repeated, at most
+    # twice per repetition for each tool, and reported.
+    for ((r = 1; r <= REPS; r++)); do
+        for tool in $TOOLS; do
+            until run_once "$tool" "$n"; do
                 fails[$tool,$n]=$((fails[$tool,$n] + 1))
                 ((fails[$tool,$n] <= 2 * REPS)) || { echo "$tool keeps failing at N=$n" >&2; exit 1; }
-                r=$((r - 1))
-                continue
-            fi
-            ts+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}')")
-            cs+=("$(awk '{printf "%.2f", $1 + $2}' "$work/time")")
-            ms+=("$(awk -v a="$m0" -v b="$m1" -v hz="$hz" 'BEGIN{printf "%.2f", (b-a)/hz}')")
-            if [[ -n $h0 && -n $h1 ]]; then hs+=("$(awk -v a="$h0" -v b="$h1" 'BEGIN{printf "%.2f", (b-a)/1e9}')"); else hs+=("-"); fi
+            done
         done
-        wall[$tool,$n]=$(printf '%s\n' "${ts[@]}" | median)
-        client[$tool,$n]=$(printf '%s\n' "${cs[@]}" | median)
-        hostcpu[$tool,$n]=$(printf '%s\n' "${hs[@]}" | median)
-        machine[$tool,$n]=$(printf '%s\n' "${ms[@]}" | median)
-        echo "N=$n $tool: wall ${ts[*]} s; client cpu ${cs[*]} s; hosts cpu ${hs[*]} s; machine cpu ${ms[*]} s; failed runs ${fails[$tool,$n]}" >&2
+    done
+    for tool in $TOOLS; do
+        wall[$tool,$n]=$(printf '%s\n' ${ts[$tool,$n]} | median)
+        client[$tool,$n]=$(printf '%s\n' ${cs[$tool,$n]} | median)
+        hostcpu[$tool,$n]=$(printf '%s\n' ${hs[$tool,$n]} | median)
+        machine[$tool,$n]=$(printf '%s\n' ${ms[$tool,$n]} | median)
+        echo "N=$n $tool: wall ${ts[$tool,$n]}s; client cpu ${cs[$tool,$n]}s; hosts cpu ${hs[$tool,$n]}s; machine cpu ${ms[$tool,$n]}s; failed runs ${fails[$tool,$n]}" >&2
     done
 done
 
