@@ -53,7 +53,7 @@ func (d *DBus) Show(ctx context.Context, unit string) (UnitState, error) {
 		return UnitState{}, fmt.Errorf("show unit %s on %s: %w", unitName(unit), d.host(), err)
 	}
 	defer func() { _ = conn.Close() }() // the read is done; a close error changes nothing
-	return showUnit(ctx, conn, d.host(), unit)
+	return showUnit(ctx, conn, nil, d.host(), unit)
 }
 
 // showUnit reads a unit's state over conn: the ShowProperties, each with
@@ -62,7 +62,10 @@ func (d *DBus) Show(ctx context.Context, unit string) (UnitState, error) {
 // (GetAll): that reply carries some 300 properties, among them the cgroup
 // counters systemd reads from the kernel to answer, and cost PID 1 and
 // runbot several times what the nine properties runbot keeps do.
-func showUnit(ctx context.Context, conn *godbus.Conn, host, unit string) (UnitState, error) {
+//
+// When writes is conn's transport, the calls are held back and sent in one
+// write (see heldWrites); nil sends each as it is made.
+func showUnit(ctx context.Context, conn *godbus.Conn, writes *heldWrites, host, unit string) (UnitState, error) {
 	name := unitName(unit)
 	iface := unitInterface(name)
 	obj := conn.Object("org.freedesktop.systemd1", godbus.ObjectPath("/org/freedesktop/systemd1/unit/"+sdbus.PathBusEscape(name)))
@@ -77,12 +80,20 @@ func showUnit(ctx context.Context, conn *godbus.Conn, host, unit string) (UnitSt
 		call := obj.GoWithContext(ctx, "org.freedesktop.DBus.Properties.Get", 0, make(chan *godbus.Call, 1), iface, prop)
 		asks = append(asks, ask{prop: prop, call: call})
 	}
+	if writes != nil {
+		writes.hold()
+	}
 	for _, prop := range unitIfaceProperties {
 		get("org.freedesktop.systemd1.Unit", prop)
 	}
 	if iface != "" {
 		for _, prop := range typeIfaceProperties {
 			get("org.freedesktop.systemd1."+iface, prop)
+		}
+	}
+	if writes != nil {
+		if err := writes.release(); err != nil {
+			return UnitState{}, fmt.Errorf("show unit %s on %s: send the reads: %w", name, host, err)
 		}
 	}
 	values := make([]any, len(asks))

@@ -66,7 +66,7 @@ func (m SSHSystemd) Show(ctx context.Context, unit string) (UnitState, error) {
 			}
 			break // the bus could not be reached; systemctl may still work
 		}
-		st, err := showUnit(ctx, bus.conn, m.SSH.Host(), unit)
+		st, err := showUnit(ctx, bus.conn, bus.writes, m.SSH.Host(), unit)
 		if err == nil {
 			return showPropertiesOnly(st), nil
 		}
@@ -119,8 +119,11 @@ func showPropertiesOnly(st UnitState) UnitState {
 // once: a new one costs PID 1 an authentication and the connection a
 // forwarded channel, several times what a read costs.
 type busSession struct {
-	ready  chan struct{} // closed once conn or err is set
-	conn   *godbus.Conn
+	ready chan struct{} // closed once conn or err is set
+	conn  *godbus.Conn
+	// writes is conn's transport, whose writes a read holds back and sends
+	// at once.
+	writes *heldWrites
 	err    error
 	broken atomic.Bool
 }
@@ -143,7 +146,7 @@ func (s *SSH) keptBus(ctx context.Context) (*busSession, error) {
 		conn.bus = b
 		go func() {
 			defer close(b.ready)
-			b.conn, b.err = s.systemdBus(conn)
+			b.conn, b.writes, b.err = s.systemdBus(conn)
 			if b.err != nil {
 				b.broken.Store(true)
 			}
@@ -164,14 +167,14 @@ func (s *SSH) keptBus(ctx context.Context) (*busSession, error) {
 // that will not go away (forwarding refused, the socket missing,
 // authentication refused) is remembered, so the next read goes to
 // systemctl without trying.
-func (s *SSH) systemdBus(conn *liveConn) (*godbus.Conn, error) {
+func (s *SSH) systemdBus(conn *liveConn) (*godbus.Conn, *heldWrites, error) {
 	if s.cfg.User != "root" {
 		// The private bus answers root only.
 		err := fmt.Errorf("systemd's private bus answers root only, and the login is %q", s.cfg.User)
 		s.bus.refuse(err)
-		return nil, err
+		return nil, nil, err
 	}
-	bus, err := dialSystemdBus(conn)
+	bus, writes, err := dialSystemdBus(conn)
 	if err != nil {
 		err = fmt.Errorf("connect to systemd on %s over ssh (%s): %w", s.Host(), SystemdPrivateBus, err)
 		var refused *ssh.OpenChannelError
@@ -179,9 +182,9 @@ func (s *SSH) systemdBus(conn *liveConn) (*godbus.Conn, error) {
 		if errors.As(err, &refused) || errors.As(err, &authErr) {
 			s.bus.refuse(err)
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	return bus, nil
+	return bus, writes, nil
 }
 
 // busAuthError says the bus refused the login's credentials.
@@ -196,24 +199,24 @@ const busDialTimeout = 10 * time.Second
 
 // dialSystemdBus opens one connection to systemd's private bus through
 // conn. It lives as long as the SSH connection, or until it breaks.
-func dialSystemdBus(conn *liveConn) (*godbus.Conn, error) {
+func dialSystemdBus(conn *liveConn) (*godbus.Conn, *heldWrites, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), busDialTimeout)
 	defer cancel()
 	nc, err := conn.client.DialContext(ctx, "unix", SystemdPrivateBus)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	tc := withDeadlines(nc)
+	tc := &heldWrites{Conn: withDeadlines(nc)}
 	_ = tc.SetDeadline(time.Now().Add(busDialTimeout)) // a pipe end: SetDeadline cannot fail
 	bc, err := godbus.NewConn(tc)
 	if err != nil {
 		_ = tc.Close() // the dial failed; nothing else to report
-		return nil, err
+		return nil, nil, err
 	}
 	if err := bc.Auth([]godbus.Auth{godbus.AuthExternal("0")}); err != nil {
 		_ = bc.Close() // authentication failed; the close changes nothing
-		return nil, &busAuthError{err: err}
+		return nil, nil, &busAuthError{err: err}
 	}
 	_ = tc.SetDeadline(time.Time{}) // from here each call carries its context
-	return bc, nil
+	return bc, tc, nil
 }
