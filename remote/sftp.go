@@ -96,9 +96,10 @@ func (s *SSH) ReadFile(ctx context.Context, path string, max int) (File, error) 
 // server must answer in one packet.
 const sftpChunk = 32 << 10
 
-// readChunks reads f to its end, or to max+1 bytes, a chunk per Read. The
-// client answers each Read in as few requests as it can (one, and one more
-// that finds the end), so a small file takes two round trips, where
+// readChunks reads f to its end, or to max+1 bytes, asking for at least a
+// chunk per Read. The client answers a Read in as few requests as it can
+// (a chunk each, and one more that finds the end), so a small file takes
+// two round trips, where
 // io.ReadAll's first Reads are 512 bytes, each a round trip of its own: a
 // 4 KiB script took eight, 100 KiB fifteen (five now).
 // It reads to EOF whatever stat said the size was: /proc files say they

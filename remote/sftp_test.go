@@ -114,7 +114,7 @@ func TestReadFileOverSFTPAsksForWholeChunks(t *testing.T) {
 		reads int
 	}{
 		{name: "4 KiB script", path: write("serve.sh", 4<<10), size: 4 << 10, reads: 2},
-		{name: "100 KiB in four chunks", path: write("big.conf", 100<<10), size: 100 << 10, reads: 5},
+		{name: "100 KiB: four chunks and the end", path: write("big.conf", 100<<10), size: 100 << 10, reads: 5},
 		{name: "exactly one chunk", path: write("one.conf", 32<<10), size: 32 << 10, reads: 2},
 		{name: "cut at max", path: write("cut.conf", 100<<10), max: 40 << 10, size: 40 << 10, reads: 2},
 		{name: "proc file read to EOF", path: "/proc/self/status", reads: 2},
