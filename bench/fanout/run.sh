@@ -22,7 +22,7 @@
 # connection multiplexing, which a one-shot run cannot use.
 # Needs root (test hosts) and the Debian packages pssh and ansible.
 #
-#   sudo bench/fanout/run.sh                  # N=20 and 50, 5 repetitions
+#   sudo bench/fanout/run.sh                  # N=20 and 50, 5 rounds
 #   NS=5 REPS=1 bench/fanout/run.sh
 #   RUNBOT_BIN=/path/to/runbot bench/fanout/run.sh   # instead of building ./cmd/runbot
 #
@@ -208,8 +208,8 @@ median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 hz=$(getconf CLK_TCK)
 
 declare -A wall client hostcpu machine fails ts cs hs ms
-# run_once TOOL N: one timed fan-out, appended to the tool's samples; 1
-# when its output was incomplete (the run does not count).
+# run_once TOOL N: one timed fan-out, appended to the tool's samples. It
+# returns 1 when the output was incomplete, and the run does not count.
 run_once() {
     local tool=$1 n=$2 t0 t1 h0 h1 m0 m1
     h0=$(hosts_ns) m0=$(machine_jiffies)
@@ -235,8 +235,8 @@ for n in $NS; do
     for tool in $TOOLS; do "run_${tool//-/_}" "$n" && "check_${tool//-/_}" "$n" || echo "warm-up of $tool at N=$n failed" >&2; done
     for tool in $TOOLS; do fails[$tool,$n]=0 ts[$tool,$n]="" cs[$tool,$n]="" hs[$tool,$n]="" ms[$tool,$n]=""; done
     # The tools take turns, one run each per round, so that a machine
-    # that slows down or speeds up during the run (a shared VM drifts by
-    # tens of percent over an hour) weighs on every tool alike. A run
+    # that slows down or speeds up during the run (a shared VM's speed
+    # moves by ±15 % within minutes) weighs on every tool alike. A run
     # whose output is incomplete does not count; it is repeated, at most
     # twice per repetition for each tool, and reported.
     for ((r = 1; r <= REPS; r++)); do
