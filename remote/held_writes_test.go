@@ -12,12 +12,21 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// countingConn counts the writes that reach the socket.
+// countingConn counts the writes and reads that reach the socket.
 type countingConn struct {
 	net.Conn
-	mu     sync.Mutex
-	writes int
+	mu            sync.Mutex
+	writes, reads int
 }
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	c.reads++
+	c.mu.Unlock()
+	return c.Conn.Read(p)
+}
+
+func (c *countingConn) readCount() int { c.mu.Lock(); defer c.mu.Unlock(); return c.reads }
 
 func (c *countingConn) Write(p []byte) (int, error) {
 	c.mu.Lock()

@@ -208,7 +208,7 @@ func dialSystemdBus(conn *liveConn) (*godbus.Conn, *heldWrites, error) {
 	}
 	tc := &heldWrites{Conn: withDeadlines(nc)}
 	_ = tc.SetDeadline(time.Now().Add(busDialTimeout)) // a pipe end: SetDeadline cannot fail
-	bc, err := godbus.NewConn(tc)
+	bc, err := godbus.NewConn(newBufferedReads(tc))
 	if err != nil {
 		_ = tc.Close() // the dial failed; nothing else to report
 		return nil, nil, err
