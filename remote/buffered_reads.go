@@ -10,7 +10,7 @@ const busReadBuffer = 4096
 
 // bufferedReads serves a connection's reads from a buffer. godbus decodes
 // a message with a read per field, a few bytes each; over SSH each of those
-// is a call into the channel's buffer under its lock, some twenty reads a
+// is a call into the channel's buffer under its lock, some thirty reads a
 // reply. Buffered, the replies that have arrived are one read, whatever
 // their fields.
 type bufferedReads struct {
@@ -18,6 +18,7 @@ type bufferedReads struct {
 	r *bufio.Reader
 }
 
+// newBufferedReads buffers the reads of c.
 func newBufferedReads(c net.Conn) *bufferedReads {
 	return &bufferedReads{Conn: c, r: bufio.NewReaderSize(c, busReadBuffer)}
 }
