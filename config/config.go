@@ -45,6 +45,11 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// Parallel bounds runs executing at once.
 	Parallel int
+	// SSHIdleTimeout closes a host's SSH connection once no run has used
+	// it for that long, so that serve does not keep a login (sshd, an
+	// sftp-server, a bus forwarding) on every host it ever ran on; the
+	// next run dials again. Zero keeps connections for good.
+	SSHIdleTimeout time.Duration
 	// At is where each top-level key's value was written.
 	At Positions
 }

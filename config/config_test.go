@@ -2,7 +2,10 @@ package config_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -23,7 +26,8 @@ testdata/broken.yaml:11:62: schedule.deployments and schedule.params.deployment 
 testdata/broken.yaml:11:110: schedule.parallel must be at least 1, got 0
 testdata/broken.yaml:12:59: schedule.parallel needs schedule.deployments: only a fleet audit runs deployments in parallel
 testdata/broken.yaml:13:1: config: unknown key "logg" (did you mean "log"?)
-testdata/broken.yaml:15:29: groups.oncall.slack_usergroup must be a Slack user group id like S0123ABCD, got "@oncall"`
+testdata/broken.yaml:15:29: groups.oncall.slack_usergroup must be a Slack user group id like S0123ABCD, got "@oncall"
+testdata/broken.yaml:16:19: ssh_idle_timeout must be 0 (keep connections) or positive, got -5m0s`
 	require.Equal(t, want, err.Error())
 	require.NotContains(t, err.Error(), "xoxb-a-real-token", "a pasted secret must never be echoed")
 }
@@ -115,4 +119,25 @@ schedules:
 		"runbot.yaml:8:12: alerts.channel: \"alerts\" is not a Slack channel id (C…, G… or D…, as in the channel's details; not its #name)\n"+
 		"runbot.yaml:10:27: route.match.alertname: error parsing regexp: missing closing ]: `[)$`\n"+
 		"runbot.yaml:12:54: schedule.channel: \"#ops\" is not a Slack channel id (C…, G… or D…, as in the channel's details; not its #name)", err.Error())
+}
+
+// serve closes SSH connections left idle: after 5 minutes unless the
+// config says otherwise, never when it says 0.
+func TestSSHIdleTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name, line string
+		want       time.Duration
+	}{
+		{"default", "", config.DefaultSSHIdleTimeout},
+		{"set", "ssh_idle_timeout: 90s\n", 90 * time.Second},
+		{"kept for good", "ssh_idle_timeout: 0s\n", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "runbot.yaml")
+			require.NoError(t, os.WriteFile(path, []byte("store: /var/lib/runbot/runbot.db\n"+tc.line), 0o600))
+			c, err := config.Load(path)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, c.SSHIdleTimeout)
+		})
+	}
 }

@@ -51,14 +51,20 @@ func Check(path string) (*Config, yamlnode.Problems, error) {
 	return c, problems, nil
 }
 
+// DefaultSSHIdleTimeout is how long serve keeps a host's SSH connection
+// that no run uses: long enough that a burst of runs, or a schedule every
+// few minutes, reuses it, short enough that idle hosts do not each hold a
+// login for good.
+const DefaultSSHIdleTimeout = 5 * time.Minute
+
 func decode(path string, data []byte) (*Config, yamlnode.Problems) {
 	d := &yamlnode.Decoder{File: path}
-	c := &Config{File: path, Listen: "127.0.0.1:8080", Log: Log{Format: "text", Level: "info"}, ShutdownGrace: 30 * time.Second, Parallel: 4, Groups: map[string][]string{}, SlackUsergroups: map[string]string{}, At: Positions{}}
+	c := &Config{File: path, Listen: "127.0.0.1:8080", Log: Log{Format: "text", Level: "info"}, ShutdownGrace: 30 * time.Second, Parallel: 4, SSHIdleTimeout: DefaultSSHIdleTimeout, Groups: map[string][]string{}, SlackUsergroups: map[string]string{}, At: Positions{}}
 	root := d.Parse(data)
 	if root == nil {
 		return nil, d.Problems
 	}
-	d.Fields(root, "config", []string{"listen", "tls", "store", "inventory", "runbooks", "log", "groups", "slack", "alerts", "schedules", "shutdown_grace", "parallel", "web"}, func(key string, _, v *yaml.Node) {
+	d.Fields(root, "config", []string{"listen", "tls", "store", "inventory", "runbooks", "log", "groups", "slack", "alerts", "schedules", "shutdown_grace", "parallel", "ssh_idle_timeout", "web"}, func(key string, _, v *yaml.Node) {
 		c.At[key] = yamlnode.PosOf(v)
 		switch key {
 		case "listen":
@@ -110,6 +116,11 @@ func decode(path string, data []byte) (*Config, yamlnode.Problems) {
 			d.Items(v, "schedules", func(_ int, sv *yaml.Node) { c.Schedules = append(c.Schedules, decodeSchedule(d, sv)) })
 		case "shutdown_grace":
 			c.ShutdownGrace = d.Duration(v, "shutdown_grace")
+		case "ssh_idle_timeout":
+			c.SSHIdleTimeout = d.Duration(v, "ssh_idle_timeout")
+			if c.SSHIdleTimeout < 0 {
+				d.Errorf(v, "ssh_idle_timeout must be 0 (keep connections) or positive, got %s", c.SSHIdleTimeout)
+			}
 		case "web":
 			c.Web = decodeWeb(d, v)
 		case "parallel":

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"sync"
+	"time"
 )
 
 // Pool hands out one SSH runner, and so one connection, per host name, for
@@ -15,6 +16,11 @@ type Pool struct {
 	// OnDial, when set before the pool is used, is told about every
 	// connection attempt of the pool's runners (for metrics).
 	OnDial func(DialEvent)
+	// IdleTimeout, when set before the pool is used, closes a host's
+	// connection (and with it the host's sshd, sftp-server and bus
+	// forwarding) once nothing has used it for that long; the next use
+	// dials again. Zero keeps connections until Close, as a run does.
+	IdleTimeout time.Duration
 
 	mu     sync.Mutex
 	hosts  map[string]*pooled
@@ -56,6 +62,7 @@ func (p *Pool) Runner(cfg SSHConfig) (*SSH, error) {
 		return nil, err
 	}
 	s.onDial = p.OnDial
+	s.idleTimeout = p.IdleTimeout
 	p.hosts[key] = &pooled{asked: cfg, ssh: s}
 	return s, nil
 }

@@ -62,7 +62,14 @@ func (s *SSH) ReadFile(ctx context.Context, path string, max int) (File, error) 
 		return File{}, ErrNoFileReader
 	}
 	start := time.Now()
-	fsess, err := s.fileSession(ctx)
+	conn, err := s.use(ctx)
+	if err != nil {
+		return File{}, err
+	}
+	// Reading a file is a use of the connection; one that timed out ends
+	// here all the same, and its session is marked broken.
+	defer s.done(conn)
+	fsess, err := s.fileSession(ctx, conn)
 	if err != nil {
 		return File{}, err
 	}
@@ -169,13 +176,9 @@ func sftpProblem(err error) error {
 	return err
 }
 
-// fileSession returns the connection's SFTP client, opening it on first
-// use; concurrent callers share one opening.
-func (s *SSH) fileSession(ctx context.Context) (*fileSession, error) {
-	conn, err := s.connection(ctx)
-	if err != nil {
-		return nil, err
-	}
+// fileSession returns conn's SFTP client, opening it on first use;
+// concurrent callers share one opening.
+func (s *SSH) fileSession(ctx context.Context, conn *liveConn) (*fileSession, error) {
 	conn.filesMu.Lock()
 	fsess := conn.files
 	if fsess == nil || fsess.broken.Load() {

@@ -37,7 +37,8 @@ type shellSession struct {
 	// setsid says jobs lead their own process group; pid is the driver's.
 	setsid bool
 	pid    int
-	// release gives back the session slot taken on the SSH runner.
+	// release gives back the session slot taken on the SSH runner and ends
+	// the shell's use of the connection.
 	release func()
 
 	// wmu serialises request lines on stdin.
@@ -83,12 +84,17 @@ func openShellSession(ctx context.Context, r *SSH) (*shellSession, error) {
 		return nil, fmt.Errorf("open shell on %s: %w", host, context.Cause(ctx))
 	}
 	var once sync.Once
-	release := func() { once.Do(func() { <-r.sessions }) }
-	sess, _, err := r.openSession(ctx)
+	slot := func() { once.Do(func() { <-r.sessions }) }
+	sess, conn, err := r.openSession(ctx)
 	if err != nil {
-		release()
+		slot()
 		return nil, err
 	}
+	// The shell is a use of the connection for as long as it lives.
+	release := sync.OnceFunc(func() {
+		slot()
+		r.done(conn)
+	})
 	ss, err := startDriver(ctx, host, sess, release)
 	if err != nil {
 		_ = sess.Close() // the driver failed; its session is of no use

@@ -39,6 +39,11 @@ type SSH struct {
 	dials   int
 	// onDial is told about each connection attempt; set before first use.
 	onDial func(DialEvent)
+	// idleTimeout, when positive, closes the connection once nothing has
+	// used it for that long (set before first use); retired counts those
+	// closes.
+	idleTimeout time.Duration
+	retired     int
 	// bus remembers that the host's systemd bus cannot be reached
 	// (SSHSystemd then reads with systemctl).
 	bus busRefusal
@@ -104,6 +109,7 @@ func (s *SSH) Run(ctx context.Context, cmd Command) (Output, error) {
 		}
 		return Output{Duration: time.Since(start)}, err
 	}
+	defer s.done(conn)
 	// Wait closes the session, so a later close only reports that (io.EOF).
 	defer func() { _ = sess.Close() }()
 
@@ -165,10 +171,11 @@ func (s *SSH) Run(ctx context.Context, cmd Command) (Output, error) {
 }
 
 // openSession opens a session, redialing once when the connection turns out
-// to be broken before the command started (so nothing ran twice).
+// to be broken before the command started (so nothing ran twice). The
+// session's connection is in use until the caller calls s.done on it.
 func (s *SSH) openSession(ctx context.Context) (*ssh.Session, *liveConn, error) {
 	for attempt := 0; ; attempt++ {
-		conn, err := s.connection(ctx)
+		conn, err := s.use(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -176,6 +183,7 @@ func (s *SSH) openSession(ctx context.Context) (*ssh.Session, *liveConn, error) 
 		if err == nil {
 			return sess, conn, nil
 		}
+		s.done(conn)
 		if ctx.Err() != nil {
 			return nil, nil, fmt.Errorf("open session on %s: %w", s.cfg.Name, context.Cause(ctx))
 		}

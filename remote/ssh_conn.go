@@ -22,6 +22,15 @@ type liveConn struct {
 	// busMu guards bus, the connection's kept systemd bus once opened.
 	busMu sync.Mutex
 	bus   *busSession
+
+	// users counts the uses in progress (a command, a file or unit read, an
+	// open tunnel, a shared shell); idle is the timer that retires the
+	// connection once none has been for the runner's idle timeout, and
+	// idleGen tells a timer that fired late from the current one. All
+	// three are guarded by the runner's mu.
+	users   int
+	idle    *time.Timer
+	idleGen uint64
 }
 
 func (c *liveConn) isDead() bool {
@@ -43,8 +52,83 @@ type dialCall struct {
 // Connect dials the host now, unless a healthy connection exists, so that
 // unreachable hosts and host key problems surface before any step runs.
 func (s *SSH) Connect(ctx context.Context) error {
-	_, err := s.connection(ctx)
-	return err
+	c, err := s.use(ctx)
+	if err != nil {
+		return err
+	}
+	s.done(c)
+	return nil
+}
+
+// use returns the current connection, dialing when there is none or it
+// broke, and counts one use of it: until the caller ends the use with
+// s.done, the idle timeout cannot retire it.
+func (s *SSH) use(ctx context.Context) (*liveConn, error) {
+	for {
+		c, err := s.connection(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		if s.conn == c {
+			c.users++
+			if c.idle != nil {
+				c.idle.Stop()
+				c.idle = nil
+			}
+			s.mu.Unlock()
+			return c, nil
+		}
+		s.mu.Unlock()
+		// Retired or forgotten between the dial and this use: the next
+		// round dials again, or says the runner is closed.
+	}
+}
+
+// done ends one use of c. The last one starts the idle timer, when the
+// runner has an idle timeout.
+func (s *SSH) done(c *liveConn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.users--
+	if c.users > 0 || s.idleTimeout <= 0 || s.conn != c {
+		return
+	}
+	c.idleGen++
+	gen := c.idleGen
+	c.idle = time.AfterFunc(s.idleTimeout, func() { s.retire(c, gen) })
+}
+
+// retire closes c after it went unused for the idle timeout, unless a use
+// began since (or began and ended, starting a later timer). Callers that
+// come after find no connection and dial a new one.
+func (s *SSH) retire(c *liveConn, gen uint64) {
+	s.mu.Lock()
+	if s.conn != c || c.users > 0 || c.idleGen != gen {
+		s.mu.Unlock()
+		return
+	}
+	s.conn = nil
+	c.idle = nil
+	s.retired++
+	s.mu.Unlock()
+	// Nothing uses it; its end needs no report.
+	_ = c.Close()
+}
+
+// Retired says how many connections were closed for going unused for the
+// idle timeout.
+func (s *SSH) Retired() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.retired
+}
+
+// Connected says whether the runner holds a live connection now.
+func (s *SSH) Connected() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn != nil && !s.conn.isDead()
 }
 
 // connection returns the current connection, dialing when there is none or
@@ -180,6 +264,10 @@ func (s *SSH) Close() error {
 	close(s.closing)
 	c := s.conn
 	s.conn = nil
+	if c != nil && c.idle != nil {
+		c.idle.Stop()
+		c.idle = nil
+	}
 	s.mu.Unlock()
 	if c != nil {
 		// An error here only says the connection had already broken, which

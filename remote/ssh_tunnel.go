@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -16,14 +17,18 @@ import (
 // The returned connection supports deadlines.
 func (s *SSH) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	for attempt := 0; ; attempt++ {
-		conn, err := s.connection(ctx)
+		conn, err := s.use(ctx)
 		if err != nil {
 			return nil, err
 		}
 		c, err := conn.client.DialContext(ctx, network, addr)
 		if err == nil {
-			return withDeadlines(c), nil
+			// The tunnel is a use of the connection until it is closed.
+			t := withDeadlines(c)
+			t.release = sync.OnceFunc(func() { s.done(conn) })
+			return t, nil
 		}
+		s.done(conn)
 		var refused *ssh.OpenChannelError
 		if ctx.Err() != nil || errors.As(err, &refused) || attempt > 0 {
 			return nil, fmt.Errorf("open tunnel from %s to %s: %w", s.cfg.Name, addr, err)
@@ -40,12 +45,23 @@ func (s *SSH) DialContext(ctx context.Context, network, addr string) (net.Conn, 
 type tunnelConn struct {
 	net.Conn
 	local, remote net.Addr
+	// release, when set, ends the tunnel's use of its SSH connection.
+	release func()
+}
+
+// Close implements net.Conn; the SSH connection may go idle after it.
+func (c *tunnelConn) Close() error {
+	err := c.Conn.Close()
+	if c.release != nil {
+		c.release()
+	}
+	return err
 }
 
 func (c *tunnelConn) LocalAddr() net.Addr  { return c.local }
 func (c *tunnelConn) RemoteAddr() net.Addr { return c.remote }
 
-func withDeadlines(ch net.Conn) net.Conn {
+func withDeadlines(ch net.Conn) *tunnelConn {
 	user, inner := net.Pipe()
 	// Each pump ends when its source closes or fails; closing the other side
 	// is how that reaches the user, so the errors themselves are not needed.

@@ -59,7 +59,7 @@ func (m SSHSystemd) Show(ctx context.Context, unit string) (UnitState, error) {
 	// A kept connection that systemd closed since (a daemon-reexec, a
 	// restart of PID 1's bus) is replaced once, at once.
 	for attempt := 0; attempt < 2 && !m.SSH.bus.refused(); attempt++ {
-		bus, err := m.SSH.keptBus(ctx)
+		bus, conn, err := m.SSH.keptBus(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return UnitState{}, fmt.Errorf("show unit %s on %s: %w", unitName(unit), m.SSH.Host(), err)
@@ -67,6 +67,7 @@ func (m SSHSystemd) Show(ctx context.Context, unit string) (UnitState, error) {
 			break // the bus could not be reached; systemctl may still work
 		}
 		st, err := showUnit(ctx, bus.conn, bus.writes, m.SSH.Host(), unit)
+		m.SSH.done(conn)
 		if err == nil {
 			return showPropertiesOnly(st), nil
 		}
@@ -130,11 +131,12 @@ type busSession struct {
 
 // keptBus returns the connection's systemd bus, connecting on first use;
 // concurrent callers share one connect, each waiting no longer than its
-// ctx.
-func (s *SSH) keptBus(ctx context.Context) (*busSession, error) {
-	conn, err := s.connection(ctx)
+// ctx. On success the SSH connection is in use until the caller calls
+// s.done on it.
+func (s *SSH) keptBus(ctx context.Context) (*busSession, *liveConn, error) {
+	conn, err := s.use(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	conn.busMu.Lock()
 	b := conn.bus
@@ -155,9 +157,14 @@ func (s *SSH) keptBus(ctx context.Context) (*busSession, error) {
 	conn.busMu.Unlock()
 	select {
 	case <-b.ready:
-		return b, b.err
+		if b.err != nil {
+			s.done(conn)
+			return nil, nil, b.err
+		}
+		return b, conn, nil
 	case <-ctx.Done():
-		return nil, context.Cause(ctx)
+		s.done(conn)
+		return nil, nil, context.Cause(ctx)
 	}
 }
 

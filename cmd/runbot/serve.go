@@ -145,6 +145,7 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 
 	d.inv = inv
 	d.pool = remote.NewPool()
+	d.pool.IdleTimeout = cfg.SSHIdleTimeout
 	// Closing SSH connections at shutdown: a peer that already went away is
 	// not worth reporting.
 	defer func() { _ = d.pool.Close() }()
