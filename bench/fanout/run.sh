@@ -9,6 +9,10 @@
 #                  checks for the same facts: unit_state (systemd's D-Bus
 #                  API through the connection), log_progress (journalctl),
 #                  read_file, flag and grep_config (files over SFTP)
+#   runbot-floor-units, runbot-floor-journal (only when named in TOOLS)
+#                  runbot-native's first three steps (the connection and the
+#                  unit reads), then those and the journal read: what the
+#                  audit costs before its file reads
 #   ssh-parallel   OpenSSH, one `ssh` per host in parallel (& + wait), the five
 #                  commands joined into one line
 #   pssh-once      parallel-ssh called once with the joined line
@@ -116,6 +120,12 @@ setup_n() {
         echo "  - {id: backend, check: grep_config, target: [$targets], with: {files: [/root/serve_dsv4_decode.sh], extract: {transfer_backend: '--disaggregation-transfer-backend[= ](\\S+)'}}}"
     } > "$d/audit-native.yaml"
     "$work/runbot" lint "$d/audit-native.yaml" >/dev/null
+    # The floor of that audit: the connection with the three unit reads
+    # only, then with the journal read as well; what the file reads add
+    # is runbot-native less the second.
+    { sed -n '1,3p' "$d/audit-native.yaml"; grep -E 'id: (prefill|decode|router),' "$d/audit-native.yaml"; } > "$d/audit-floor-units.yaml"
+    { cat "$d/audit-floor-units.yaml"; grep -E 'id: batches,' "$d/audit-native.yaml"; } > "$d/audit-floor-journal.yaml"
+    "$work/runbot" lint "$d/audit-floor-units.yaml" "$d/audit-floor-journal.yaml" >/dev/null
     awk -v key="$RUNBOT_TESTHOST_KEY" -v kh="$RUNBOT_TESTHOST_KNOWN_HOSTS" -v kex="$OPENSSH_KEX" '{
         args = "-o UserKnownHostsFile=" kh " -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes"
         if (kex != "") args = args " -o KexAlgorithms=" kex
@@ -124,8 +134,10 @@ setup_n() {
     awk '{print "root@" $2}' "$d/hosts.tsv" > "$d/pssh.hosts"
 }
 
+# verify_runbot FILE N [STEPS]: every one of STEPS (default 5) steps ran ok
+# on each of the N hosts.
 verify_runbot() {
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); bad=[s for s in d["steps"] if s["status"]!="ok"]; n=len(d["steps"]); sys.exit(1 if bad or n!=5*int(sys.argv[2]) else 0)' "$1" "$2" ||
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); bad=[s for s in d["steps"] if s["status"]!="ok"]; n=len(d["steps"]); sys.exit(1 if bad or n!=int(sys.argv[3])*int(sys.argv[2]) else 0)' "$1" "$2" "${3:-5}" ||
         { echo "runbot: a step failed or is missing ($1)" >&2; return 1; }
 }
 # check_markers FILE COUNT: the last command's exit marker appears COUNT times.
@@ -156,6 +168,10 @@ if bad or len(steps) != 7 * n:
 # outside the timed part.
 run_runbot_native() { run_runbot "$1" native; }
 check_runbot_native() { verify_native "$work/n$1/runbot.out" "$1"; }
+run_runbot_floor_units() { run_runbot "$1" floor-units; }
+check_runbot_floor_units() { verify_runbot "$work/n$1/runbot.out" "$1" 3; }
+run_runbot_floor_journal() { run_runbot "$1" floor-journal; }
+check_runbot_floor_journal() { verify_runbot "$work/n$1/runbot.out" "$1" 4; }
 run_runbot_shared() { run_runbot "$1" true; }
 check_runbot_shared() { verify_runbot "$work/n$1/runbot.out" "$1"; }
 run_runbot() {
@@ -259,11 +275,12 @@ done
 echo
 echo "Fan-out benchmark, $(date -u +%Y-%m-%d), $(nproc) CPUs, load average before: $(cut -d' ' -f1-3 /proc/loadavg), median of $REPS, OpenSSH kex for the peers: ${OPENSSH_KEX:-default}"
 echo
-printf '| N hosts | tool | wall | client CPU | hosts CPU | machine CPU | failed runs |\n|---:|---|---:|---:|---:|---:|---:|\n'
+printf '| N hosts | tool | wall | client CPU | hosts CPU | machine CPU | machine CPU a host | failed runs |\n|---:|---|---:|---:|---:|---:|---:|---:|\n'
 for n in $NS; do
     for tool in $TOOLS; do
-        printf '| %s | %s | %.2f s | %.2f s | %s | %.2f s | %s |\n' "$n" "$tool" "${wall[$tool,$n]}" "${client[$tool,$n]}" \
-            "$([[ ${hostcpu[$tool,$n]} == - ]] && echo – || printf '%.2f s' "${hostcpu[$tool,$n]}")" "${machine[$tool,$n]}" "${fails[$tool,$n]}"
+        printf '| %s | %s | %.2f s | %.2f s | %s | %.2f s | %.0f ms | %s |\n' "$n" "$tool" "${wall[$tool,$n]}" "${client[$tool,$n]}" \
+            "$([[ ${hostcpu[$tool,$n]} == - ]] && echo – || printf '%.2f s' "${hostcpu[$tool,$n]}")" "${machine[$tool,$n]}" \
+            "$(awk -v m="${machine[$tool,$n]}" -v n="$n" 'BEGIN{print m * 1000 / n}')" "${fails[$tool,$n]}"
     done
 done
 echo
