@@ -16,8 +16,8 @@ import (
 // it shows holds at serve's default too.
 const idleTimeout = 300 * time.Millisecond
 
-// idlePool returns a pool that retires connections idle for idleTimeout,
-// its runner for srv, connected, and srv's log offset before the dial.
+// idlePool returns the runner for srv, connected, of a pool that retires
+// connections idle for idleTimeout.
 func idlePool(t *testing.T, srv *sshdtest.Server) *remote.SSH {
 	t.Helper()
 	pool := remote.NewPool()
