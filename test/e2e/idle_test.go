@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,6 +64,14 @@ schedules:
 		}
 	})
 	base := "http://" + addr
+	testhost.Eventually(t, 30*time.Second, "runbot serve to be ready", func() (bool, string) {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer func() { _ = resp.Body.Close() }() // only the status matters
+		return resp.StatusCode == 200, resp.Status
+	})
 
 	// audits returns the audits finished so far, by outcome, and the
 	// host's successful dials.
