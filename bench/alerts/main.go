@@ -10,6 +10,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -20,8 +21,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +45,10 @@ import (
 const token = "bench-bearer-token"
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == fakeSlackArg {
+		serveFakeSlack()
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "alerts-bench:", err)
 		os.Exit(1)
@@ -75,14 +84,20 @@ func run() error {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
-	rec := slackrec.New()
-	defer rec.Close()
+	// The fake Slack keeps every call it is sent, tens of MiB in a storm:
+	// it runs in a process of its own (this program again) so that the
+	// memory figures are runbot's and the senders', not the recorder's.
+	slackURL, stopSlack, err := startFakeSlack(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopSlack()
 	st, err := store.Open(ctx, filepath.Join(tmp, "runbot.db"))
 	if err != nil {
 		return err
 	}
 	defer func() { _ = st.Close() }()
-	alerts, b, err := wire(o, tmp, rec, st)
+	alerts, b, err := wire(o, tmp, slackURL, st)
 	if err != nil {
 		return err
 	}
@@ -97,6 +112,8 @@ func run() error {
 	go func() { _ = srv.Serve(l) }()
 	defer func() { _ = srv.Close() }()
 
+	idleHeap := liveHeap()
+	mem := sampleHeap(ctx)
 	res, err := send(ctx, o, "http://"+l.Addr().String()+"/alerts/alertmanager")
 	if err != nil {
 		return err
@@ -107,6 +124,9 @@ func run() error {
 		return err
 	}
 	drained := time.Since(ingested)
+	peakHeap := mem()
+	runtime.GC()
+	afterHeap := liveHeap()
 	stop()
 	sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
 	defer scancel()
@@ -127,6 +147,9 @@ func run() error {
 	fmt.Printf("runs started         %d (distinct alerts %d)\n", started, o.d)
 	fmt.Printf("alerts dropped       %d\n", dropped)
 	fmt.Printf("all runs done        %s after the last acknowledgement\n", drained.Round(time.Millisecond))
+	fmt.Printf("heap in use          %.1f MiB wired and idle, at most %.1f MiB during the storm (%.0f×), %.1f MiB after it once collected\n",
+		mib(idleHeap), mib(peakHeap), float64(peakHeap)/float64(idleHeap), mib(afterHeap))
+	fmt.Printf("peak RSS             %s (runbot's intake, dispatcher, store and runs, and the senders; the fake Slack is another process)\n", peakRSS())
 	if started != o.d || dropped != 0 || len(res.latencies) != o.n {
 		return fmt.Errorf("FAILED: %d runs for %d alerts, %d dropped, %d of %d acknowledged", started, o.d, dropped, len(res.latencies), o.n)
 	}
@@ -135,7 +158,7 @@ func run() error {
 
 // wire builds Slack, the dispatcher and the alert intake as the serve
 // command does.
-func wire(o options, tmp string, rec *slackrec.Recorder, st store.Store) (*alerts.Receiver, *dispatch.Dispatcher, error) {
+func wire(o options, tmp, slackURL string, st store.Store) (*alerts.Receiver, *dispatch.Dispatcher, error) {
 	secret := func(name, value string) (slackchat.SecretRef, error) {
 		p := filepath.Join(tmp, name)
 		return slackchat.SecretRef{File: p}, os.WriteFile(p, []byte(value), 0o600)
@@ -166,7 +189,7 @@ func wire(o options, tmp string, rec *slackrec.Recorder, st store.Store) (*alert
 	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sl, err := slackchat.New(slackchat.Config{
-		Transport: slackchat.TransportHTTP, BotToken: botToken, SigningSecret: signing, APIURL: rec.APIURL(),
+		Transport: slackchat.TransportHTTP, BotToken: botToken, SigningSecret: signing, APIURL: slackURL,
 	}, log, nil)
 	if err != nil {
 		return nil, nil, err
@@ -334,3 +357,97 @@ func metric(reg *prometheus.Registry, name string) float64 {
 	}
 	return 0
 }
+
+// fakeSlackArg makes this program the fake Slack: it prints the API URL,
+// then serves until its standard input closes.
+const fakeSlackArg = "-fake-slack"
+
+func serveFakeSlack() {
+	rec := slackrec.New()
+	defer rec.Close()
+	fmt.Println(rec.APIURL())
+	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent closes it
+}
+
+// startFakeSlack runs this program as the fake Slack and returns its API
+// URL and a function that stops it.
+func startFakeSlack(ctx context.Context) (string, func(), error) {
+	cmd := exec.CommandContext(ctx, os.Args[0], fakeSlackArg)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("start the fake Slack: %w", err)
+	}
+	stop := func() {
+		_ = stdin.Close() // ends the child's wait
+		_ = cmd.Wait()    // its exit status says nothing about the benchmark
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("read the fake Slack's URL: %w", err)
+	}
+	return strings.TrimSpace(line), stop, nil
+}
+
+// liveHeap is the bytes of heap objects, live and not yet swept, from the
+// runtime's own accounting.
+func liveHeap() uint64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
+}
+
+// sampleHeap reads liveHeap every 20 ms until the returned function is
+// called, which returns the largest reading.
+func sampleHeap(ctx context.Context) func() uint64 {
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if h := liveHeap(); h > peak.Load() {
+				peak.Store(h)
+			}
+			select {
+			case <-t.C:
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() uint64 {
+		close(stop)
+		<-done
+		return peak.Load()
+	}
+}
+
+// peakRSS is the process's high-water resident set (VmHWM), as Linux
+// reports it.
+func peakRSS() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
