@@ -4,12 +4,8 @@ package e2e
 
 import (
 	"fmt"
-	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -39,39 +35,9 @@ ssh_idle_timeout: 4s
 schedules:
   - {runbook: sglang-pd-audit, cron: "*/15 * * * * *", params: {deployment: %s}, post: always}
 `, addr, filepath.Join(dir, "runbot.db"), c.Inventory, h.Deployment)
-	path := filepath.Join(dir, "serve.yaml")
-	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
-
 	c.Step(t, h, "runbot serve audits %s every 15 s and lets its connection go after 4 s unused", h.Name)
-	cmd := exec.Command(runbotBinary(t), "serve", "--config", path)
-	logs := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	require.NoError(t, cmd.Start())
-	logPath := filepath.Join(dir, "serve.log")
-	c.AttachLog("runbot serve", logPath)
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-		_ = os.WriteFile(logPath, []byte(logs.String()), 0o600)
-		if t.Failed() {
-			t.Logf("runbot serve log:\n%s", logs.String())
-		}
-	})
+	logs := runServe(t, c, dir, "runbot serve", addr, cfg)
 	base := "http://" + addr
-	testhost.Eventually(t, 30*time.Second, "runbot serve to be ready", func() (bool, string) {
-		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			return false, err.Error()
-		}
-		defer func() { _ = resp.Body.Close() }() // only the status matters
-		return resp.StatusCode == 200, resp.Status
-	})
 
 	// audits returns the audits finished so far, by outcome, and the
 	// host's successful dials.

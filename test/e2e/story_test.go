@@ -111,12 +111,23 @@ alerts:
       params:
         deployment: '{{ .labels.deployment }}'
 `, addr, storeLoc, c.Inventory, approver, storyChannel, rec.APIURL(), approver, stranger, addr)
+	env := []string{"E2E_SLACK_BOT_TOKEN=" + storyBotToken, "E2E_SLACK_SIGNING_SECRET=" + storySigningSecret, "E2E_ALERT_TOKEN=" + storyAlertToken, "E2E_LINK_SECRET=" + storyLinkSecret}
+	logs = runServe(t, c, dir, name, addr, cfg, env...)
+	return "http://" + addr, logs
+}
+
+// runServe runs `runbot serve` with the config cfg (written to dir) and
+// the extra environment env until the test ends, and waits until it is
+// ready at listen, the address cfg gives. Its log joins the cluster's
+// failure report under name.
+func runServe(t *testing.T, c *testhost.Cluster, dir, name, listen, cfg string, env ...string) *lockedBuffer {
+	t.Helper()
 	slug := strings.ReplaceAll(name, " ", "-")
 	path := filepath.Join(dir, slug+".yaml")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
 	cmd := exec.Command(runbotBinary(t), "serve", "--config", path)
-	cmd.Env = append(os.Environ(), "E2E_SLACK_BOT_TOKEN="+storyBotToken, "E2E_SLACK_SIGNING_SECRET="+storySigningSecret, "E2E_ALERT_TOKEN="+storyAlertToken, "E2E_LINK_SECRET="+storyLinkSecret)
-	logs = &lockedBuffer{}
+	cmd.Env = append(os.Environ(), env...)
+	logs := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())
 	logPath := filepath.Join(dir, slug+".log")
@@ -135,16 +146,15 @@ alerts:
 			t.Logf("%s log:\n%s", name, logs.String())
 		}
 	})
-	baseURL = "http://" + addr
 	testhost.Eventually(t, 30*time.Second, name+" is ready", func() (bool, string) {
-		resp, err := http.Get(baseURL + "/readyz")
+		resp, err := http.Get("http://" + listen + "/readyz")
 		if err != nil {
 			return false, err.Error()
 		}
 		defer func() { _ = resp.Body.Close() }() // only the status matters
 		return resp.StatusCode == 200, resp.Status
 	})
-	return baseURL, logs
+	return logs
 }
 
 // startAlertmanager runs a real Alertmanager whose receiver is runbot: one
