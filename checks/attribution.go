@@ -60,14 +60,24 @@ func (a attribution) label() string {
 	return AttrUnexplained
 }
 
+// stampSlack is how much earlier than the event a log line's stamp may
+// read: SGLang stamps its lines to the whole second unless SGLANG_LOG_MS is
+// set, so a line written just after a probe gave up can carry the second
+// before.
+const stampSlack = time.Second
+
 // attribute decides whether lines (one occurrence, possibly logged by
 // several ranks) at time t were caused by one of the probes. Only a probe
-// that was cut short can cause a line: a server logs a client abort when the
-// client gives up, just after the probe's end. A line naming the request id
-// of such a probe is certainly its echo; otherwise a line inside its window
-// (start to end plus grace) is taken to be one. A line naming a probe that
-// completed (say with a 500) is a real failure that our request happened to
-// meet: it is reported with the probe's id but stays unexplained.
+// that was cut short can cause a line: a server logs a client abort when it
+// notices the client has gone, which SGLang does 2 to 8 s after the client
+// gave up (the tokenizer's abort task and the gateway's disconnect polling).
+// A line naming the request id of such a probe is certainly its echo. Real
+// engines mint their own request ids, so otherwise a line logged after the
+// probe gave up (end, less the stamp's slack, to end plus grace) is taken to
+// be one; a line logged while the probe still waited cannot be its echo,
+// however close. A line naming a probe that completed (say with a 500) is a
+// real failure that our request happened to meet: it is reported with the
+// probe's id but stays unexplained.
 func attribute(t time.Time, texts []string, probes []probeWindow, grace time.Duration) attribution {
 	oc := &occurrence{time: t, texts: texts}
 	attributeAll([]*occurrence{oc}, probes, grace)
@@ -76,7 +86,7 @@ func attribute(t time.Time, texts []string, probes []probeWindow, grace time.Dur
 
 // attributeAll attributes every occurrence of a pattern. By request id, as
 // attribute does; by time, each cut-short probe explains at most one
-// occurrence — the one logged nearest after the probe gave up — because a
+// occurrence — the first logged after the probe gave up — because a
 // client's disconnect is aborted once. Under load many other clients time
 // out while our probe waits; their aborts stay unexplained.
 func attributeAll(occs []*occurrence, probes []probeWindow, grace time.Duration) {
@@ -102,14 +112,10 @@ func attributeAll(occs []*occurrence, probes []probeWindow, grace time.Duration)
 		var best *occurrence
 		var bestD time.Duration
 		for _, oc := range occs {
-			if oc.attr.By != "" || oc.time.Before(p.Start) || oc.time.After(p.End.Add(grace)) {
+			if oc.attr.By != "" || !oc.time.After(p.End.Add(-stampSlack)) || oc.time.After(p.End.Add(grace)) {
 				continue
 			}
-			d := oc.time.Sub(p.End)
-			if d < 0 {
-				d = -d
-			}
-			if best == nil || d < bestD {
+			if d := oc.time.Sub(p.End); best == nil || d < bestD {
 				best, bestD = oc, d
 			}
 		}

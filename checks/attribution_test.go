@@ -45,7 +45,12 @@ func TestAttribute(t *testing.T) {
 		{"at the hung probe's end", t0.Add(35 * time.Second), line("x"), attribution{Echo: true, RequestID: "rb-hung", By: "time"}},
 		{"inside the grace period", t0.Add(44 * time.Second), line("x"), attribution{Echo: true, RequestID: "rb-hung", By: "time"}},
 		{"after the grace period", t0.Add(46 * time.Second), line("x"), attribution{}},
-		{"during the hung probe", t0.Add(10 * time.Second), line("x"), attribution{Echo: true, RequestID: "rb-hung", By: "time"}},
+		{"stamped in the second the probe gave up", t0.Add(34*time.Second + 500*time.Millisecond), line("x"), attribution{Echo: true, RequestID: "rb-hung", By: "time"}},
+		// The incident recording's one "echo" was another client's abort 4 s
+		// before either probe gave up: a line logged while the probe still
+		// waited cannot be its echo.
+		{"while the hung probe still waited", t0.Add(31 * time.Second), line("x"), attribution{}},
+		{"during the hung probe", t0.Add(10 * time.Second), line("x"), attribution{}},
 		{"before any probe", t0.Add(-time.Second), line("x"), attribution{}},
 		{"names the hung probe, outside its window", t0.Add(-time.Hour), line("rb-hung"), attribution{Echo: true, RequestID: "rb-hung", By: "id"}},
 		{"one of several rank lines names the probe", t0.Add(-time.Hour), append(line("x"), fmt.Sprintf(abort, "rb-hung")), attribution{Echo: true, RequestID: "rb-hung", By: "id"}},
@@ -78,4 +83,19 @@ func TestOneEchoPerProbe(t *testing.T) {
 		}
 	}
 	require.Equal(t, []time.Duration{36 * time.Second}, echoes)
+}
+
+// TestEchoAfterSGLangsAbortLatency: SGLang logs a disconnected client's
+// abort 2 to 8 s after it gave up, and meanwhile other clients' aborts may
+// land; the probe claims the first line after its end, never one before.
+func TestEchoAfterSGLangsAbortLatency(t *testing.T) {
+	t0 := utc("2026-06-18 21:05:00")
+	probe := probeWindow{ID: "rb-hung", Start: t0, End: t0.Add(35 * time.Second), CutShort: true}
+	var occs []*occurrence
+	for _, s := range []int{33, 42} {
+		occs = append(occs, &occurrence{time: t0.Add(time.Duration(s) * time.Second), texts: []string{"Decode transfer failed for request rank=0 decode_req.req.rid='5f1e' decode_req.req.bootstrap_room=7 with exception NIXL KVReceiver Exception"}})
+	}
+	attributeAll(occs, []probeWindow{probe}, 10*time.Second)
+	require.False(t, occs[0].attr.Echo, "logged 2 s before the probe gave up")
+	require.Equal(t, attribution{Echo: true, RequestID: "rb-hung", By: "time"}, occs[1].attr, "logged 7 s after")
 }

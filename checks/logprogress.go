@@ -104,8 +104,8 @@ var logProgressType = Type{
 			{Name: "format", Type: argspec.String, Default: FormatAuto, Enum: []string{FormatAuto, FormatJSON, FormatShortISO, FormatPlain}, Doc: "line format of a log file (the journal is always read as json); auto recognises journalctl json and short-iso lines and takes anything else as written by the service"},
 			{Name: "unit", Type: argspec.String, Doc: "unit whose journal to read; defaults to the target's unit"},
 			{Name: "file", Type: argspec.String, Doc: "log file to read instead of the journal; defaults to the target's log file when the inventory sets one"},
-			{Name: "timezone", Type: argspec.String, Default: "UTC", Doc: "zone of the times SGLang prints, used only when no journald timestamp accompanies them (plain files)"},
-			{Name: "echo_wait", Type: argspec.Duration, Default: time.Second, Min: time.Duration(0), Doc: "when a probe this step observed was cut short less than this long ago, wait until it was, so its echo has been logged"},
+			{Name: "timezone", Type: argspec.String, Default: TimezoneHost, Doc: "zone of the times SGLang prints (host-local time), used only when no journald timestamp accompanies them (plain files): `host` asks the target host for its UTC offset, or an IANA name such as `Europe/Berlin`"},
+			{Name: "echo_wait", Type: argspec.Duration, Default: 9 * time.Second, Min: time.Duration(0), Doc: "when a probe this step observed was cut short less than this long ago, wait until it was, so its echo has been logged (SGLang logs a disconnected client's abort 2 to 8 s after it gave up, stamped to the second)"},
 			{Name: "echo_grace", Type: argspec.Duration, Default: 10 * time.Second, Min: time.Duration(0), Doc: "how long after a cut-short probe ended a line may still be its echo"},
 			{Name: "max_bytes", Type: argspec.Int, Default: 8 << 20, Doc: "most bytes of log read; the newest are kept"},
 		},
@@ -141,16 +141,16 @@ func (LogProgress) Run(ctx context.Context, env Env) (step.Result, error) {
 		}
 	}
 	now := clock(env)()
-	loc, err := time.LoadLocation(args.String("timezone"))
-	if err != nil {
-		return step.Result{}, fmt.Errorf("read log of %s: timezone %q: %w", env.Target.Name(), args.String("timezone"), err)
-	}
 	src, err := logSourceFor(env, args, now)
 	if err != nil {
 		return step.Result{}, err
 	}
 	if env.Target.Runner == nil {
 		return step.Result{}, fmt.Errorf("read %s: no connection to %s", src.desc, env.Target.Name())
+	}
+	loc, zoneNote, err := logZone(ctx, env, args.String("timezone"), src.file)
+	if err != nil {
+		return step.Result{}, err
 	}
 	out, err := env.Target.Runner.Run(ctx, remote.Command{Line: src.line, MaxOutput: src.maxOutput})
 	if err != nil {
@@ -183,7 +183,11 @@ func (LogProgress) Run(ctx context.Context, env Env) (step.Result, error) {
 		events[i].Labels["progress"] = a.progressText
 	}
 	o.Truncated = truncated
-	return step.Result{Values: o, Evidence: a.evidence(o), Events: events}, nil
+	ev := a.evidence(o)
+	if zoneNote != "" {
+		ev = append(ev, zoneNote)
+	}
+	return step.Result{Values: o, Evidence: ev, Events: events}, nil
 }
 
 // unitStart asks the target's service manager when the unit last became

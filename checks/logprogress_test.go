@@ -275,6 +275,22 @@ func TestLogProgressPlainFileInHostZone(t *testing.T) {
 	require.Equal(t, []string{}, o.LaggingRanks)
 }
 
+// By default a plain file's stamps are read in the host's own zone, which
+// the step asks the host for: SGLang logs host-local time, and a host five
+// and a half hours east of UTC would otherwise look silent for hours.
+func TestLogProgressPlainFileAsksTheHostsZone(t *testing.T) {
+	t.Setenv("TZ", "IST-5:30") // a POSIX zone: no zone database needed
+	f := filepath.Join(t.TempDir(), "decode.log")
+	require.NoError(t, os.WriteFile(f, []byte(
+		"[2026-09-24 07:20:42] Decode batch, #running-req: 2, #token: 64, token usage: 0.20, cuda graph: True, gen throughput (token/s): 58.87, #queue-req: 0\n"), 0o644))
+	o, res := runLog(t, logEnv(argspec.Values{"file": f, "progress": "Decode batch"}, "2026-09-24 01:51:02"))
+	require.Equal(t, utc("2026-09-24 01:50:42"), o.LastProgress)
+	require.Equal(t, 20*time.Second, o.Gap)
+	for _, l := range res.Evidence {
+		require.NotContains(t, l, "time zone is unknown")
+	}
+}
+
 func TestLogProgressLaggingRank(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "decode.log")
 	require.NoError(t, os.WriteFile(f, []byte(

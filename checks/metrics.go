@@ -90,7 +90,7 @@ var metricsSampleType = Type{
 			"stale-looking (an unchanging fractional gauge, i.e. a measurement last written before sampling began), " +
 			"missing or seen in a single sample only; counters also get a rate. One sample is never treated as a reading.",
 		Args: []argspec.Arg{
-			{Name: "metrics", Type: argspec.StringList, Required: true, Doc: "metric names; a|b lists aliases of one metric across versions (the first one present is used)"},
+			{Name: "metrics", Type: argspec.StringList, Required: true, Doc: "metric names; a|b lists aliases of one metric across versions (the first one present is used); name{label=\"value\"} keeps only the series with those labels"},
 			{Name: "samples", Type: argspec.Int, Default: 5, Min: 1, Doc: "number of scrapes"},
 			{Name: "interval", Type: argspec.Duration, Default: 2 * time.Second, Positive: true, Doc: "pause between scrapes"},
 			{Name: "url", Type: argspec.String, Escape: argspec.EscapeURL, Doc: "endpoint to scrape; defaults to the target's metrics URL"},
@@ -263,6 +263,9 @@ func summarizeScrapes(u string, requested []string, scrapes []scrape) MetricsSam
 	}
 	o.Reachable = o.SamplesOK > 0
 	o.Span = last.Sub(first)
+	for _, req := range requested {
+		selectSeries(aliases(req), scrapes)
+	}
 	for _, req := range requested {
 		sum := summarizeMetric(aliases(req), scrapes)
 		for _, name := range aliases(req) {

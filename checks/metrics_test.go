@@ -295,3 +295,30 @@ func TestMetricsSampleGaugeRefreshMarksLastKnown(t *testing.T) {
 		})
 	}
 }
+
+// realtime_tokens_total counts prefill and decode tokens in one family; a
+// label matcher keeps the decode series, the live evidence that decode
+// generates.
+func TestMetricsSampleLabelSelector(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := float64(n.Add(1))
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		_, _ = fmt.Fprintf(w, "# TYPE sglang:realtime_tokens_total counter\n"+
+			"sglang:realtime_tokens_total{engine_type=\"decode\",mode=\"decode\",tp_rank=\"0\"} %v\n"+
+			"sglang:realtime_tokens_total{engine_type=\"decode\",mode=\"prefill,chunked\",tp_rank=\"0\"} 7\n", 100*i)
+	}))
+	t.Cleanup(srv.Close)
+	synctest.Test(t, func(t *testing.T) {
+		o, _ := runMetrics(t, metricsEnv(srv.URL, argspec.Values{"metrics": []string{
+			`sglang:realtime_tokens_total{mode="decode"}`, `sglang:realtime_tokens_total{mode="prefill,chunked"}`,
+			`sglang:realtime_tokens_total{mode="none"}`,
+		}, "samples": 3}))
+		dec := o.Metrics[`sglang:realtime_tokens_total{mode="decode"}`]
+		require.Equal(t, 3, dec.Samples)
+		require.InDelta(t, 200, dec.Increase, 1e-9)
+		require.Equal(t, 1, dec.Series)
+		require.InDelta(t, 7, o.Metrics[`sglang:realtime_tokens_total{mode="prefill,chunked"}`].Last, 1e-9, "a comma inside a quoted value")
+		require.Equal(t, VerdictMissing, o.Metrics[`sglang:realtime_tokens_total{mode="none"}`].Verdict)
+	})
+}
