@@ -89,6 +89,7 @@ var httpProbeType = Type{
 			{Name: "via", Type: argspec.String, Default: "target", Enum: []string{"target", "bot"}, Doc: "target dials from the target's host (through its SSH connection), so loopback-only services are reachable; bot dials from where runbot runs"},
 			{Name: "tag_body", Type: argspec.Bool, Default: true, Doc: "put the request id into a JSON object body as rid and user (unless already set), so that server log lines name the probe"},
 			{Name: "delay", Type: argspec.Duration, Default: time.Duration(0), Min: time.Duration(0), Doc: "wait this long after the step starts before sending, e.g. so that a second request finds the first one under way"},
+			{Name: "fallback_path", Type: argspec.String, Escape: argspec.EscapeURLPath, Doc: "path to probe instead when path answers 404, e.g. an endpoint's older name (/get_server_info for /server_info)"},
 			{Name: "max_body", Type: argspec.Int, Default: 4096, Doc: "bytes of the response body kept in body; all bytes are counted"},
 		},
 		Outputs: reflect.TypeFor[HTTPProbeOutput](),
@@ -155,6 +156,42 @@ func (HTTPProbe) Run(ctx context.Context, env Env) (step.Result, error) {
 			return step.Result{}, fmt.Errorf("probe %s %s: wait %s before sending: %w", p.method, u, d, err)
 		}
 	}
+	o, start, err := p.observe(ctx, env)
+	if err != nil {
+		return step.Result{}, err
+	}
+	var tried []string
+	if fb := args.String("fallback_path"); fb != "" && o.Status == http.StatusNotFound && args.String("url") == "" {
+		// An endpoint renamed between versions (SGLang's /get_server_info
+		// became /server_info): the old name is asked only where the new
+		// one does not exist, so that a current build logs no deprecation
+		// warning for every run.
+		tried = append(tried, probeEvidence(p, o))
+		path := "/" + strings.TrimLeft(fb, "/")
+		p.url, p.display = strings.TrimRight(env.Target.URL, "/")+path, path
+		p.requestID = newRequestID()
+		if o, start, err = p.observe(ctx, env); err != nil {
+			return step.Result{}, err
+		}
+		u = p.url
+	}
+	line := probeEvidence(p, o)
+	return step.Result{
+		Values:   o,
+		Evidence: append(tried, line),
+		Events: []step.Event{{
+			Kind: EventProbe, Time: start, End: start.Add(o.Total), Text: line,
+			Labels: map[string]string{
+				"request_id": o.RequestID, "outcome": o.Outcome, "phase": o.Phase,
+				"status": fmt.Sprint(o.Status), "method": p.method, "url": u,
+			},
+		}},
+	}, nil
+}
+
+// observe performs the exchange, or takes it from the tape, and returns
+// what was seen and when the request was sent.
+func (p *probe) observe(ctx context.Context, env Env) (HTTPProbeOutput, time.Time, error) {
 	start := clock(env)()
 	var o HTTPProbeOutput
 	if env.Tape != nil {
@@ -163,8 +200,9 @@ func (HTTPProbe) Run(ctx context.Context, env Env) (step.Result, error) {
 			o.Started = start
 			return o
 		}
-		if o, err = env.Tape.Probe(ctx, u, do); err != nil {
-			return step.Result{}, fmt.Errorf("probe %s %s: %w", p.method, u, err)
+		var err error
+		if o, err = env.Tape.Probe(ctx, p.url, do); err != nil {
+			return HTTPProbeOutput{}, time.Time{}, fmt.Errorf("probe %s %s: %w", p.method, p.url, err)
 		}
 		// A replayed exchange carries the request id it was sent with,
 		// which the evidence and the log attribution must name.
@@ -186,20 +224,9 @@ func (HTTPProbe) Run(ctx context.Context, env Env) (step.Result, error) {
 	if ctx.Err() != nil {
 		// The step or the run ended before the probe's own deadlines did;
 		// a partial observation cut off by someone else is not evidence.
-		return step.Result{}, fmt.Errorf("probe %s %s: stopped before its own deadlines: %w", p.method, u, context.Cause(ctx))
+		return HTTPProbeOutput{}, time.Time{}, fmt.Errorf("probe %s %s: stopped before its own deadlines: %w", p.method, p.url, context.Cause(ctx))
 	}
-	line := probeEvidence(p, o)
-	return step.Result{
-		Values:   o,
-		Evidence: []string{line},
-		Events: []step.Event{{
-			Kind: EventProbe, Time: start, End: start.Add(o.Total), Text: line,
-			Labels: map[string]string{
-				"request_id": o.RequestID, "outcome": o.Outcome, "phase": o.Phase,
-				"status": fmt.Sprint(o.Status), "method": p.method, "url": u,
-			},
-		}},
-	}, nil
+	return o, start, nil
 }
 
 // probeURL resolves the url argument, or the target's URL joined with path.

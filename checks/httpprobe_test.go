@@ -334,3 +334,37 @@ func TestHTTPProbeZeroDeadlinesMeanNone(t *testing.T) {
 	o, _ := runProbe(t, probeEnv(srv.URL, argspec.Values{"connect_timeout": time.Duration(0), "first_byte_timeout": time.Duration(0), "total_timeout": time.Duration(0)}))
 	require.True(t, o.OK, o.Error)
 }
+
+// An endpoint renamed between SGLang versions: the new path is asked
+// first, the old one only where the new one answers 404.
+func TestHTTPProbeFallbackPath(t *testing.T) {
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.Path)
+		if r.URL.Path != "/get_server_info" {
+			http.Error(w, `{"detail":"Not Found"}`, http.StatusNotFound)
+			return
+		}
+		_, _ = io.WriteString(w, `{"disable_overlap_schedule": true}`)
+	}))
+	t.Cleanup(srv.Close)
+	env := Env{
+		Target: target.Target{Role: "decode", Host: "local", Runner: &remote.Local{Name: "local"}, URL: srv.URL},
+		Args:   argspec.Values{"path": "/server_info", "fallback_path": "/get_server_info", "total_timeout": 5 * time.Second},
+		Now:    time.Now,
+	}
+	res, err := HTTPProbe{}.Run(t.Context(), env)
+	require.NoError(t, err)
+	o := res.Values.(HTTPProbeOutput)
+	require.True(t, o.OK)
+	require.Contains(t, o.Body, `"disable_overlap_schedule": true`)
+	require.Equal(t, srv.URL+"/get_server_info", o.URL)
+	require.Equal(t, []string{"/server_info", "/get_server_info"}, asked)
+	require.Len(t, res.Evidence, 2, "both exchanges are evidence")
+
+	asked = nil
+	env.Args = argspec.Values{"path": "/get_server_info", "fallback_path": "/nowhere"}
+	_, err = HTTPProbe{}.Run(t.Context(), env)
+	require.NoError(t, err)
+	require.Equal(t, []string{"/get_server_info"}, asked, "no fallback when the path answers")
+}

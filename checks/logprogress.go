@@ -79,6 +79,7 @@ type PatternSummary struct {
 	Last        time.Time `expr:"last" json:"last" doc:"time of the last occurrence"`
 	Rooms       []string  `expr:"rooms" json:"rooms" doc:"distinct bootstrap rooms named, oldest first"`
 	Rids        []string  `expr:"rids" json:"rids" doc:"distinct request ids named, oldest first"`
+	LastLine    string    `expr:"last_line" json:"last_line" doc:"the last matching line's message, e.g. the startup server_args=ServerArgs(…) dump whose values are in effect"`
 }
 
 // Event kinds log_progress records; internal/step says what each carries.
@@ -532,6 +533,7 @@ func (a logAnalysis) countPattern(entries []logEntry, p namedPattern) (PatternSu
 			continue
 		}
 		sum.Lines++
+		sum.LastLine = e.Text
 		room, rid := lineIDs(e.Text)
 		key := fmt.Sprintf("line:%d", i)
 		switch {
