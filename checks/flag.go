@@ -33,6 +33,9 @@ type FlagOutput struct {
 	ScriptModified time.Time `expr:"script_modified" json:"script_modified" doc:"when the script was last modified"`
 	ProcessStarted time.Time `expr:"process_started" json:"process_started" doc:"when the unit last became active"`
 	ScriptNewer    bool      `expr:"script_newer" json:"script_newer" doc:"the script was modified after the process started, so the process may not run what the script says"`
+	Reported       string    `expr:"reported" json:"reported" doc:"the setting in effect as the running server reports it (reported_key in reported_path's JSON): true or false; empty when not asked or not answered"`
+	ReportedFrom   string    `expr:"reported_from" json:"reported_from" doc:"the URL that answered reported"`
+	ReportedError  string    `expr:"reported_error" json:"reported_error" doc:"why the server's report could not be read"`
 }
 
 var flagType = Type{
@@ -44,6 +47,10 @@ var flagType = Type{
 			{Name: "flag", Type: argspec.String, Required: true, Doc: "the flag, e.g. --disable-overlap-schedule"},
 			{Name: "script", Type: argspec.String, Doc: "launch script; defaults to the target's launch script"},
 			{Name: "unit", Type: argspec.String, Doc: "unit whose main process to inspect; defaults to the target's unit"},
+			{Name: "reported_path", Type: argspec.String, Escape: argspec.EscapeURLPath, Doc: "also ask the running server what is in effect: a JSON endpoint joined to the target's URL, e.g. /server_info (a setting can come from a config file, or be forced by the server, without the flag)"},
+			{Name: "reported_fallback_path", Type: argspec.String, Escape: argspec.EscapeURLPath, Doc: "endpoint to ask instead when reported_path answers 404, e.g. /get_server_info in older SGLang builds"},
+			{Name: "reported_key", Type: argspec.String, Doc: "the boolean field of the report that the flag sets, e.g. disable_overlap_schedule"},
+			{Name: "reported_timeout", Type: argspec.Duration, Default: 10 * time.Second, Positive: true, Doc: "how long the server may take to report (SGLang's /server_info asks the scheduler, which a blocked loop never answers)"},
 		},
 		Outputs: reflect.TypeFor[FlagOutput](),
 	},
@@ -126,6 +133,9 @@ func (Flag) Run(ctx context.Context, env Env) (step.Result, error) {
 				ev = append(ev, line)
 			}
 		}
+	}
+	if line := o.readReported(ctx, env, args); line != "" {
+		ev = append(ev, line)
 	}
 	o.Drift = o.ProcessKnown && o.ScriptReadable &&
 		(o.InScript != o.InProcess || (o.ScriptValue != "" && o.ProcessValue != "" && o.ScriptValue != o.ProcessValue))

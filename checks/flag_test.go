@@ -3,6 +3,9 @@ package checks
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -205,4 +208,51 @@ func TestFlagPlan(t *testing.T) {
 		"read the main PID of sglang-dsv4-decode, then /proc/<pid>/cmdline on gpu-node-01",
 		"look for --disable-overlap-schedule in both",
 	}, plan)
+}
+
+// The overlap schedule can be off with no flag on the command line (set in
+// a --config file, or forced off by SGLang); the running server's report
+// says what is in effect, and a report that cannot be read leaves the
+// command line standing.
+func TestFlagReportedByTheServer(t *testing.T) {
+	block := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/new/server_info":
+			_, _ = io.WriteString(w, `{"model_path": "/m", "disable_overlap_schedule": true, "tp_size": 4}`)
+		case "/old/get_server_info":
+			_, _ = io.WriteString(w, `{"disable_overlap_schedule":false}`)
+		case "/hung/server_info":
+			<-block
+		default:
+			http.Error(w, `{"detail":"Not Found"}`, http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(block) }) // runs first: srv.Close waits for the blocked handler
+	script := writeScript(t, "#!/bin/bash\nexec python3 -m sglang.launch_server --config /etc/sglang/decode.yaml\n", time.Now())
+	cases := []struct {
+		name, base, reported, errPart string
+	}{
+		{"new build", "/new", "true", ""},
+		{"old build answers the old path", "/old", "false", ""},
+		{"blocked scheduler", "/hung", "", "timed out"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env := flagEnv(script, remote.UnitState{ActiveState: "inactive"}, "--disable-overlap-schedule")
+			env.Target.URL = srv.URL + c.base
+			env.Args = argspec.Values{"flag": "--disable-overlap-schedule", "reported_path": "/server_info",
+				"reported_fallback_path": "/get_server_info", "reported_key": "disable_overlap_schedule", "reported_timeout": 300 * time.Millisecond}
+			o, ev := runFlag(t, env)
+			require.False(t, o.InScript)
+			require.Equal(t, c.reported, o.Reported)
+			if c.errPart != "" {
+				require.Contains(t, o.ReportedError, c.errPart)
+				require.Contains(t, strings.Join(ev, "\n"), "server report: ")
+			} else {
+				require.Empty(t, o.ReportedError)
+			}
+		})
+	}
 }

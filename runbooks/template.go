@@ -40,6 +40,9 @@ var funcs = template.FuncMap{
 	"quote": func(v any) string { return shell.Quote(fmt.Sprint(v)) },
 	"join":  func(sep string, v []string) string { return strings.Join(v, sep) },
 	"round": func(d time.Duration) time.Duration { return roundDuration(d) },
+	// sub is the time between two durations measured from one start, e.g.
+	// a stream's total less its first byte.
+	"sub": func(a, b time.Duration) time.Duration { return a - b },
 	"default": func(def, v any) any {
 		if v == nil || fmt.Sprint(v) == "" {
 			return def
