@@ -94,22 +94,59 @@ func FormatDecodeBatch(era LogEra, showIters bool, s DecodeStats) string {
 }
 
 // FormatTransferFailed renders the per-request failure line of a decode or prefill
-// engine. The decode form is SGLang's f"{decode_req.req.rid=}" rendering; the prefill
-// form uses req.rid. The rid is printed with Python's repr quoting.
+// engine on the mooncake backend, whose exception names the recorded reason. The
+// decode form is SGLang's f"{decode_req.req.rid=}" rendering; the prefill form uses
+// req.rid. The rid is printed with Python's repr quoting.
 func FormatTransferFailed(mode string, tpRank int, rid string, room uint64, reason string) string {
-	if mode == "prefill" {
-		return fmt.Sprintf("Prefill transfer failed for request rank=%d req.rid=%s req.bootstrap_room=%d "+
-			"with exception KVTransferError(bootstrap_room=%d): %s", tpRank, pyStr(rid), room, room, reason)
-	}
-	return fmt.Sprintf("Decode transfer failed for request rank=%d decode_req.req.rid=%s decode_req.req.bootstrap_room=%d "+
-		"with exception KVTransferError(bootstrap_room=%d): %s", tpRank, pyStr(rid), room, room, reason)
+	return formatFailed(mode+" transfer", tpRank, rid, room, kvTransferError(room, reason))
 }
 
-// FormatBootstrapFailed renders the prefill bootstrap failure line, printed when a
-// request is aborted or times out before decode sent its KV indices.
+// FormatBootstrapFailed renders the prefill bootstrap failure line (mooncake),
+// printed when a request is aborted or times out before decode sent its KV indices.
 func FormatBootstrapFailed(tpRank int, rid string, room uint64, reason string) string {
-	return fmt.Sprintf("Prefill bootstrap failed for request rank=%d req.rid=%s req.bootstrap_room=%d "+
-		"with exception KVTransferError(bootstrap_room=%d): %s", tpRank, pyStr(rid), room, room, reason)
+	return formatFailed("prefill bootstrap", tpRank, rid, room, kvTransferError(room, reason))
+}
+
+// formatFailed renders "<Kind> failed for request rank=… rid=… room=… with exception
+// EXC" for kind "decode transfer", "prefill transfer" or "prefill bootstrap".
+func formatFailed(kind string, tpRank int, rid string, room uint64, exception string) string {
+	head := strings.ToUpper(kind[:1]) + kind[1:]
+	if strings.HasPrefix(kind, "decode") {
+		return fmt.Sprintf("%s failed for request rank=%d decode_req.req.rid=%s decode_req.req.bootstrap_room=%d with exception %s",
+			head, tpRank, pyStr(rid), room, exception)
+	}
+	return fmt.Sprintf("%s failed for request rank=%d req.rid=%s req.bootstrap_room=%d with exception %s",
+		head, tpRank, pyStr(rid), room, exception)
+}
+
+func kvTransferError(room uint64, reason string) string {
+	return fmt.Sprintf("KVTransferError(bootstrap_room=%d): %s", room, reason)
+}
+
+// failureException is what an engine's failure line prints after "with exception".
+// Mooncake (and the common receiver) raise KVTransferError with the recorded reason,
+// e.g. "Aborted by AbortReq.". NIXL's receiver and sender raise a bare
+// RuntimeError("NIXL KVReceiver Exception") / ("NIXL KVSender Exception") whatever
+// was recorded (nixl/conn.py failure_exception, every stored version, 2025 to
+// 2026), so a NIXL abort line carries no "Aborted" at all.
+func failureException(backend, mode string, room uint64, reason string) string {
+	if backend == "nixl" {
+		if mode == "decode" {
+			return ReasonNixlReceiver
+		}
+		return ReasonNixlSender
+	}
+	return kvTransferError(room, reason)
+}
+
+// transferFailedLine is this engine's "Decode/Prefill transfer failed" line.
+func (e *Engine) transferFailedLine(tpRank int, rid string, room uint64, reason string) string {
+	return formatFailed(e.cfg.Mode+" transfer", tpRank, rid, room, failureException(e.cfg.TransferBackend, e.cfg.Mode, room, reason))
+}
+
+// bootstrapFailedLine is this (prefill) engine's "Prefill bootstrap failed" line.
+func (e *Engine) bootstrapFailedLine(tpRank int, rid string, room uint64, reason string) string {
+	return formatFailed("prefill bootstrap", tpRank, rid, room, failureException(e.cfg.TransferBackend, "prefill", room, reason))
 }
 
 // Failure reasons SGLang records on a KV transfer (reference §2.1).

@@ -69,12 +69,18 @@ func (c *chatRequest) maxTokens(def int) int {
 	return min(max(n, 1), 8192)
 }
 
-// requestID picks the rid an engine logs for a request. A client-supplied id wins,
-// so that a prober can recognise the abort lines its own timeouts cause: first the
-// X-Request-Id header, then the body's "rid", then its "user". Otherwise the rid is
-// random, like SGLang's uuid4().hex.
-func requestID(r *http.Request, c *chatRequest) string {
-	for _, id := range []string{r.Header.Get("X-Request-Id"), c.Rid, c.User} {
+// requestID picks the rid an engine logs for a request. A real engine mints its own
+// (uuid4().hex) and takes an id only from the body's "rid": the X-Request-Id header
+// is ignored (serving_base.py@012bcb5f; open PR #36189), and the 2026 gateway strips
+// "rid" from chat requests before they get here. Mode "client" is the simulator's
+// older, friendlier rule, kept for tests that follow their own requests by id: the
+// X-Request-Id header, then the body's "rid", then its "user".
+func requestID(r *http.Request, c *chatRequest, mode string) string {
+	ids := []string{c.Rid}
+	if mode == RequestIDsClient {
+		ids = []string{r.Header.Get("X-Request-Id"), c.Rid, c.User}
+	}
+	for _, id := range ids {
 		if id = strings.TrimSpace(id); id != "" {
 			return id
 		}

@@ -27,6 +27,7 @@ func runCtl(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&f.Scrapes, "scrapes", 0, "fault stale-sample: scrapes that show the stale value (default 1)")
 	fs.Float64Var(&f.Value, "value", 0, "fault stale-sample: the stale num_running_reqs (default 2)")
 	fs.IntVar(&f.ExitCode, "exit-code", 0, "crash faults: exit status (default 1)")
+	fs.StringVar(&f.ITL, "itl", "", "fault slow-decode: inter-token latency of every decode iteration (default 1s)")
 	synthetic := fs.Bool("synthetic", false, "fault pd-wedge: let decode abort synthetic transfers instead of real requests through the router")
 	if err := parseInterspersed(fs, args); err != nil {
 		return err
@@ -63,7 +64,7 @@ func runCtl(ctx context.Context, args []string, stdout io.Writer) error {
 		return d.status(ctx, stdout)
 	case "fault":
 		if len(rest) != 1 {
-			return errors.New("usage: sglang-sim ctl --dir DIR fault pd-wedge|decode-crash|router-down|slow|stale-sample|prefill-stall|clear")
+			return errors.New("usage: sglang-sim ctl --dir DIR fault pd-wedge|decode-crash|router-down|slow|stale-sample|prefill-stall|decode-hang|slow-decode|clear")
 		}
 		f.Name = rest[0]
 		if f.Name == FaultPDWedge && !*synthetic {

@@ -40,6 +40,9 @@ func (d *Deployment) abortBurst(ctx context.Context, n int, stdout io.Writer) er
 			req, _ := http.NewRequestWithContext(burstCtx, http.MethodPost, d.URL("router")+"/v1/chat/completions", strings.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("X-Request-Id", fmt.Sprintf("%s%d", burstRIDPrefix, i+1))
+			// Engines mint their own rids (X-Request-Id is ignored), so the burst is
+			// followed by the simulator-only tag, which /_sim/state reports.
+			req.Header.Set(simTagHeader, fmt.Sprintf("%s%d", burstRIDPrefix, i+1))
 			if resp, err := http.DefaultClient.Do(req); err == nil {
 				_, _ = io.Copy(io.Discard, resp.Body)
 				_ = resp.Body.Close()
@@ -59,6 +62,7 @@ func (d *Deployment) abortBurst(ctx context.Context, n int, stdout io.Writer) er
 		return fmt.Errorf("pd-wedge: decode did not process the aborts: %w", err)
 	}
 	final.PreallocRIDs, final.TransferRIDs = nil, nil // other traffic's, not news
+	final.PreallocTags, final.TransferTags = nil, nil
 	b, _ := json.Marshal(final)
 	_, err = fmt.Fprintf(stdout, "decode: {\"fault\":\"pd-wedge\",\"aborted\":%d,\"state\":%s}\n", n, b)
 	return err
@@ -75,14 +79,16 @@ type decodeTruth struct {
 	Running      int      `json:"running"`
 	PreallocRIDs []string `json:"prealloc_rids,omitempty"`
 	TransferRIDs []string `json:"transfer_rids,omitempty"`
+	PreallocTags []string `json:"prealloc_tags,omitempty"`
+	TransferTags []string `json:"transfer_tags,omitempty"`
 }
 
 // burstInTransfer counts the burst's requests whose KV transfer started.
-func (st decodeTruth) burstInTransfer() int { return countPrefix(st.TransferRIDs, burstRIDPrefix) }
+func (st decodeTruth) burstInTransfer() int { return countPrefix(st.TransferTags, burstRIDPrefix) }
 
 // burstWaiting counts the burst's requests still waiting for their KV.
 func (st decodeTruth) burstWaiting() int {
-	return countPrefix(st.PreallocRIDs, burstRIDPrefix) + countPrefix(st.TransferRIDs, burstRIDPrefix)
+	return countPrefix(st.PreallocTags, burstRIDPrefix) + countPrefix(st.TransferTags, burstRIDPrefix)
 }
 
 func countPrefix(ss []string, prefix string) int {

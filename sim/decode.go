@@ -19,6 +19,9 @@ const (
 	dsTransfer                    // handshake sent, KV not yet polled as complete
 	dsRunning                     // in the running batch, producing tokens
 	dsDone
+	// dsInbox: sent to the scheduler while its event loop was blocked (decode-hang);
+	// the loop never read it, so it is in no queue.
+	dsInbox
 )
 
 // decodeReq is one request inside the decode engine.
@@ -34,6 +37,10 @@ type decodeReq struct {
 	kvReady   bool
 	generated int
 	out       chan decodeEvent
+	// abortPending and failPending are an AbortReq and a transfer failure that
+	// arrived while the event loop was blocked: recorded, never processed.
+	abortPending bool
+	failPending  string
 }
 
 // decodeEvent is one token, or the failure of the request, handed from the scheduler
@@ -60,6 +67,16 @@ type decodeSched struct {
 	rankLogAt      []time.Time // time of each DP rank's last batch line
 	waitingTimeout time.Duration
 	warnedTimeout  bool
+	// curBatch is SGLang's cur_batch != None: the loop's current iteration has a
+	// batch. The watchdog only watches while it is set.
+	curBatch bool
+	// hang is the blocked event loop of the decode-hang fault (nil: not hung).
+	hang *hangState
+	// inbox holds the requests sent to a blocked loop, which it never read.
+	inbox []*decodeReq
+	// itl is the slow-decode fault's inter-token latency (0: the normal pace).
+	itl           time.Duration
+	watchdogFired bool
 
 	wake chan struct{}
 }
@@ -99,8 +116,12 @@ func (d *decodeSched) serveChat(w http.ResponseWriter, r *http.Request, c *chatR
 		maxTokens: c.maxTokens(d.e.cfg.Sim.DefaultMaxTokens), arrived: time.Now(), state: dsPrealloc,
 	}
 	req.out = make(chan decodeEvent, req.maxTokens+1)
-	if !d.admit(req) {
+	switch d.admit(req) {
+	case admitDuplicate:
 		apiError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("bootstrap_room %d is already in use", room))
+		return
+	case admitInbox:
+		d.waitInbox(r, req)
 		return
 	}
 	addr := net.JoinHostPort(c.BootstrapHost, strconv.Itoa(*c.BootstrapPort))
@@ -113,25 +134,50 @@ func (d *decodeSched) serveChat(w http.ResponseWriter, r *http.Request, c *chatR
 	d.stream(w, r, c, req)
 }
 
-func (d *decodeSched) admit(req *decodeReq) bool {
+type admitResult int
+
+const (
+	admitted admitResult = iota
+	admitDuplicate
+	admitInbox // the event loop is blocked and will never read the request
+)
+
+func (d *decodeSched) admit(req *decodeReq) admitResult {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.hang != nil {
+		req.state = dsInbox
+		d.inbox = append(d.inbox, req)
+		return admitInbox
+	}
 	if _, dup := d.reqs[req.room]; dup {
-		return false
+		return admitDuplicate
 	}
 	d.reqs[req.room] = req
-	return true
+	return admitted
+}
+
+// waitInbox holds a request that reached a blocked scheduler: the HTTP process took
+// it and forwarded it, the loop never read it, so nothing is pre-allocated, no
+// handshake reaches prefill and no byte goes back. When the client gives up, its
+// AbortReq joins the request in the unread input; nothing is logged.
+func (d *decodeSched) waitInbox(r *http.Request, req *decodeReq) {
+	<-r.Context().Done()
+	d.mu.Lock()
+	req.abortPending = true
+	d.mu.Unlock()
 }
 
 // handshake tells prefill that KV for the room is reserved. This is control plane: it
 // keeps working while the scheduler is wedged, which is why prefill still prefills.
+// A blocked event loop (decode-hang) pre-allocates nothing, so then nothing is sent.
 func (d *decodeSched) handshake(ctx context.Context, req *decodeReq, addr string) error {
 	s, err := d.kv.session(ctx, addr)
 	if err != nil {
 		return err
 	}
 	d.mu.Lock()
-	if req.state != dsPrealloc {
+	if req.state != dsPrealloc || d.hang != nil {
 		d.mu.Unlock()
 		return nil
 	}
@@ -150,7 +196,7 @@ func (d *decodeSched) stream(w http.ResponseWriter, r *http.Request, c *chatRequ
 	for {
 		select {
 		case <-r.Context().Done():
-			d.abort(req)
+			d.e.afterDisconnect(req.arrived, func() { d.abort(req) })
 			return
 		case ev := <-req.out:
 			if ev.err != "" {
@@ -178,7 +224,7 @@ func (d *decodeSched) stream(w http.ResponseWriter, r *http.Request, c *chatRequ
 				text.WriteString(ev.token)
 			}
 			if ev.final {
-				d.e.metrics.finishRequest(time.Since(req.arrived).Seconds())
+				d.e.metrics.finished(time.Since(req.arrived).Seconds(), req.prompt, req.maxTokens)
 				if c.Stream {
 					_, _ = w.Write(sseChunk(req.rid, model, "", "", "length"))
 					_, _ = w.Write([]byte("data: [DONE]\n\n"))
@@ -196,7 +242,7 @@ func (d *decodeSched) stream(w http.ResponseWriter, r *http.Request, c *chatRequ
 func (d *decodeSched) logFailure(req *decodeReq, reason string) {
 	t := d.e.cfg.Topology
 	for _, h := range t.HolderRanks(req.rank) {
-		d.e.log.Logf(t.Prefix(h[0], h[1]), "%s", FormatTransferFailed("decode", h[1], req.rid, req.room, reason))
+		d.e.log.Logf(t.Prefix(h[0], h[1]), "%s", d.e.transferFailedLine(h[1], req.rid, req.room, reason))
 	}
 	d.e.metrics.addTransferFailed(req.rank)
 }
@@ -208,6 +254,13 @@ func (d *decodeSched) abort(req *decodeReq) {
 	d.mu.Lock()
 	st := req.state
 	if st == dsDone {
+		d.mu.Unlock()
+		return
+	}
+	if d.hang != nil {
+		// The AbortReq waits in the blocked loop's input: no line, no forward to
+		// prefill, the request stays where it is.
+		req.abortPending = true
 		d.mu.Unlock()
 		return
 	}
@@ -239,6 +292,14 @@ func (d *decodeSched) fail(req *decodeReq, reason string) {
 
 func (d *decodeSched) failLocked(req *decodeReq, reason string) {
 	if req.state != dsPrealloc && req.state != dsTransfer {
+		return
+	}
+	if d.hang != nil {
+		// A failure is only seen, logged and answered when the loop polls the
+		// receiver, which a blocked loop never does.
+		if req.failPending == "" {
+			req.failPending = reason
+		}
 		return
 	}
 	d.removeLocked(req)
@@ -293,6 +354,27 @@ func (d *decodeSched) sessionLost(s *kvSession) {
 	}
 }
 
-func (d *decodeSched) healthStuck() bool { return false }
+// healthStuck: the health request is served by the scheduler loop like any other
+// (through a fake bootstrap in PD mode), so a wedged but spinning loop answers it and
+// a blocked loop (decode-hang) never does.
+func (d *decodeSched) healthStuck() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.hang != nil
+}
+
+// roundTrip is a request the scheduler loop must read and answer, like
+// get_internal_state behind /server_info: it waits for as long as the loop is
+// blocked, i.e. until the client gives up.
+func (d *decodeSched) roundTrip(ctx context.Context) error {
+	d.mu.Lock()
+	hung := d.hang != nil
+	d.mu.Unlock()
+	if !hung {
+		return nil
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
 
 func (d *decodeSched) close() { d.kv.close() }

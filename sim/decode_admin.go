@@ -42,14 +42,42 @@ func (d *decodeSched) applyFault(f Fault) error {
 		d.injectAbortBurst(n)
 	case FaultStaleSample:
 		d.e.metrics.setStale(f.Scrapes, f.Value)
+	case FaultDecodeHang:
+		d.blockLoop(time.Now())
+	case FaultSlowDecode:
+		d.mu.Lock()
+		d.itl = f.itl()
+		d.mu.Unlock()
 	case FaultClear:
 		// Clearing removes injected faults; a wedge is a consequence, not an injected
-		// fault, so it stays until the process restarts.
+		// fault, so it stays until the process restarts, and a blocked event loop
+		// cannot be unblocked from outside either.
 		d.e.metrics.setStale(0, 0)
+		d.mu.Lock()
+		d.itl = 0
+		d.mu.Unlock()
 	default:
 		return fmt.Errorf("fault %q does not apply to a decode engine", f.Name)
 	}
 	return nil
+}
+
+// blockLoop is the decode-hang fault: the event loop blocks where it stands. With
+// requests running it blocks mid-batch (cur_batch set, forward_ct frozen), so the
+// watchdog kills the process after --watchdog-timeout; on an idle decode cur_batch
+// is None, and because the blocked loop never reads the health request either, no
+// batch ever starts: the watchdog never fires and the process stays up, /health
+// answering 503, until it is restarted. The overlap schedule makes no difference to
+// the fault; it is recorded for the ground truth.
+func (d *decodeSched) blockLoop(now time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.hang != nil {
+		return
+	}
+	d.hang = &hangState{since: now, overlap: d.wedge.overlap, batchInFlight: d.curBatch, forwardCt: d.forwardCt}
+	d.e.diag.Warn("decode scheduler event loop blocked (decode-hang)",
+		"batch_in_flight", d.curBatch, "overlap_schedule", d.wedge.overlap, "forward_ct", d.forwardCt)
 }
 
 func (d *decodeSched) state() map[string]any {
@@ -76,5 +104,33 @@ func (d *decodeSched) state() map[string]any {
 	if d.wedge.wedged {
 		st["wedged_since"] = d.wedge.since.UTC().Format(time.RFC3339Nano)
 	}
+	st["hung"] = d.hang != nil
+	if h := d.hang; h != nil {
+		aborts, failures := 0, 0
+		for _, r := range d.reqs {
+			if r.abortPending {
+				aborts++
+			}
+			if r.failPending != "" {
+				failures++
+			}
+		}
+		for _, r := range d.inbox {
+			if r.abortPending {
+				aborts++
+			}
+		}
+		st["hang"] = map[string]any{
+			"since": h.since.UTC().Format(time.RFC3339Nano), "overlap_schedule": h.overlap,
+			"batch_in_flight": h.batchInFlight, "forward_ct": h.forwardCt,
+			// Requests and aborts sent to the blocked loop, which never read them.
+			"inbox": len(d.inbox), "aborts_pending": aborts, "failures_pending": failures,
+		}
+	}
+	st["cur_batch"] = d.curBatch
+	st["slow_itl"] = d.itl.String()
+	st["health_check_timeout"] = d.e.healthWait.String()
+	st["watchdog_timeout"] = d.e.cfg.Watchdog.Repr()
+	st["watchdog_fired"] = d.watchdogFired
 	return st
 }

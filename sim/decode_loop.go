@@ -8,16 +8,16 @@ import (
 
 // run is the decode event loop. While requests are running it performs one decode
 // iteration per token interval; otherwise it sleeps until the transfer engine or a
-// client wakes it, refreshing gauges when idle.
+// client wakes it, refreshing gauges when idle. A watchdog thread watches it.
 func (d *decodeSched) run(ctx context.Context) {
-	step := time.Duration(float64(time.Second) / d.e.cfg.Sim.TokenRate)
+	go newWatchdog(d.e, d.watchdogProbe, d.watchdogFire).run(ctx)
 	idle := time.NewTicker(d.e.cfg.Sim.IdleRefresh)
 	defer idle.Stop()
-	timer := time.NewTimer(step)
+	timer := time.NewTimer(d.step())
 	defer timer.Stop()
 	for {
 		if d.iterate(time.Now()) {
-			timer.Reset(step)
+			timer.Reset(d.step())
 			select {
 			case <-ctx.Done():
 				return
@@ -38,13 +38,31 @@ func (d *decodeSched) run(ctx context.Context) {
 	}
 }
 
+// step is the time one decode iteration takes: one token interval, or the
+// slow-decode fault's inter-token latency.
+func (d *decodeSched) step() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.itl > 0 {
+		return d.itl
+	}
+	return time.Duration(float64(time.Second) / d.e.cfg.Sim.TokenRate)
+}
+
 // iterate polls the transfer queue and runs one decode iteration. It reports whether
 // there is running work, i.e. whether the next iteration should follow at once.
 func (d *decodeSched) iterate(now time.Time) bool {
 	d.mu.Lock()
+	if d.hang != nil {
+		// The loop is blocked: this iteration never comes. cur_batch keeps the
+		// value it had when the loop blocked.
+		d.mu.Unlock()
+		return false
+	}
 	if d.wedge.wedged {
 		// The wedged overlap loop still spins, but issues no batches and polls no
 		// transfers; arrived KV is never acknowledged.
+		d.curBatch = false
 		d.mu.Unlock()
 		return false
 	}
@@ -64,6 +82,8 @@ func (d *decodeSched) iterate(now time.Time) bool {
 	if busy {
 		d.decodeStepLocked(now)
 	}
+	// The loop's next iteration has a batch if requests are still running.
+	d.curBatch = len(d.running) > 0
 	d.mu.Unlock()
 	for _, req := range acks {
 		_ = d.kv.send(req.session, kvDone, req.room)
@@ -77,7 +97,11 @@ func (d *decodeSched) iterate(now time.Time) bool {
 // expireLocked applies SGLANG_DISAGGREGATION_WAITING_TIMEOUT to a request whose KV
 // never arrived, with SGLang's once-per-process hint.
 func (d *decodeSched) expireLocked(req *decodeReq, now time.Time) {
-	if !d.warnedTimeout {
+	if d.e.cfg.TransferBackend == "nixl" {
+		// NIXL's receiver checks its own timeout, with its own line and no hint
+		// (nixl/conn.py NixlKVReceiver.poll).
+		d.e.log.Logf(d.e.cfg.Topology.Prefix(req.rank, d.e.cfg.Topology.GlobalTP(req.rank)), "Request %d waiting_timeout", req.room)
+	} else if !d.warnedTimeout {
 		d.warnedTimeout = true
 		d.e.log.Logf(d.e.cfg.Topology.Prefix(req.rank, d.e.cfg.Topology.GlobalTP(req.rank)),
 			"Some requests fail to receive KV Cache transfer done signal after bootstrapping. If a greater mean TTFT is acceptable, you can 'export SGLANG_DISAGGREGATION_WAITING_TIMEOUT=600' (10 minutes) to relax the timeout condition. ")
@@ -93,7 +117,7 @@ func (d *decodeSched) decodeStepLocked(now time.Time) {
 		d.rankTokens[req.rank]++
 		req.out <- decodeEvent{token: tokenText(req.generated), final: req.generated >= req.maxTokens}
 	}
-	d.e.metrics.addGenerated(len(d.running))
+	d.e.metrics.addDecodeIteration(d.running)
 	// The line describes the batch that just ran, finished requests included.
 	if d.forwardCt%d.e.cfg.DecodeLogInterval == 0 {
 		d.logBatchLocked(now)
@@ -170,10 +194,23 @@ func (d *decodeSched) logBatchLocked(now time.Time) {
 func (d *decodeSched) idleRefresh() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.wedge.wedged || len(d.running) > 0 || len(d.reqs) > 0 {
+	if d.hang != nil || d.wedge.wedged || len(d.running) > 0 || len(d.reqs) > 0 {
 		return
 	}
 	for rank := 0; rank < d.ranks(); rank++ {
-		d.e.metrics.publish(rank, schedGauges{})
+		d.e.metrics.publishIdle(rank, schedGauges{})
 	}
+}
+
+// watchdogProbe reads what SGLang's watchdog reads: forward_ct and cur_batch.
+func (d *decodeSched) watchdogProbe() (int, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.forwardCt, d.curBatch
+}
+
+func (d *decodeSched) watchdogFire() {
+	d.mu.Lock()
+	d.watchdogFired = true
+	d.mu.Unlock()
 }

@@ -32,6 +32,44 @@ type Deployment struct {
 	DecodeLogInterval int      `json:"decode_log_interval"`
 	EngineArgs        []string `json:"engine_args,omitempty"`
 	Env               []string `json:"env,omitempty"` // extra "export K=V" lines for the engine scripts
+	// Profile is the SGLang build impersonated (see profile.go); "" is the default.
+	Profile string `json:"profile,omitempty"`
+	// Era is the log wording, the profile's unless --log-format overrode it.
+	Era string `json:"era,omitempty"`
+	// TransferBackend is the engines' --disaggregation-transfer-backend.
+	TransferBackend string `json:"transfer_backend,omitempty"`
+	// MetricsOff leaves --enable-metrics out of the engine scripts.
+	MetricsOff bool `json:"metrics_off,omitempty"`
+	// Overlap is how the overlap schedule is set: on, flag, config or forced.
+	Overlap string `json:"overlap,omitempty"`
+	// LogTZ, when set, is exported as TZ to the engines: their log time zone.
+	LogTZ      string   `json:"log_tz,omitempty"`
+	RouterArgs []string `json:"router_args,omitempty"`
+}
+
+// Overlap settings of `up --overlap`.
+const (
+	OverlapOn     = "on"     // the flag absent: the overlap scheduler runs (SGLang's default)
+	OverlapFlag   = "flag"   // --disable-overlap-schedule on the command line
+	OverlapConfig = "config" // disable-overlap-schedule: true in a --config YAML
+	OverlapForced = "forced" // SGLang forces it off: EAGLE speculative decoding
+)
+
+// overlap is the deployment's effective overlap setting; the "fixed" scenario is
+// the flag.
+func (d *Deployment) overlap() string {
+	if d.Overlap == "" || d.Overlap == OverlapOn {
+		if d.Scenario == ScenarioFixed {
+			return OverlapFlag
+		}
+		return OverlapOn
+	}
+	return d.Overlap
+}
+
+// ConfigFile is the --config YAML of an engine role (--overlap config).
+func (d *Deployment) ConfigFile(role string) string {
+	return filepath.Join(d.Dir, role+"-config.yaml")
 }
 
 func deploymentFile(dir string) string { return filepath.Join(dir, "sim.json") }

@@ -22,6 +22,9 @@ type scheduler interface {
 	applyFault(f Fault) error
 	// healthStuck reports whether a health generation would get no output now.
 	healthStuck() bool
+	// roundTrip waits until the scheduler's event loop could answer a request
+	// (get_internal_state), i.e. for as long as the loop is blocked or ctx lives.
+	roundTrip(ctx context.Context) error
 	state() map[string]any
 	close()
 }
@@ -41,6 +44,8 @@ type Engine struct {
 	showIters  bool
 	// exit ends the process; crash faults call it.
 	exit func(code int)
+	// tags are the simulator-only X-Sim-Tag marks of requests, for /_sim/state.
+	tags ridTags
 }
 
 // RunEngine runs an engine until ctx is cancelled (SIGTERM) or a crash fault ends
@@ -52,7 +57,7 @@ func RunEngine(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	e := &Engine{
-		cfg: cfg, log: NewLogger(stdout, cfg.Sim.LogEra), diag: diag, metrics: newEngineMetrics(cfg),
+		cfg: cfg, log: newEngineLogger(stdout, cfg), diag: diag, metrics: newEngineMetrics(cfg),
 		healthWait: envDuration("SGLANG_HEALTH_CHECK_TIMEOUT", 20*time.Second),
 		showIters:  os.Getenv("SGLANG_LOG_FORWARD_ITERS") != "",
 		exit:       os.Exit,
@@ -63,6 +68,9 @@ func RunEngine(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 func (e *Engine) serve(ctx context.Context) error {
 	c := e.cfg
+	for _, note := range c.Notes {
+		e.log.Logf("", "%s", note)
+	}
 	e.log.Logf("", "%s", c.ServerArgsDump())
 	addr := net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)

@@ -16,15 +16,26 @@ func (e *Engine) routes() http.Handler {
 	mux.HandleFunc("GET /v1/models", e.handleModels)
 	mux.HandleFunc("GET /model_info", e.handleModelInfo)
 	mux.HandleFunc("GET /get_model_info", e.handleModelInfo)
-	mux.HandleFunc("GET /server_info", e.handleServerInfo)
-	mux.HandleFunc("GET /get_server_info", e.handleServerInfo)
+	// /get_server_info is every build's; /server_info became the canonical path
+	// (late 2025), after which the old one warns on every call.
+	mux.HandleFunc("GET /get_server_info", e.handleGetServerInfo)
+	if e.cfg.Sim.Profile.ServerInfo {
+		mux.HandleFunc("GET /server_info", e.handleServerInfo)
+	}
 	mux.HandleFunc("POST /v1/chat/completions", e.handleChat)
+	// Without --enable-metrics SGLang registers no /metrics route at all.
 	if e.cfg.EnableMetrics {
 		mux.HandleFunc("GET /metrics", e.handleMetrics)
 	}
 	mux.HandleFunc("POST /_sim/fault", e.handleFault)
 	mux.HandleFunc("GET /_sim/state", e.handleState)
+	mux.HandleFunc("/", handleNotFound)
 	return withAccessLog(e.log, mux)
+}
+
+// handleNotFound answers an unknown path the way FastAPI does.
+func handleNotFound(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusNotFound, map[string]any{"detail": "Not Found"})
 }
 
 // handleHealth follows SGLang's health_generate: 503 while starting, otherwise a
@@ -56,9 +67,9 @@ func (e *Engine) handleHealth(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-deadline.C:
-			last := time.Unix(0, e.lastOutput.Load()).UTC()
+			last := time.Unix(0, e.lastOutput.Load())
 			e.log.Logf("", "Health check failed. Server couldn't get a response from detokenizer for last %s seconds. tic start time: %s. last_heartbeat time: %s",
-				strconv.FormatFloat(e.healthWait.Seconds(), 'f', -1, 64), tic.UTC().Format("15:04:05"), last.Format("15:04:05"))
+				strconv.FormatFloat(e.healthWait.Seconds(), 'f', -1, 64), e.log.Clock(tic), e.log.Clock(last))
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
@@ -86,7 +97,21 @@ func (e *Engine) handleModelInfo(w http.ResponseWriter, _ *http.Request) {
 	})
 }
 
-func (e *Engine) handleServerInfo(w http.ResponseWriter, _ *http.Request) {
+// handleGetServerInfo is the old path; once /server_info exists it is a deprecated
+// alias that logs a warning on every call (http_server.py).
+func (e *Engine) handleGetServerInfo(w http.ResponseWriter, r *http.Request) {
+	if e.cfg.Sim.Profile.ServerInfo {
+		e.log.Logf("", "Endpoint '/get_server_info' is deprecated and will be removed in a future version. Please use '/server_info' instead.")
+	}
+	e.handleServerInfo(w, r)
+}
+
+// handleServerInfo reports the effective server arguments, overlap schedule included.
+func (e *Engine) handleServerInfo(w http.ResponseWriter, r *http.Request) {
+	// internal_states is a round-trip to the scheduler: a blocked loop never answers.
+	if e.sched.roundTrip(r.Context()) != nil {
+		return
+	}
 	c := e.cfg
 	states := make([]any, 0, len(e.metrics.gauges))
 	for r := range e.metrics.gauges {
@@ -101,10 +126,11 @@ func (e *Engine) handleServerInfo(w http.ResponseWriter, _ *http.Request) {
 		"tp_size": c.Topology.TPSize, "dp_size": c.Topology.DPSize, "enable_dp_attention": c.Topology.DPAttention,
 		"disaggregation_mode": c.Mode, "disaggregation_transfer_backend": c.TransferBackend,
 		"disaggregation_bootstrap_port": c.BootstrapPort, "disable_overlap_schedule": c.DisableOverlap,
-		"enable_metrics": c.EnableMetrics, "decode_log_interval": c.DecodeLogInterval,
-		"scheduler_info":  map[string]any{"max_total_num_tokens": c.Sim.MaxTotalTokens},
-		"internal_states": states,
-		"version":         "0.5.12-sglang-sim",
+		"speculative_algorithm": nilIfEmpty(c.SpeculativeAlgorithm), "enable_metrics": c.EnableMetrics,
+		"decode_log_interval": c.DecodeLogInterval,
+		"scheduler_info":      map[string]any{"max_total_num_tokens": c.Sim.MaxTotalTokens},
+		"internal_states":     states,
+		"version":             "0.5.12-sglang-sim",
 	})
 }
 
@@ -128,7 +154,30 @@ func (e *Engine) handleChat(w http.ResponseWriter, r *http.Request) {
 			"Disaggregated request received without bootstrap room id: send it through the PD router")
 		return
 	}
-	e.sched.serveChat(w, r, c, requestID(r, c))
+	rid := requestID(r, c, e.cfg.Sim.RequestIDs)
+	e.tags.note(rid, r.Header.Get(simTagHeader))
+	e.sched.serveChat(w, r, c, rid)
+}
+
+// nilIfEmpty renders an unset string argument as JSON null, like Python's None.
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// afterDisconnect processes the abort a client's disconnect causes after the
+// configured --sim-abort-latency (SGLang notices a disconnect seconds later, see
+// LatencyRange.after); with no latency it runs at once. arrived is when the request
+// reached this engine.
+func (e *Engine) afterDisconnect(arrived time.Time, abort func()) {
+	d := e.cfg.Sim.AbortLatency.after(arrived, time.Now())
+	if d <= 0 {
+		abort()
+		return
+	}
+	time.AfterFunc(d, abort)
 }
 
 // handleFault is the admin endpoint POST /_sim/fault.
@@ -166,5 +215,5 @@ func (e *Engine) handleFault(w http.ResponseWriter, r *http.Request) {
 // handleState is GET /_sim/state: the simulator's ground truth, for tests only. An
 // operator-facing check must not use it, since real SGLang has nothing like it.
 func (e *Engine) handleState(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, e.sched.state())
+	writeJSON(w, http.StatusOK, e.tags.annotate(e.sched.state()))
 }

@@ -5,24 +5,35 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
 // EngineConfig is what an engine process is launched with: the sglang.launch_server
 // flags the simulator models, plus simulator-only knobs (--sim-*).
 type EngineConfig struct {
-	ModelPath         string
-	ServedModelName   string
-	Host              string
-	Port              int
-	Mode              string // "prefill" or "decode"
-	TransferBackend   string
-	BootstrapPort     int
-	DisableOverlap    bool
-	EnableMetrics     bool
+	ModelPath       string
+	ServedModelName string
+	Host            string
+	Port            int
+	Mode            string // "prefill" or "decode"
+	TransferBackend string
+	BootstrapPort   int
+	// DisableOverlap is the EFFECTIVE disable_overlap_schedule: the flag, a --config
+	// file setting it, or SGLang forcing it (see applyForcedOverlap).
+	DisableOverlap bool
+	EnableMetrics  bool
+	// SpeculativeAlgorithm is --speculative-algorithm (NEXTN is rewritten to EAGLE).
+	SpeculativeAlgorithm string
+	// ConfigFile is the --config YAML merged into the command line.
+	ConfigFile        string
 	DecodeLogInterval int
+	Watchdog          WatchdogSetting // --watchdog-timeout (SGLang: 300 s), see wedge.go
 	Topology          Topology
 	Extra             []ExtraFlag
+	// Notes are the lines SGLang's argument post-processing logs before the
+	// server_args dump (e.g. the overlap schedule being forced off).
+	Notes []string
 
 	Sim SimKnobs
 }
@@ -51,7 +62,22 @@ type SimKnobs struct {
 	MaxTotalTokens int
 	// Faults are applied right after the engine is ready.
 	Faults []string
+	// Profile is the SGLang build impersonated (--sim-profile); it decides the log
+	// era (unless --sim-log-format overrides it), metric spellings and endpoints.
+	Profile Profile
+	// RequestIDs is "engine" (SGLang mints every rid, only a body "rid" is
+	// honoured) or "client" (X-Request-Id, then the body's rid or user, as older
+	// simulator tests expect).
+	RequestIDs string
+	// AbortLatency is how long after a client's disconnect the abort is processed.
+	AbortLatency LatencyRange
 }
+
+// Request-id modes of --sim-request-ids.
+const (
+	RequestIDsEngine = "engine"
+	RequestIDsClient = "client"
+)
 
 // defaultEngineConfig mirrors SGLang's ServerArgs defaults where the simulator has an
 // equivalent.
@@ -63,6 +89,7 @@ func defaultEngineConfig() EngineConfig {
 		TransferBackend:   "mooncake",
 		BootstrapPort:     8998,
 		DecodeLogInterval: 40,
+		Watchdog:          WatchdogSetting{Seconds: 300},
 		Topology:          Topology{TPSize: 1, DPSize: 1},
 		Sim: SimKnobs{
 			TokenRate:        40,
@@ -74,6 +101,7 @@ func defaultEngineConfig() EngineConfig {
 			DefaultMaxTokens: 32,
 			KVBytesPerToken:  64,
 			MaxTotalTokens:   524288,
+			RequestIDs:       RequestIDsEngine,
 		},
 	}
 }
@@ -82,7 +110,12 @@ func defaultEngineConfig() EngineConfig {
 // warning about (and otherwise ignoring) every flag the simulator does not model.
 func ParseEngineArgs(args []string, log *slog.Logger) (EngineConfig, error) {
 	c := defaultEngineConfig()
-	era := ""
+	era, profile, abortLatency := "", "", ""
+	args, cfgFile, err := mergeConfigFile(args)
+	if err != nil {
+		return c, err
+	}
+	c.ConfigFile = cfgFile
 	specs := map[string]flagSpec{
 		"model-path":                      setString(&c.ModelPath),
 		"served-model-name":               setString(&c.ServedModelName),
@@ -94,6 +127,7 @@ func ParseEngineArgs(args []string, log *slog.Logger) (EngineConfig, error) {
 		"disable-overlap-schedule":        setBool(&c.DisableOverlap),
 		"enable-metrics":                  setBool(&c.EnableMetrics),
 		"decode-log-interval":             setInt(&c.DecodeLogInterval),
+		"watchdog-timeout":                setWatchdog(&c.Watchdog),
 		"tp-size":                         setInt(&c.Topology.TPSize),
 		"tp":                              setInt(&c.Topology.TPSize),
 		"dp-size":                         setInt(&c.Topology.DPSize),
@@ -109,6 +143,10 @@ func ParseEngineArgs(args []string, log *slog.Logger) (EngineConfig, error) {
 		"sim-kv-bytes-per-token":          setInt(&c.Sim.KVBytesPerToken),
 		"sim-max-total-tokens":            setInt(&c.Sim.MaxTotalTokens),
 		"sim-fault":                       setStrings(&c.Sim.Faults),
+		"sim-profile":                     setString(&profile),
+		"sim-request-ids":                 setString(&c.Sim.RequestIDs),
+		"sim-abort-latency":               setString(&abortLatency),
+		"speculative-algorithm":           setString(&c.SpeculativeAlgorithm),
 	}
 	extra, positional, err := parseTolerant(args, specs)
 	if err != nil {
@@ -121,13 +159,67 @@ func ParseEngineArgs(args []string, log *slog.Logger) (EngineConfig, error) {
 		log.Warn("ignoring positional argument", "arg", p)
 	}
 	c.Extra = extra
-	if c.Sim.LogEra, err = ParseLogEra(era); err != nil {
-		return c, err
+	if c.Sim.Profile, err = LookupProfile(profile); err != nil {
+		return c, fmt.Errorf("--sim-profile: %w", err)
+	}
+	c.Sim.LogEra = c.Sim.Profile.Era
+	if era != "" {
+		if c.Sim.LogEra, err = ParseLogEra(era); err != nil {
+			return c, err
+		}
+	}
+	c.Sim.AbortLatency = c.Sim.Profile.AbortLatency
+	if abortLatency != "" {
+		if c.Sim.AbortLatency, err = ParseLatencyRange(abortLatency); err != nil {
+			return c, fmt.Errorf("--sim-abort-latency: %w", err)
+		}
 	}
 	if c.ServedModelName == "" {
 		c.ServedModelName = c.ModelPath
 	}
+	c.applyForcedOverlap(os.Getenv("SGLANG_ENABLE_SPEC_V2"))
 	return c, c.validate()
+}
+
+// applyForcedOverlap is the part of SGLang's ServerArgs post-processing that turns
+// the overlap schedule off whatever the flags say: EAGLE-family speculative
+// decoding before spec-v2 (server_args.py, _handle_speculative_decoding). With
+// SGLANG_ENABLE_SPEC_V2 set, EAGLE instead forces it on, on the builds that have
+// spec-v2. specV2 is that variable's value.
+func (c *EngineConfig) applyForcedOverlap(specV2 string) {
+	algo := strings.ToUpper(c.SpeculativeAlgorithm)
+	if algo == "NEXTN" {
+		// NEXTN shares EAGLE's implementation and is renamed to it.
+		algo = "EAGLE"
+	}
+	if c.SpeculativeAlgorithm != "" {
+		c.SpeculativeAlgorithm = algo
+	}
+	switch algo {
+	case "EAGLE", "EAGLE3", "STANDALONE":
+	default:
+		return
+	}
+	v2 := c.Sim.Profile.EagleOverlapMsg == eagleOverlapMsgNew && envTrue(specV2)
+	switch {
+	case v2 && algo == "EAGLE":
+		c.DisableOverlap = false
+		c.Notes = append(c.Notes, "Beta spec is enabled for eagle speculative decoding and overlap schedule is turned on.")
+	case v2:
+		// spec-v2 leaves EAGLE3 and STANDALONE to the flags.
+	default:
+		c.DisableOverlap = true
+		c.Notes = append(c.Notes, c.Sim.Profile.EagleOverlapMsg)
+	}
+}
+
+// envTrue reads an SGLang boolean environment variable (EnvBool: 1/true/yes/on).
+func envTrue(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes", "on", "y", "t":
+		return true
+	}
+	return false
 }
 
 func (c EngineConfig) validate() error {
@@ -151,6 +243,8 @@ func (c EngineConfig) validate() error {
 		return fmt.Errorf("--sim-wedge-burst must be at least 1")
 	case c.Sim.IdleRefresh <= 0:
 		return fmt.Errorf("--sim-idle-refresh must be positive")
+	case c.Sim.RequestIDs != RequestIDsEngine && c.Sim.RequestIDs != RequestIDsClient:
+		return fmt.Errorf("--sim-request-ids must be engine or client, not %q", c.Sim.RequestIDs)
 	}
 	for _, f := range c.Sim.Faults {
 		if _, err := ParseFault([]byte(`{"fault":` + strconv.Quote(f) + `}`)); err != nil {

@@ -18,8 +18,9 @@ const (
 	// EraMid2026 is the ~May 2026 wording used by the fixtures: no trailing comma,
 	// #pending-token and #prealloc-req on prefill.
 	EraMid2026
-	// EraLate2026 is the newest wording: #bootstrap-req and #optimistic-req on prefill,
-	// millisecond timestamps, and the renamed bootstrap-queue gauge.
+	// EraLate2026 is the newest wording: #bootstrap-req and #optimistic-req on prefill.
+	// (Its fixtures carry millisecond time stamps because their deployment set
+	// SGLANG_LOG_MS=1; `up` does the same for this era.)
 	EraLate2026
 )
 
@@ -56,6 +57,3 @@ func ParseLogEra(s string) (LogEra, error) {
 	}
 	return 0, fmt.Errorf("unknown log format %q (want 2025-mid, 2025-late, 2026-mid or 2026-late)", s)
 }
-
-// millis reports whether the era prints milliseconds in the line prefix.
-func (e LogEra) millis() bool { return e == EraLate2026 }

@@ -16,6 +16,8 @@ const (
 	FaultSlow         = "slow"
 	FaultStaleSample  = "stale-sample"
 	FaultPrefillStall = "prefill-stall"
+	FaultDecodeHang   = "decode-hang"
+	FaultSlowDecode   = "slow-decode"
 	FaultClear        = "clear"
 )
 
@@ -28,6 +30,8 @@ var faultRoles = map[string]string{
 	FaultSlow:         "prefill",
 	FaultStaleSample:  "decode",
 	FaultPrefillStall: "prefill",
+	FaultDecodeHang:   "decode",
+	FaultSlowDecode:   "decode",
 	FaultCrash:        "",
 	FaultClear:        "",
 }
@@ -42,7 +46,7 @@ func FaultRole(name string) (string, bool) {
 // Fault is the JSON body of POST /_sim/fault.
 type Fault struct {
 	// Name is the fault: pd-wedge, decode-crash, crash, router-down, slow,
-	// stale-sample, prefill-stall or clear.
+	// stale-sample, prefill-stall, decode-hang, slow-decode or clear.
 	Name string `json:"fault"`
 	// Count is the size of the pd-wedge abort burst; 0 means the engine's
 	// --sim-wedge-burst.
@@ -56,6 +60,9 @@ type Fault struct {
 	Scrapes int `json:"scrapes,omitempty"`
 	// Value is the stale num_running_reqs reading (default 2).
 	Value float64 `json:"value,omitempty"`
+	// ITL is the inter-token latency the slow-decode fault gives every decode
+	// iteration (default "1s").
+	ITL string `json:"itl,omitempty"`
 }
 
 // ParseFault decodes and validates a fault request body, filling in defaults.
@@ -67,7 +74,7 @@ func ParseFault(body []byte) (Fault, error) {
 		return f, fmt.Errorf("decode fault body: %w", err)
 	}
 	if _, ok := faultRoles[f.Name]; !ok {
-		return f, fmt.Errorf("unknown fault %q (want pd-wedge, decode-crash, crash, router-down, slow, stale-sample, prefill-stall or clear)", f.Name)
+		return f, fmt.Errorf("unknown fault %q (want pd-wedge, decode-crash, crash, router-down, slow, stale-sample, prefill-stall, decode-hang, slow-decode or clear)", f.Name)
 	}
 	if f.Count < 0 || f.Scrapes < 0 || f.ExitCode < 0 || f.ExitCode > 255 {
 		return f, fmt.Errorf("fault %q: count, scrapes and exit_code must be non-negative (exit_code at most 255)", f.Name)
@@ -87,12 +94,24 @@ func ParseFault(body []byte) (Fault, error) {
 	if f.Value == 0 {
 		f.Value = 2
 	}
+	if f.ITL == "" {
+		f.ITL = "1s"
+	}
+	if d, err := time.ParseDuration(f.ITL); err != nil || d <= 0 {
+		return f, fmt.Errorf("fault %q: itl must be a positive duration, got %q", f.Name, f.ITL)
+	}
 	return f, nil
 }
 
 // ttft returns the parsed TTFT; ParseFault has validated it.
 func (f Fault) ttft() time.Duration {
 	d, _ := time.ParseDuration(f.TTFT)
+	return d
+}
+
+// itl returns the parsed ITL; ParseFault has validated it.
+func (f Fault) itl() time.Duration {
+	d, _ := time.ParseDuration(f.ITL)
 	return d
 }
 

@@ -30,7 +30,7 @@ func TestFixtureShapes(t *testing.T) {
 // kind of fixture line is produced.
 func TestLogLinesMatchFixtures(t *testing.T) {
 	t.Parallel()
-	d := up(t)
+	d := up(t, "--transfer-backend", "nixl") // the fixtures' backend
 	for range 3 {
 		require.Equal(t, 200, chat(d.endpoints["router"], "", 5*time.Second, false).status)
 	}

@@ -24,8 +24,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fastArgs scale the simulator's time so that scenarios play out in seconds.
-var fastArgs = []string{"--token-rate", "200", "--decode-log-interval", "4", "--idle-refresh", "100ms", "--max-tokens", "8"}
+// fastArgs scale the simulator's time so that scenarios play out in seconds. They
+// also keep the contract these tests were written for: aborts processed the moment
+// a client leaves (real engines take seconds: --abort-latency), X-Request-Id as the
+// engines' rid (real engines mint their own: --request-ids engine), and abort lines
+// that name their reason (mooncake; on NIXL, the default, they read "NIXL
+// KVReceiver Exception"). profile_e2e_test.go tests the real defaults.
+var fastArgs = []string{"--token-rate", "200", "--decode-log-interval", "4", "--idle-refresh", "100ms", "--max-tokens", "8",
+	"--abort-latency", "0s", "--request-ids", "client", "--transfer-backend", "mooncake"}
 
 // deployment is a running `sglang-sim up` deployment owned by one test.
 type deployment struct {

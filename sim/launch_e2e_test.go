@@ -93,7 +93,7 @@ func TestFixtureServeScriptRuns(t *testing.T) {
 func TestUpWritesInventoryAndUnits(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
-	d := up(t, "--name", "dsv4")
+	d := up(t, "--name", "dsv4", "--transfer-backend", "nixl")
 	require.Less(t, time.Since(start), 3*time.Second, "up serves all three roles well under a second each")
 
 	var inv struct {

@@ -20,11 +20,15 @@ Roles (each a separate process, launched like the real thing):
 
 Deployments:
   up   --dir DIR [--scenario NAME] [--name sim]   start router, prefill and decode in the background
+       [--profile 2025-mid|2025-late|2026-mid|2026-late] [--transfer-backend nixl|mooncake]
+       [--metrics on|off] [--request-ids engine|client] [--abort-latency MIN-MAX]
+       [--log-tz ZONE] [--overlap on|flag|config|forced]   (up -h lists every flag)
   ctl  --dir DIR start|stop|restart ROLE|all       manage roles like systemctl
   ctl  --dir DIR show ROLE                         systemctl show-style unit state
   ctl  --dir DIR status                            human-readable table
   ctl  --dir DIR fault NAME [--count N ...]        inject pd-wedge, decode-crash, router-down, slow,
-                                                   stale-sample, prefill-stall, or clear
+                                                   stale-sample, prefill-stall, decode-hang,
+                                                   slow-decode [--itl D], or clear
   down --dir DIR                                   stop everything up started
 
 Traffic:

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"sort"
+	"strings"
 	"sync"
 )
 
@@ -26,14 +28,19 @@ type schedGauges struct {
 // engineMetrics holds everything /metrics exposes. Counters advance when their event
 // happens; gauges only change through publish.
 type engineMetrics struct {
-	mu        sync.Mutex
-	mode      string
-	model     string
-	era       LogEra
-	topo      Topology
-	gauges    []schedGauges
-	bootFail  []float64
-	xferFail  []float64
+	mu      sync.Mutex
+	mode    string
+	model   string
+	profile Profile
+	topo    Topology
+	gauges  []schedGauges
+	// realtime is sglang:realtime_tokens_total per logging rank and mode: the
+	// scheduler's live counter (every decode iteration, every prefill batch).
+	realtime []map[string]float64
+	bootFail []float64
+	xferFail []float64
+	// prompt, generated and requests are the tokenizer's counters: they advance
+	// once per FINISHED request (observe_one_finished_request), by its token counts.
 	prompt    float64
 	generated float64
 	requests  float64
@@ -50,11 +57,16 @@ type engineMetrics struct {
 
 func newEngineMetrics(c EngineConfig) *engineMetrics {
 	n := c.Topology.LoggingRanks()
-	return &engineMetrics{
-		mode: c.Mode, model: c.ServedModelName, era: c.Sim.LogEra, topo: c.Topology,
+	m := &engineMetrics{
+		mode: c.Mode, model: c.ServedModelName, profile: c.Sim.Profile, topo: c.Topology,
 		gauges: make([]schedGauges, n), bootFail: make([]float64, n), xferFail: make([]float64, n),
-		ttft: newHistogram(ttftBuckets), e2e: newHistogram(e2eBuckets),
+		realtime: make([]map[string]float64, n),
+		ttft:     newHistogram(ttftBuckets), e2e: newHistogram(e2eBuckets),
 	}
+	for i := range m.realtime {
+		m.realtime[i] = map[string]float64{}
+	}
+	return m
 }
 
 // publish overwrites one rank's gauges, as SGLang's stats functions do.
@@ -64,6 +76,22 @@ func (m *engineMetrics) publish(rank int, g schedGauges) {
 	if rank >= 0 && rank < len(m.gauges) {
 		m.gauges[rank] = g
 	}
+}
+
+// publishIdle is the idle refresh's write. Builds before late 2025 wrote no PD queue
+// gauges at idle, so those keep their last batch-time value there.
+func (m *engineMetrics) publishIdle(rank int, g schedGauges) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if rank < 0 || rank >= len(m.gauges) {
+		return
+	}
+	if !m.profile.IdlePDGauges {
+		old := m.gauges[rank]
+		g.PrefillPrealloc, g.PrefillInflight = old.PrefillPrealloc, old.PrefillInflight
+		g.DecodePrealloc, g.DecodeTransfer = old.DecodePrealloc, old.DecodeTransfer
+	}
+	m.gauges[rank] = g
 }
 
 // published returns one rank's last written gauges.
@@ -85,29 +113,46 @@ func (m *engineMetrics) addBootstrapFailed(rank int) {
 	m.bootFail[rank%len(m.bootFail)]++
 }
 
+// addPrompt records that a forward pass computed n prompt tokens: realtime
+// prefill_compute tokens on a prefill engine (rank 0, the only logging rank there).
+// A PD decode engine computes no prompt (its KV arrives), so it records nothing.
+// prompt_tokens_total is the tokenizer's, counted when a request finishes.
 func (m *engineMetrics) addPrompt(n int) {
+	if m.mode != "prefill" || n <= 0 {
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.prompt += float64(n)
+	m.realtime[0]["prefill_compute"] += float64(n)
 }
 
-func (m *engineMetrics) addGenerated(n int) {
+// addDecodeIteration records one decode iteration of the running batch: every
+// running request produced one token, counted live on its DP rank as realtime
+// decode tokens (metrics_reporter.py: "Every-iteration work: realtime token
+// counting"). generation_tokens_total does not move until requests finish.
+func (m *engineMetrics) addDecodeIteration(running []*decodeReq) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.generated += float64(n)
+	for _, r := range running {
+		m.realtime[r.rank%len(m.realtime)]["decode"]++
+	}
+}
+
+// finished is the tokenizer's observe_one_finished_request: one finished request
+// with its prompt and completion token counts and its end-to-end latency.
+func (m *engineMetrics) finished(e2eSec float64, prompt, completion int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.prompt += float64(prompt)
+	m.generated += float64(completion)
+	m.requests++
+	m.e2e.observe(e2eSec)
 }
 
 func (m *engineMetrics) observeTTFT(sec float64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.ttft.observe(sec)
-}
-
-func (m *engineMetrics) finishRequest(e2eSec float64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.requests++
-	m.e2e.observe(e2eSec)
 }
 
 func (m *engineMetrics) setKV(speedGBs, latencyMs float64) {
@@ -122,13 +167,28 @@ func (m *engineMetrics) setStale(scrapes int, value float64) {
 	m.staleLeft, m.staleValue = scrapes, value
 }
 
-func (m *engineMetrics) rankLabels(rank int) string {
-	dp := ""
-	if m.topo.DPAttention && m.topo.DPSize > 1 {
-		dp = fmt.Sprintf("dp_rank=\"%d\",", rank)
+// rankLabels renders one logging rank's label set (plus extra pairs), sorted by name
+// as the multiprocess collector exposes them.
+func (m *engineMetrics) rankLabels(rank int, extra ...[2]string) string {
+	engineType := m.mode
+	pairs := [][2]string{{"model_name", m.model}, {"pp_rank", "0"}, {"tp_rank", fmt.Sprint(m.topo.GlobalTP(rank))}}
+	if m.profile.UnifiedEngineType {
+		// Mid-2025 builds hard-coded engine_type and had no moe_ep_rank label.
+		engineType = "unified"
+	} else {
+		pairs = append(pairs, [2]string{"moe_ep_rank", "0"})
 	}
-	return fmt.Sprintf("%sengine_type=%q,model_name=%q,moe_ep_rank=\"0\",pp_rank=\"0\",tp_rank=\"%d\"",
-		dp, m.mode, m.model, m.topo.GlobalTP(rank))
+	pairs = append(pairs, [2]string{"engine_type", engineType})
+	if m.topo.DPAttention && m.topo.DPSize > 1 {
+		pairs = append(pairs, [2]string{"dp_rank", fmt.Sprint(rank)})
+	}
+	pairs = append(pairs, extra...)
+	sort.Slice(pairs, func(i, j int) bool { return pairs[i][0] < pairs[j][0] })
+	parts := make([]string, len(pairs))
+	for i, p := range pairs {
+		parts[i] = fmt.Sprintf("%s=%q", p[0], p[1])
+	}
+	return strings.Join(parts, ",")
 }
 
 // Render writes the Prometheus text exposition, consuming one stale-sample scrape
@@ -142,8 +202,12 @@ func (m *engineMetrics) Render(w io.Writer) error {
 		gauges[0].Running = m.staleValue
 	}
 	bootstrapName := "sglang:num_prefill_prealloc_queue_reqs"
-	if m.era == EraLate2026 {
+	if m.profile.BootstrapGauge {
 		bootstrapName = "sglang:num_prefill_bootstrap_queue_reqs"
+	}
+	inflightName, inflightHelp := "sglang:num_prefill_inflight_queue_reqs", "The number of requests in the prefill inflight queue."
+	if m.profile.InfightTypo {
+		inflightName, inflightHelp = "sglang:num_prefill_infight_queue_reqs", "The number of requests in the prefill infight queue."
 	}
 	type family struct {
 		name, help, typ string
@@ -159,11 +223,11 @@ func (m *engineMetrics) Render(w io.Writer) error {
 		{"sglang:num_used_tokens", "The number of used tokens.", "gauge", func(r int) float64 { return gauges[r].UsedTokens }},
 		{"sglang:num_retracted_reqs", "The number of retracted requests.", "gauge", func(int) float64 { return 0 }},
 		{bootstrapName, "The number of requests in the prefill bootstrap queue.", "gauge", func(r int) float64 { return gauges[r].PrefillPrealloc }},
-		{"sglang:num_prefill_inflight_queue_reqs", "The number of requests in the prefill inflight queue.", "gauge", func(r int) float64 { return gauges[r].PrefillInflight }},
+		{inflightName, inflightHelp, "gauge", func(r int) float64 { return gauges[r].PrefillInflight }},
 		{"sglang:num_decode_prealloc_queue_reqs", "The number of requests in the decode prealloc queue.", "gauge", func(r int) float64 { return gauges[r].DecodePrealloc }},
 		{"sglang:num_decode_transfer_queue_reqs", "The number of requests in the decode transfer queue.", "gauge", func(r int) float64 { return gauges[r].DecodeTransfer }},
 	}
-	if m.mode == "prefill" {
+	if m.mode == "prefill" && m.profile.KVTransferGauges {
 		fams = append(fams,
 			family{"sglang:kv_transfer_speed_gb_s", "The transfer speed of the KV cache in GB/s.", "gauge", func(int) float64 { return m.kvSpeed }},
 			family{"sglang:kv_transfer_latency_ms", "The transfer latency of the KV cache in ms.", "gauge", func(int) float64 { return m.kvLatency }})
@@ -177,6 +241,7 @@ func (m *engineMetrics) Render(w io.Writer) error {
 			fmt.Fprintf(&b, "%s{%s} %s\n", f.name, m.rankLabels(r), promFloat(f.val(r)))
 		}
 	}
+	m.renderRealtime(&b)
 	model := fmt.Sprintf("model_name=%q", m.model)
 	for _, c := range []struct {
 		name, help string
@@ -193,4 +258,29 @@ func (m *engineMetrics) Render(w io.Writer) error {
 	m.mu.Unlock()
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// renderRealtime writes sglang:realtime_tokens_total on the builds that have it. Like
+// SGLang's multiprocess collector, it shows only the series that were incremented
+// (newer builds skip zero deltas), so a fresh engine shows no family at all.
+func (m *engineMetrics) renderRealtime(b *bytes.Buffer) {
+	if !m.profile.RealtimeTokens {
+		return
+	}
+	var lines []string
+	for r, modes := range m.realtime {
+		for _, mode := range []string{"decode", "prefill_cache", "prefill_compute"} {
+			if v, ok := modes[mode]; ok {
+				lines = append(lines, fmt.Sprintf("sglang:realtime_tokens_total{%s} %s\n", m.rankLabels(r, [2]string{"mode", mode}), promFloat(v)))
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	b.WriteString("# HELP sglang:realtime_tokens_total Total number of tokens processed (updated on each log interval). mode: prefill_compute, prefill_cache, decode.\n")
+	b.WriteString("# TYPE sglang:realtime_tokens_total counter\n")
+	for _, l := range lines {
+		b.WriteString(l)
+	}
 }

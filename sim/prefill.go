@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -61,6 +62,10 @@ type prefillSched struct {
 	stalled bool
 	unstall chan struct{}
 	slow    time.Duration
+	// inForward is SGLang's cur_batch != None: a batch is being computed. The
+	// watchdog only watches while it is set.
+	inForward     bool
+	watchdogFired bool
 
 	wake chan struct{}
 }
@@ -96,13 +101,14 @@ func (p *prefillSched) serveChat(w http.ResponseWriter, r *http.Request, c *chat
 	}
 	select {
 	case <-r.Context().Done():
-		p.abort(req)
+		p.e.afterDisconnect(req.arrived, func() { p.abort(req) })
 	case err := <-req.done:
 		if err != nil {
 			apiError(w, http.StatusInternalServerError, "InternalServerError", err.Error())
 			return
 		}
-		p.e.metrics.finishRequest(time.Since(req.arrived).Seconds())
+		// A PD prefill finishes a request with its first token computed.
+		p.e.metrics.finished(time.Since(req.arrived).Seconds(), req.prompt, 1)
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(completion(rid, p.e.cfg.ServedModelName, "", req.prompt, 0, "length"))
 	}
@@ -129,9 +135,9 @@ func (p *prefillSched) logFailureLocked(req *prefillReq, bootstrap bool, reason 
 	t := p.e.cfg.Topology
 	for _, h := range t.HolderRanks(0) {
 		if bootstrap {
-			p.e.log.Logf(t.Prefix(h[0], h[1]), "%s", FormatBootstrapFailed(h[1], req.rid, req.room, reason))
+			p.e.log.Logf(t.Prefix(h[0], h[1]), "%s", p.e.bootstrapFailedLine(h[1], req.rid, req.room, reason))
 		} else {
-			p.e.log.Logf(t.Prefix(h[0], h[1]), "%s", FormatTransferFailed("prefill", h[1], req.rid, req.room, reason))
+			p.e.log.Logf(t.Prefix(h[0], h[1]), "%s", p.e.transferFailedLine(h[1], req.rid, req.room, reason))
 		}
 	}
 	if bootstrap {
@@ -237,6 +243,37 @@ func (p *prefillSched) healthStuck() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.stalled
+}
+
+// roundTrip is a request the scheduler loop must read and answer, like
+// get_internal_state behind /server_info: a loop stuck in a forward pass
+// (prefill-stall) answers it only when the pass returns.
+func (p *prefillSched) roundTrip(ctx context.Context) error {
+	p.mu.Lock()
+	stalled, unstall := p.stalled && p.inForward, p.unstall
+	p.mu.Unlock()
+	if !stalled {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-unstall:
+		return nil
+	}
+}
+
+// watchdogProbe reads what SGLang's watchdog reads: forward_ct and cur_batch.
+func (p *prefillSched) watchdogProbe() (int, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.iter, p.inForward
+}
+
+func (p *prefillSched) watchdogFire() {
+	p.mu.Lock()
+	p.watchdogFired = true
+	p.mu.Unlock()
 }
 
 func (p *prefillSched) close() { p.sender.close() }

@@ -46,5 +46,6 @@ func (p *prefillSched) state() map[string]any {
 		// applied (that happens after the next forward pass).
 		"inflight_aborted": parked,
 		"stalled":          p.stalled, "slow_ttft": p.slow.String(), "batches": p.iter,
+		"cur_batch": p.inForward, "watchdog_timeout": p.e.cfg.Watchdog.Repr(), "watchdog_fired": p.watchdogFired,
 	}
 }

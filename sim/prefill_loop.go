@@ -11,6 +11,7 @@ import (
 // the batch for prompt/--sim-prefill-rate seconds, sends each room's KV to decode and
 // polls the inflight queue.
 func (p *prefillSched) run(ctx context.Context) {
+	go newWatchdog(p.e, p.watchdogProbe, p.watchdogFire).run(ctx)
 	idle := time.NewTicker(p.e.cfg.Sim.IdleRefresh)
 	defer idle.Stop()
 	for {
@@ -43,6 +44,7 @@ func (p *prefillSched) iterate(ctx context.Context) bool {
 		tokens += r.prompt
 	}
 	p.logBatchLocked(batch, tokens)
+	p.inForward = true
 	stalled, unstall, slow := p.stalled, p.unstall, p.slow
 	p.mu.Unlock()
 
@@ -63,6 +65,7 @@ func (p *prefillSched) iterate(ctx context.Context) bool {
 
 	now := time.Now()
 	p.mu.Lock()
+	p.inForward = false
 	for _, r := range batch {
 		r.state, r.sentAt = psInflight, now
 		r.bytes = min(r.prompt*p.e.cfg.Sim.KVBytesPerToken, maxKVPayload)
@@ -195,7 +198,7 @@ func (p *prefillSched) idleRefresh() {
 			bootstrap++
 		}
 	}
-	p.e.metrics.publish(0, schedGauges{
+	p.e.metrics.publishIdle(0, schedGauges{
 		Queue: float64(len(p.waiting)), TokenUsage: float64(inflightTokens) / float64(p.e.cfg.Sim.MaxTotalTokens),
 		UsedTokens: float64(inflightTokens), PrefillPrealloc: float64(bootstrap), PrefillInflight: float64(len(p.inflight)),
 	})

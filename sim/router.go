@@ -28,6 +28,8 @@ type Router struct {
 	client *http.Client
 	next   atomic.Uint64
 	exit   func(int)
+	// workers are the background health states of every worker.
+	workers []*workerHealth
 }
 
 // routerLog writes lines in the Rust router's tracing format, one Write per line.
@@ -59,7 +61,7 @@ func RunRouter(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		DisableCompression:  true,
 	}
 	rt := &Router{cfg: cfg, out: &routerLog{w: stdout}, diag: diag, exit: os.Exit,
-		client: &http.Client{Transport: transport, Timeout: cfg.RequestTimeout}}
+		client: &http.Client{Transport: transport, Timeout: cfg.RequestTimeout}, workers: newWorkerHealth(cfg)}
 	return rt.serve(ctx)
 }
 
@@ -80,6 +82,7 @@ func (rt *Router) serve(ctx context.Context) error {
 	srv := &http.Server{Handler: rt.routes(), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	go rt.checkWorkers(ctx)
 	for _, name := range rt.cfg.Faults {
 		if f, err := ParseFault([]byte(`{"fault":` + strconv.Quote(name) + `}`)); err == nil {
 			rt.apply(f)
@@ -102,7 +105,7 @@ func (rt *Router) serve(ctx context.Context) error {
 func (rt *Router) routes() http.Handler {
 	mux := http.NewServeMux()
 	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "OK") }
-	mux.HandleFunc("GET /health", ok)
+	mux.HandleFunc("GET /health", rt.handleHealth)
 	mux.HandleFunc("GET /liveness", ok)
 	mux.HandleFunc("GET /readiness", ok)
 	mux.HandleFunc("GET /workers", rt.handleWorkers)
@@ -117,11 +120,11 @@ func (rt *Router) routes() http.Handler {
 
 func (rt *Router) handleWorkers(w http.ResponseWriter, _ *http.Request) {
 	var ws []any
-	for _, p := range rt.cfg.Prefill {
-		ws = append(ws, map[string]any{"url": p.URL, "worker_type": "prefill", "bootstrap_port": p.BootstrapPort, "is_healthy": true})
+	for i, p := range rt.cfg.Prefill {
+		ws = append(ws, map[string]any{"url": p.URL, "worker_type": "prefill", "bootstrap_port": p.BootstrapPort, "is_healthy": rt.workers[i].isHealthy()})
 	}
-	for _, d := range rt.cfg.Decode {
-		ws = append(ws, map[string]any{"url": d, "worker_type": "decode", "is_healthy": true})
+	for i, d := range rt.cfg.Decode {
+		ws = append(ws, map[string]any{"url": d, "worker_type": "decode", "is_healthy": rt.workers[len(rt.cfg.Prefill)+i].isHealthy()})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"workers": ws, "total": len(ws)})
 }
@@ -153,8 +156,10 @@ func (rt *Router) upstream(ctx context.Context, method, url string, body []byte,
 		return nil, fmt.Errorf("build upstream request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if id := hdr.Get("X-Request-Id"); id != "" {
-		req.Header.Set("X-Request-Id", id)
+	for _, h := range []string{"X-Request-Id", simTagHeader} {
+		if v := hdr.Get(h); v != "" {
+			req.Header.Set(h, v)
+		}
 	}
 	resp, err := rt.client.Do(req)
 	if err != nil {
@@ -173,6 +178,11 @@ func (rt *Router) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = io.Copy(io.Discard, r.Body)
+	// Both routers re-serialise a chat request from a typed struct that has no "rid"
+	// (sgl-router openai_api_types.rs@1d265cf8 ChatCompletionRequest; the gateway:
+	// smg-project/smg#1874, fix open as sgl-project/sglang#36221), so the engines
+	// mint their own rids; "user" survives.
+	delete(body, "rid")
 	n := rt.next.Add(1)
 	p := rt.cfg.Prefill[int(n%uint64(len(rt.cfg.Prefill)))]
 	decodeURL := rt.cfg.Decode[int(n%uint64(len(rt.cfg.Decode)))]

@@ -25,6 +25,13 @@ type RouterConfig struct {
 	Port           int
 	RequestTimeout time.Duration
 	Faults         []string
+	// Profile is the SGLang build whose router this is (--sim-profile): the 2025
+	// sgl-router or the 2026 model gateway.
+	Profile Profile
+	// Health is the background health check of the workers (--health-check-*).
+	Health HealthCheck
+	// HealthCheckDisabled is --disable-health-check: every worker stays healthy.
+	HealthCheckDisabled bool
 }
 
 // ParseRouterArgs parses the router's command line, warning about flags the
@@ -33,13 +40,24 @@ func ParseRouterArgs(args []string, log *slog.Logger) (RouterConfig, error) {
 	c := RouterConfig{Host: "127.0.0.1", Port: 30000}
 	timeoutSecs := 1800
 	var prefillErr error
+	profile := ""
+	interval, startupInterval, healthTimeout, failures, successes := -1, -1, -1, -1, -1
+	endpoint := ""
 	specs := map[string]flagSpec{
-		"pd-disaggregation":    setBool(&c.PD),
-		"host":                 setString(&c.Host),
-		"port":                 setInt(&c.Port),
-		"decode":               setStrings(&c.Decode),
-		"request-timeout-secs": setInt(&timeoutSecs),
-		"sim-fault":            setStrings(&c.Faults),
+		"sim-profile":                   setString(&profile),
+		"health-check-interval-secs":    setInt(&interval),
+		"worker-startup-check-interval": setInt(&startupInterval),
+		"health-check-timeout-secs":     setInt(&healthTimeout),
+		"health-failure-threshold":      setInt(&failures),
+		"health-success-threshold":      setInt(&successes),
+		"health-check-endpoint":         setString(&endpoint),
+		"disable-health-check":          setBool(&c.HealthCheckDisabled),
+		"pd-disaggregation":             setBool(&c.PD),
+		"host":                          setString(&c.Host),
+		"port":                          setInt(&c.Port),
+		"decode":                        setStrings(&c.Decode),
+		"request-timeout-secs":          setInt(&timeoutSecs),
+		"sim-fault":                     setStrings(&c.Faults),
 		"prefill": {
 			optional: func(next string) bool {
 				if next == "none" {
@@ -73,6 +91,36 @@ func ParseRouterArgs(args []string, log *slog.Logger) (RouterConfig, error) {
 		log.Warn("ignoring positional argument", "arg", p)
 	}
 	c.RequestTimeout = time.Duration(timeoutSecs) * time.Second
+	if c.Profile, err = LookupProfile(profile); err != nil {
+		return c, fmt.Errorf("--sim-profile: %w", err)
+	}
+	c.Health = c.Profile.RouterHealth
+	if c.Profile.Name == Profile2025Mid && startupInterval > 0 {
+		// The mid-2025 router checked its workers every --worker-startup-check-interval.
+		c.Health.Interval = time.Duration(startupInterval) * time.Second
+	}
+	for _, o := range []struct {
+		v   int
+		set func(int)
+	}{
+		{interval, func(n int) { c.Health.Interval = time.Duration(n) * time.Second }},
+		{healthTimeout, func(n int) { c.Health.Timeout = time.Duration(n) * time.Second }},
+		{failures, func(n int) { c.Health.FailureThreshold = n }},
+		{successes, func(n int) { c.Health.SuccessThreshold = n }},
+	} {
+		if o.v >= 0 {
+			o.set(o.v)
+		}
+	}
+	if endpoint != "" {
+		c.Health.Endpoint = endpoint
+	}
+	switch {
+	case c.Health.Interval <= 0 || c.Health.Timeout <= 0:
+		return c, fmt.Errorf("--health-check-interval-secs and --health-check-timeout-secs must be positive")
+	case c.Health.FailureThreshold < 1 || c.Health.SuccessThreshold < 1:
+		return c, fmt.Errorf("--health-failure-threshold and --health-success-threshold must be at least 1")
+	}
 	switch {
 	case !c.PD:
 		return c, fmt.Errorf("the simulated router only supports --pd-disaggregation")

@@ -58,13 +58,32 @@ func (d *Deployment) engineScript(role string) string {
 		"Simulated SGLang " + role + " engine of deployment " + strconv.Quote(d.Name) + ", shaped like serve_dsv4_" + role + ".sh.",
 		"Edit it like a real serve script (e.g. add --disable-overlap-schedule), then `sglang-sim ctl --dir " + d.Dir + " restart " + role + "`.",
 	}
-	env := []string{"SGLANG_DISAGGREGATION_NIXL_BACKEND=UCX"}
+	backend := d.backend()
+	var env []string
+	if backend == "nixl" {
+		// The NIXL plugin, and UCX's NICs: NIXL ignores --disaggregation-ib-device.
+		env = append(env, "SGLANG_DISAGGREGATION_NIXL_BACKEND=UCX")
+	}
 	if role == "decode" {
-		env = append(env, "SGLANG_DISAGGREGATION_WAITING_TIMEOUT=300", "UCX_NET_DEVICES=mlx5_2:1,mlx5_3:1")
+		env = append(env, "SGLANG_DISAGGREGATION_WAITING_TIMEOUT=300")
+		if backend == "nixl" {
+			env = append(env, "UCX_NET_DEVICES=mlx5_2:1,mlx5_3:1")
+		}
 	} else {
-		env = append(env, "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT=300", "UCX_NET_DEVICES=mlx5_0:1,mlx5_1:1")
+		env = append(env, "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT=300")
+		if backend == "nixl" {
+			env = append(env, "UCX_NET_DEVICES=mlx5_0:1,mlx5_1:1")
+		}
 	}
 	env = append(env, "TOKENIZERS_PARALLELISM=false")
+	if d.Era == EraLate2026.String() {
+		// The 2026-late fixtures carry millisecond stamps: their deployment set this.
+		env = append(env, "SGLANG_LOG_MS=1")
+	}
+	if d.LogTZ != "" {
+		// Python's logging stamps lines in the process's local time, i.e. TZ.
+		env = append(env, "TZ="+d.LogTZ)
+	}
 	env = append(env, d.Env...)
 	argv := []string{d.Binary, "engine",
 		"--model-path", "/models/DeepSeek-V4-Flash",
@@ -79,26 +98,57 @@ func (d *Deployment) engineScript(role string) string {
 	}
 	argv = append(argv,
 		"--disaggregation-mode", role,
-		"--disaggregation-transfer-backend", "nixl",
+		"--disaggregation-transfer-backend", backend,
 		"--disaggregation-bootstrap-port", strconv.Itoa(d.BootstrapPort),
-		"--mem-fraction-static", map[string]string{"prefill": "0.82", "decode": "0.85"}[role],
 	)
-	if d.Scenario == ScenarioFixed {
+	if backend == "mooncake" {
+		argv = append(argv, "--disaggregation-ib-device", map[string]string{"prefill": "mlx5_0,mlx5_1", "decode": "mlx5_2,mlx5_3"}[role])
+	}
+	argv = append(argv, "--mem-fraction-static", map[string]string{"prefill": "0.82", "decode": "0.85"}[role])
+	switch d.overlap() {
+	case OverlapFlag:
 		argv = append(argv, "--disable-overlap-schedule")
+	case OverlapConfig:
+		argv = append(argv, "--config", d.ConfigFile(role))
+	case OverlapForced:
+		// MTP through EAGLE: before spec-v2, SGLang turns the overlap schedule off.
+		argv = append(argv, "--speculative-algorithm", "EAGLE", "--speculative-num-steps", "3",
+			"--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4")
 	}
 	if role == "decode" {
 		argv = append(argv, "--decode-log-interval", strconv.Itoa(d.DecodeLogInterval))
 	}
-	argv = append(argv, "--watchdog-timeout", "300", "--enable-metrics", "--log-level", "info")
+	argv = append(argv, "--watchdog-timeout", "300")
+	if !d.MetricsOff {
+		argv = append(argv, "--enable-metrics")
+	}
+	argv = append(argv, "--log-level", "info")
 	argv = append(argv, d.EngineArgs...)
 	return launchScript(header, env, argv)
+}
+
+// backend is the engines' transfer backend; NIXL, the incident's, by default.
+func (d *Deployment) backend() string {
+	if d.TransferBackend == "" {
+		return "nixl"
+	}
+	return d.TransferBackend
+}
+
+// configYAML renders <role>-config.yaml for --overlap config: the overlap schedule
+// turned off in the file SGLang merges in (server_args_config_parser.py), not on the
+// command line, so the flag is nowhere in the process's cmdline.
+func (d *Deployment) configYAML(role string) string {
+	return "# " + d.ConfigFile(role) + " -- written by `sglang-sim up --overlap config`,\n" +
+		"# read by serve_" + role + ".sh through --config (keys are flag names, CLI flags win).\n" +
+		"disable-overlap-schedule: true\n"
 }
 
 // routerScript renders serve_router.sh, a launch_router command line.
 func (d *Deployment) routerScript() string {
 	header := []string{
 		d.Script("router") + " -- written by `sglang-sim up`, started by `sglang-sim ctl start router`.",
-		"Simulated sglang_router (PD mode) of deployment " + strconv.Quote(d.Name) + ".",
+		"Simulated " + d.routerName() + " (PD mode) of deployment " + strconv.Quote(d.Name) + ".",
 	}
 	argv := []string{d.Binary, "router",
 		"--pd-disaggregation",
@@ -107,7 +157,19 @@ func (d *Deployment) routerScript() string {
 		"--host", d.Host,
 		"--port", strconv.Itoa(d.RouterPort),
 	}
+	if d.Profile != "" {
+		argv = append(argv, "--sim-profile", d.Profile)
+	}
+	argv = append(argv, d.RouterArgs...)
 	return launchScript(header, nil, argv)
+}
+
+// routerName names the router of the deployment's profile.
+func (d *Deployment) routerName() string {
+	if p, err := LookupProfile(d.Profile); err == nil && p.Router == RouterSGL {
+		return "sglang_router (Rust sgl-router)"
+	}
+	return "sglang_router (SGLang Model Gateway)"
 }
 
 func (d *Deployment) script(role string) string {
@@ -118,6 +180,13 @@ func (d *Deployment) script(role string) string {
 }
 
 func (d *Deployment) writeScripts() error {
+	if d.overlap() == OverlapConfig {
+		for _, role := range []string{"prefill", "decode"} {
+			if err := writeFileAtomic(d.ConfigFile(role), []byte(d.configYAML(role)), 0o644); err != nil {
+				return fmt.Errorf("write config file: %w", err)
+			}
+		}
+	}
 	for _, role := range Roles {
 		if err := writeFileAtomic(d.Script(role), []byte(d.script(role)), 0o755); err != nil {
 			return fmt.Errorf("write launch script: %w", err)

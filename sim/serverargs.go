@@ -18,10 +18,18 @@ func (c EngineConfig) ServerArgsDump() string {
 	add("port", strconv.Itoa(c.Port))
 	add("served_model_name", pyStr(c.ServedModelName))
 	add("tp_size", strconv.Itoa(c.Topology.TPSize))
+	add("watchdog_timeout", c.Watchdog.Repr())
 	add("dp_size", strconv.Itoa(c.Topology.DPSize))
 	add("enable_dp_attention", pyBool(c.Topology.DPAttention))
 	add("decode_log_interval", strconv.Itoa(c.DecodeLogInterval))
 	add("enable_metrics", pyBool(c.EnableMetrics))
+	spec := "None"
+	if c.SpeculativeAlgorithm != "" {
+		spec = pyStr(c.SpeculativeAlgorithm)
+	}
+	add("speculative_algorithm", spec)
+	// The effective value: a --config file or SGLang's own post-processing
+	// (speculative decoding) may have set it without the flag.
 	add("disable_overlap_schedule", pyBool(c.DisableOverlap))
 	add("disaggregation_mode", pyStr(c.Mode))
 	add("disaggregation_transfer_backend", pyStr(c.TransferBackend))

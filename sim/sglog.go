@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 )
@@ -16,20 +17,36 @@ type Logger struct {
 	w   io.Writer
 	era LogEra
 	now func() time.Time
+	// loc is the zone of the prefix: Python's logging formats asctime in the host's
+	// local time (time.localtime), i.e. the process's TZ, never UTC by itself.
+	loc *time.Location
+	// millis adds ".mmm" to the prefix, as SGLANG_LOG_MS does on the builds that
+	// honour it.
+	millis bool
 }
 
-// NewLogger returns a Logger that writes to w in the given era's wording.
+// NewLogger returns a Logger that writes to w in the given era's wording, with
+// host-local time stamps (TZ) and no milliseconds.
 func NewLogger(w io.Writer, era LogEra) *Logger {
-	return &Logger{w: w, era: era, now: time.Now}
+	return &Logger{w: w, era: era, now: time.Now, loc: time.Local}
+}
+
+// newEngineLogger is the logger of an engine process: the era of its profile (or
+// --sim-log-format), local time stamps, and milliseconds when SGLANG_LOG_MS is set
+// on a build that reads it.
+func newEngineLogger(w io.Writer, c EngineConfig) *Logger {
+	l := NewLogger(w, c.Sim.LogEra)
+	l.millis = c.Sim.Profile.LogMillisEnv && envTrue(os.Getenv("SGLANG_LOG_MS"))
+	return l
 }
 
 // Era returns the log wording in use.
 func (l *Logger) Era() LogEra { return l.era }
 
-// stamp renders the time part of the prefix in UTC, the zone the fixtures use.
+// stamp renders the time part of the prefix, "%Y-%m-%d %H:%M:%S" in the local zone.
 func (l *Logger) stamp() string {
-	t := l.now().UTC()
-	if l.era.millis() {
+	t := l.now().In(l.loc)
+	if l.millis {
 		return t.Format("2006-01-02 15:04:05.000")
 	}
 	return t.Format("2006-01-02 15:04:05")
@@ -47,9 +64,16 @@ func (l *Logger) Raw(line string) {
 	l.write(line + "\n")
 }
 
-// RawStamp returns the "YYYY-mm-dd HH:MM:SS" form used by NIXL's own logger.
+// RawStamp returns the "YYYY-mm-dd HH:MM:SS" form used by NIXL's own (Python) logger,
+// in the same local zone.
 func (l *Logger) RawStamp() string {
-	return l.now().UTC().Format("2006-01-02 15:04:05")
+	return l.now().In(l.loc).Format("2006-01-02 15:04:05")
+}
+
+// Clock renders t as "HH:MM:SS" in the logger's zone, the form of the time stamps
+// SGLang writes inside messages (time.strftime, local time).
+func (l *Logger) Clock(t time.Time) string {
+	return t.In(l.loc).Format("15:04:05")
 }
 
 func (l *Logger) write(s string) {

@@ -32,10 +32,12 @@ var fixtureShapes = []lineShape{
 	shape("prefill batch", ts+rank+` Prefill batch, #new-seq: `+num+`, #new-token: `+num+`, #cached-token: `+num+
 		`, token usage: `+flt+`, #running-req: `+num+`, #queue-req: `+num+`, #pending-token: `+num+`, #prealloc-req: `+num+
 		`, #inflight-req: `+num+`, cuda graph: False, input throughput \(token/s\): `+flt),
+	// The exception names its reason on mooncake; NIXL raises a bare "NIXL
+	// KVReceiver/KVSender Exception" whatever the reason (reference §7).
 	shape("decode transfer failed", ts+rank+` Decode transfer failed for request rank=`+num+` decode_req\.req\.rid='[^']+' `+
-		`decode_req\.req\.bootstrap_room=(\d+) with exception KVTransferError\(bootstrap_room=(\d+)\): .+`),
+		`decode_req\.req\.bootstrap_room=(\d+) with exception (?:KVTransferError\(bootstrap_room=(\d+)\): .+|NIXL KVReceiver Exception)`),
 	shape("prefill transfer failed", ts+rank+` Prefill transfer failed for request rank=`+num+` req\.rid='[^']+' `+
-		`req\.bootstrap_room=(\d+) with exception KVTransferError\(bootstrap_room=(\d+)\): .+`),
+		`req\.bootstrap_room=(\d+) with exception (?:KVTransferError\(bootstrap_room=(\d+)\): .+|NIXL KVSender Exception)`),
 	shape("nixl kv manager", ts+rank+` NIXL KVManager initialized with backend: \w+`),
 	shape("nixl api", `\d{4}-\d\d-\d\d \d\d:\d\d:\d\d NIXL INFO    _api\.py:\d+ Backend \w+ was instantiated`),
 	shape("uvicorn access", ts+`\] INFO:     [0-9.]+:\d+ - "(?:GET|POST) /\S* HTTP/1\.1" \d{3} [A-Za-z ]+`),

@@ -70,9 +70,10 @@ func TestLoggerPrefix(t *testing.T) {
 	var b strings.Builder
 	l := NewLogger(&b, EraMid2026)
 	l.now = func() time.Time { return time.Date(2026, 6, 18, 20, 38, 3, 1e6, time.FixedZone("X", 3600)) }
+	l.loc = time.UTC // the prefix is in the process's zone (TZ), here UTC
 	topo := Topology{TPSize: 4, DPSize: 4, DPAttention: true}
 	l.Logf(topo.Prefix(2, topo.GlobalTP(2)), "hello")
-	l.era = EraLate2026
+	l.era, l.millis = EraLate2026, true // SGLANG_LOG_MS=1
 	l.Logf(Topology{TPSize: 4, DPSize: 1}.Prefix(0, 0), "x")
 	l.Logf(Topology{TPSize: 1, DPSize: 1}.Prefix(0, 0), "y")
 	require.Equal(t, "[2026-06-18 19:38:03 DP2 TP2] hello\n[2026-06-18 19:38:03.001 TP0] x\n[2026-06-18 19:38:03.001] y\n", b.String())
