@@ -149,7 +149,7 @@ func (LogProgress) Run(ctx context.Context, env Env) (step.Result, error) {
 	if env.Target.Runner == nil {
 		return step.Result{}, fmt.Errorf("read %s: no connection to %s", src.desc, env.Target.Name())
 	}
-	loc, zoneNote, err := logZone(ctx, env, args.String("timezone"), src.file)
+	zone, err := logZone(ctx, env, args.String("timezone"), src)
 	if err != nil {
 		return step.Result{}, err
 	}
@@ -166,6 +166,7 @@ func (LogProgress) Run(ctx context.Context, env Env) (step.Result, error) {
 	if !src.file {
 		format = FormatJSON // the journal is always asked for JSON
 	}
+	loc, zoneNote := zone.resolve(raw, format, src.reversed)
 	entries := parseLog(raw, format, loc, src.reversed)
 	a := logAnalysis{
 		now: now, since: now.Add(-args.Duration("window")), window: args.Duration("window"),
@@ -241,6 +242,7 @@ type logSource struct {
 	// the output cap drops the oldest entries, not the newest).
 	reversed bool
 	file     bool
+	path     string // the file, when file
 	maxBytes int
 }
 
@@ -252,7 +254,7 @@ func logSourceFor(env Env, args argspec.Values, now time.Time) (logSource, error
 	}
 	if file != "" {
 		return logSource{
-			desc: "log file " + file, file: true, maxBytes: maxBytes,
+			desc: "log file " + file, file: true, path: file, maxBytes: maxBytes,
 			line:      shell.Join("tail", "-c", fmt.Sprint(maxBytes), file),
 			maxOutput: maxBytes + 1,
 		}, nil

@@ -291,6 +291,22 @@ func TestLogProgressPlainFileAsksTheHostsZone(t *testing.T) {
 	}
 }
 
+// A unit can give SGLang a zone of its own (Environment=TZ=…): the file's
+// newest stamp against the time it was last written says the zone of the
+// process that wrote it, whatever the host's zone is.
+func TestLogProgressPlainFileInTheProcesssZone(t *testing.T) {
+	t.Setenv("TZ", "UTC0")
+	f := filepath.Join(t.TempDir(), "decode.log")
+	require.NoError(t, os.WriteFile(f, []byte(
+		"[2026-09-24 07:20:40] Decode batch, #running-req: 2, #token: 64, token usage: 0.20, cuda graph: True, gen throughput (token/s): 58.87, #queue-req: 0\n"+
+			"[2026-09-24 07:20:42] Decode batch, #running-req: 2, #token: 64, token usage: 0.20, cuda graph: True, gen throughput (token/s): 58.87, #queue-req: 0\n"), 0o644))
+	written := utc("2026-09-24 01:50:42")
+	require.NoError(t, os.Chtimes(f, written, written))
+	o, _ := runLog(t, logEnv(argspec.Values{"file": f, "progress": "Decode batch"}, "2026-09-24 01:51:02"))
+	require.Equal(t, utc("2026-09-24 01:50:42"), o.LastProgress, "read in +0530, the writer's zone, not the host's UTC")
+	require.Equal(t, 20*time.Second, o.Gap)
+}
+
 func TestLogProgressLaggingRank(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "decode.log")
 	require.NoError(t, os.WriteFile(f, []byte(

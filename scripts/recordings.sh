@@ -17,7 +17,10 @@ out=$root/runbooks/builtin/testdata/recordings
 # command lines (scripts, logs) stay the same from one refresh to the next.
 work=${RECORDINGS_WORK:-/tmp/runbot-recordings}
 
-# RUNBOOK/NAME|sglang-sim ctl fault args (empty: none)|runbot params
+# RUNBOOK/NAME|sglang-sim ctl fault args (empty: none)|runbot params|sglang-sim up args
+# The up arguments pick a profile of a real SGLang build or a knob that
+# varies within one (see sim/FIDELITY.md), so that each build's own log
+# lines, metrics and endpoints are recorded.
 # host-basics reads this machine itself: it goes first, before the
 # simulated deployments add to the load it measures.
 cases=(
@@ -29,6 +32,18 @@ cases=(
   "sglang-pd-wedge/router-down|router-down|deployment=sim"
   "sglang-pd-wedge/slow|slow --ttft 10s|deployment=sim"
   "sglang-pd-wedge/prefill-stall|prefill-stall|deployment=sim"
+  "sglang-pd-wedge/decode-hang|decode-hang|deployment=sim"
+  "sglang-pd-wedge/slow-decode|slow-decode --itl 1s|deployment=sim"
+  "sglang-pd-wedge/2025-mid-pd-wedge|pd-wedge|deployment=sim|--profile 2025-mid"
+  "sglang-pd-wedge/2025-mid-decode-hang|decode-hang|deployment=sim|--profile 2025-mid"
+  "sglang-pd-wedge/2025-late-pd-wedge|pd-wedge|deployment=sim|--profile 2025-late"
+  "sglang-pd-wedge/2025-late-decode-hang|decode-hang|deployment=sim|--profile 2025-late"
+  "sglang-pd-wedge/2026-late-pd-wedge|pd-wedge|deployment=sim|--profile 2026-late"
+  "sglang-pd-wedge/2026-late-decode-hang|decode-hang|deployment=sim|--profile 2026-late"
+  "sglang-pd-wedge/metrics-off-pd-wedge|pd-wedge|deployment=sim|--metrics off"
+  "sglang-pd-wedge/mooncake-pd-wedge|pd-wedge|deployment=sim|--transfer-backend mooncake"
+  "sglang-pd-wedge/overlap-config-pd-wedge|pd-wedge|deployment=sim|--overlap config"
+  "sglang-pd-wedge/overlap-forced-decode-hang|decode-hang|deployment=sim|--overlap forced"
   "sglang-pd-audit/healthy||deployment=sim"
   "sglang-pd-audit/pd-wedge|pd-wedge|deployment=sim"
 )
@@ -42,14 +57,15 @@ selected() {
 }
 
 for spec in "${cases[@]}"; do
-  IFS='|' read -r name fault params <<<"$spec"
+  IFS='|' read -r name fault params upargs <<<"$spec"
   selected "$name" || continue
   runbook=${name%%/*}
   dep=$work/${name//\//-}
   "$bin/sglang-sim" down --dir "$dep" >/dev/null 2>&1 || true
   rm -rf "$dep" "$out/$name"
   mkdir -p "$(dirname "$out/$name")"
-  "$bin/sglang-sim" up --dir "$dep" >/dev/null
+  # shellcheck disable=SC2086 # the up arguments are words
+  "$bin/sglang-sim" up --dir "$dep" $upargs >/dev/null
   trap '"$bin/sglang-sim" down --dir "$dep" >/dev/null 2>&1 || true' EXIT
   if [ -n "$fault" ]; then
     # shellcheck disable=SC2086 # the fault's arguments are words
