@@ -92,7 +92,8 @@ const incidentNote = "The 2026-06-18 incident, built by TestIncidentRecordingIsC
 	"Not in the fixtures, and taken from the incident summary: the probes (/health 200; chat completions with " +
 	"0 bytes until the client gave up), the units' properties (systemd said both engines were active), and that " +
 	"the one /metrics snapshot stands for every sample (decode logged no batch for 27 minutes, so its counters " +
-	"could not move)."
+	"could not move). Not observed at all, and so not recorded: the engines' own /health (the case names the step unrecorded), " +
+	"and /server_info (the flag step says it could not be read, and the command lines stand)."
 
 func incidentRecordingFromFixtures(t *testing.T) (*Recording, *Report) {
 	t.Helper()
@@ -159,15 +160,17 @@ func incidentRecordingFromFixtures(t *testing.T) (*Recording, *Report) {
 	scrapes("counters", "decode", 5, fixture("metrics-decode-wedged.prom"))
 
 	// The logs: the early reads when the second request gave up (+7 s),
-	// the late ones when the first did (+35 s), after waiting a second
-	// for its echo.
+	// the late ones when the first did (+35 s): decode's silence at once,
+	// the failure lines after waiting 9 s for the echoes (SGLang logs a
+	// disconnected client's abort 2 to 8 s after it gave up).
 	for _, l := range []struct {
 		id, role string
 		start    time.Duration
 		waited   time.Duration
 	}{
 		{"decode_early", "decode", 7010 * ms, 0}, {"prefill_early", "prefill", 7010 * ms, 0},
-		{"last_batch", "decode", 35010 * ms, time.Second}, {"prefill_log", "prefill", 35010 * ms, time.Second},
+		{"last_batch", "decode", 35010 * ms, 0}, {"decode_aborts", "decode", 35010 * ms, 9 * time.Second},
+		{"prefill_log", "prefill", 35010 * ms, 9 * time.Second},
 	} {
 		now := at(l.start + l.waited)
 		log := logUntil(fixture(l.role+"-wedged.log"), now)

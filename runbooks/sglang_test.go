@@ -72,7 +72,9 @@ func findingIDs(rep *runbooks.Report) []string {
 }
 
 // TestWedgeEchoesAreNotCauses: the abort lines caused by the run's own
-// chat probes are reported as echoes, and the burst as unexplained. (Every
+// chat probes are reported as echoes, and the burst as unexplained, on the
+// simulator's defaults: NIXL failure text without "Aborted", engine-minted
+// request ids and SGLang's seconds of abort latency. (Every
 // fault under every condition, at production defaults, is in
 // TestScenarioMatrix.)
 func TestWedgeEchoesAreNotCauses(t *testing.T) {
@@ -83,7 +85,7 @@ func TestWedgeEchoesAreNotCauses(t *testing.T) {
 	var probeIDs []string
 	for _, s := range rep.Steps {
 		switch s.Step {
-		case "last_batch":
+		case "decode_aborts":
 			lb = s.Values.(checks.LogProgressOutput)
 		case "chat", "chat_next":
 			probeIDs = append(probeIDs, s.Values.(checks.HTTPProbeOutput).RequestID)
@@ -92,8 +94,10 @@ func TestWedgeEchoesAreNotCauses(t *testing.T) {
 	aborts := lb.Patterns["aborts"]
 	require.Equal(t, 2, aborts.Echoes, "each chat probe's own timeout produced one abort")
 	require.GreaterOrEqual(t, aborts.Unexplained, 8, "the burst of 8 aborted transfers is unexplained")
+	// Engines mint their own request ids, as real SGLang does: our
+	// probes' ids are in no line, and the echoes were found by time.
 	for _, id := range probeIDs {
-		require.Contains(t, aborts.Rids, id)
+		require.NotContains(t, aborts.Rids, id)
 	}
 	var echoFinding string
 	for _, f := range rep.Findings {
