@@ -92,7 +92,15 @@ func (Flag) Plan(env Env) []string {
 	if unit != "" {
 		plan = append(plan, fmt.Sprintf("read the main PID of %s, then /proc/<pid>/cmdline on %s", unit, hostName(env)))
 	}
-	return append(plan, "look for "+args.String("flag")+" in both")
+	plan = append(plan, "look for "+args.String("flag")+" in both")
+	if path, key := args.String("reported_path"), args.String("reported_key"); path != "" && key != "" && env.Target.URL != "" {
+		ask := fmt.Sprintf("ask GET %s%s", strings.TrimRight(env.Target.URL, "/"), path)
+		if fb := args.String("reported_fallback_path"); fb != "" {
+			ask += " (" + fb + " where that is 404)"
+		}
+		plan = append(plan, ask+" which "+key+" is in effect")
+	}
+	return plan
 }
 
 // Run implements Check.

@@ -34,6 +34,10 @@ func TestIncidentReplay(t *testing.T) {
 	require.Equal(t, []string{"pd_transfer_wedge"}, diagnosisIDs(rep))
 	require.Equal(t, "disable_overlap_and_restart", rep.Diagnoses[0].Remediation)
 	for _, s := range rep.Steps {
+		if s.Step == "engine_health" {
+			// Not observed in the incident; the case names it unrecorded.
+			continue
+		}
 		require.Equal(t, "ok", string(s.Status), "%s on %s: %s", s.Step, s.Target, s.Error)
 	}
 }

@@ -2,6 +2,7 @@ package runbooks_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -100,18 +101,24 @@ func TestRecordReplayWedge(t *testing.T) {
 	require.Equal(t, live.Outcome, fromStore.Outcome)
 	require.True(t, live.VerdictAt.Equal(fromStore.VerdictAt), "verdict at %s, replayed %s", live.VerdictAt, fromStore.VerdictAt)
 
-	// Decode generated tokens after all: one edited number in the last
-	// scrape of generation_tokens_total is a decode that serves.
+	// Decode generated tokens after all: the live decode token counter,
+	// flat in every scrape but rising in the last, is a decode that
+	// serves. (A decode wedged before its first iteration exports no
+	// series of it, so the recording gets one.)
 	scrapes, err := filepath.Glob(filepath.Join(dir, "decode_output", "decode", "scrape-*.prom"))
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(scrapes), 3)
-	last := scrapes[len(scrapes)-1]
-	raw, err := os.ReadFile(last)
-	require.NoError(t, err)
-	re := regexp.MustCompile(`(?m)^(sglang:generation_tokens_total(?:\{[^}]*\})?) (\S+)$`)
-	require.True(t, re.Match(raw), "the scrape holds generation_tokens_total:\n%s", raw)
-	edited := re.ReplaceAll(raw, []byte("$1 999999"))
-	require.NoError(t, os.WriteFile(last, edited, 0o644))
+	for i, sc := range scrapes {
+		raw, err := os.ReadFile(sc)
+		require.NoError(t, err)
+		raw = regexp.MustCompile(`(?m)^(# (HELP|TYPE) )?sglang:realtime_tokens_total.*\n`).ReplaceAll(raw, nil)
+		v := 100
+		if i == len(scrapes)-1 {
+			v = 999999
+		}
+		raw = fmt.Appendf(raw, "# TYPE sglang:realtime_tokens_total counter\nsglang:realtime_tokens_total{mode=\"decode\",tp_rank=\"0\"} %d\n", v)
+		require.NoError(t, os.WriteFile(sc, raw, 0o644))
+	}
 
 	changed := replay(t, "sglang-pd-wedge", dir)
 	require.NotContains(t, diagnosisIDs(changed), "pd_transfer_wedge")
