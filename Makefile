@@ -29,7 +29,7 @@ test-deps:
 # faults x conditions to bin/scenario-matrix.txt; it is shown after the run.
 test: test-deps
 	@mkdir -p $(BIN) && rm -f $(BIN)/scenario-matrix.txt
-	RUNBOT_MATRIX_OUT=$(CURDIR)/$(BIN)/scenario-matrix.txt $(GO) test -race -count=1 -timeout 20m ./...
+	RUNBOT_MATRIX_OUT=$(CURDIR)/$(BIN)/scenario-matrix.txt $(GO) test -race -count=1 -timeout 45m ./...
 	$(GO) run ./cmd/runbot test runbooks/
 	@echo "scenario matrix (sglang-pd-wedge at its defaults; each condition is a surrounding state, a profile of a real SGLang build or a knob within one, at the simulator's defaults otherwise; the full matrix: make matrix-full):"; cat $(BIN)/scenario-matrix.txt 2>/dev/null || echo "(the matrix did not run)"
 
