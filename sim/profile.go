@@ -33,13 +33,13 @@ import (
 // Their sources (sgl-project/sglang unless named; the commits are the stored
 // versions read; see sim/FIDELITY.md):
 //
-//   - log era: FIDELITY.md, reference §1.2 and §1.3 (log samples per era).
+//   - log era: FIDELITY.md and the team's reference notes §1.2 and §1.3 (log samples per era).
 //   - router /health: sgl-router/src/routers/pd_router.rs@03190661 ("All servers
 //     healthy", else 503 "Unhealthy servers: {:?}"); the gateway's liveness "OK":
 //     sgl-model-gateway/src/server.rs@04902695.
 //   - router health check: sgl-router/src/core/worker.rs@03190661 (no thresholds; the
 //     interval is worker_startup_check_interval, 10 in mid-2025 RouterArgs); later
-//     builds: 60 s, 3 failures, 2 successes (router docs table, FIDELITY.md, reference §4.3).
+//     builds: 60 s, 3 failures, 2 successes (router docs table, FIDELITY.md and the team's reference notes §4.3).
 //   - /server_info: canonical by PR #14533 (2025-12-06), /get_server_info then a
 //     deprecated alias logging "Endpoint '/get_server_info' is deprecated …"
 //     (http_server.py, as shown in docs/basic_usage/native_api.ipynb, 2026-03).
@@ -48,11 +48,11 @@ import (
 //     it inflight and keeps …_prealloc_…; the newest collector has
 //     "sglang:num_prefill_bootstrap_queue_reqs". The mid-2025 collector has no
 //     kv_transfer_* gauges; its label set is {engine_type="unified",…} without
-//     moe_ep_rank (FIDELITY.md, reference §3.1).
+//     moe_ep_rank (FIDELITY.md and the team's reference notes §3.1).
 //   - realtime_tokens_total: added by PR #15198 (2025-12-15), unified as
 //     realtime_tokens_total{mode} by PR #15747 (2025-12-24); counted every decode
 //     iteration in scheduler_components/metrics_reporter.py@00df707e.
-//   - PD gauges at idle: FIDELITY.md, reference §7 (mid-2025 builds wrote none at idle).
+//   - PD gauges at idle: FIDELITY.md and the team's reference notes §7 (mid-2025 builds wrote none at idle).
 //   - SGLANG_LOG_MS: the mid-2025 utils.configure_logger has the millisecond format
 //     commented out; environ.py's Envs.SGLANG_LOG_MS comes later.
 //   - EAGLE: server_args.py _handle_speculative_decoding ("…eagle speculative
