@@ -188,32 +188,7 @@ func chat(baseURL, rid string, timeout time.Duration, stream bool) chatResult {
 	if rid != "" {
 		req.Header.Set("X-Request-Id", rid)
 	}
-	start := time.Now()
-	var r chatResult
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		r.err, r.timedOut, r.total = err, errors.Is(err, context.DeadlineExceeded), time.Since(start)
-		return r
-	}
-	defer func() { _ = resp.Body.Close() }() // test cleanup
-	r.status = resp.StatusCode
-	var buf bytes.Buffer
-	chunk := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(chunk)
-		if n > 0 && buf.Len() == 0 {
-			r.ttfb = time.Since(start)
-		}
-		buf.Write(chunk[:n])
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				r.err, r.timedOut = err, ctx.Err() != nil
-			}
-			break
-		}
-	}
-	r.bytes, r.body, r.total = buf.Len(), buf.String(), time.Since(start)
-	return r
+	return sendChat(ctx, req)
 }
 
 func httpStatus(t testing.TB, url string) int {
@@ -298,4 +273,35 @@ func getJSON(t testing.TB, url string, v any) {
 	require.NoError(t, err)
 	defer func() { _ = resp.Body.Close() }() // test cleanup
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(v))
+}
+
+// sendChat sends a built chat request and reads the whole answer, recording
+// bytes and timing like the runbook's http_probe does.
+func sendChat(ctx context.Context, req *http.Request) chatResult {
+	start := time.Now()
+	var r chatResult
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.err, r.timedOut, r.total = err, errors.Is(err, context.DeadlineExceeded), time.Since(start)
+		return r
+	}
+	defer func() { _ = resp.Body.Close() }() // test cleanup
+	r.status = resp.StatusCode
+	var buf bytes.Buffer
+	chunk := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(chunk)
+		if n > 0 && buf.Len() == 0 {
+			r.ttfb = time.Since(start)
+		}
+		buf.Write(chunk[:n])
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				r.err, r.timedOut = err, ctx.Err() != nil
+			}
+			break
+		}
+	}
+	r.bytes, r.body, r.total = buf.Len(), buf.String(), time.Since(start)
+	return r
 }

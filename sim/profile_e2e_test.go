@@ -47,20 +47,7 @@ func chatRID(baseURL, header, bodyRID string, maxTokens int, timeout time.Durati
 	if header != "" {
 		req.Header.Set("X-Request-Id", header)
 	}
-	start := time.Now()
-	var r chatResult
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		r.err, r.timedOut, r.total = err, ctx.Err() != nil, time.Since(start)
-		return r
-	}
-	defer func() { _ = resp.Body.Close() }() // read fully below
-	out, err := io.ReadAll(resp.Body)
-	r.status, r.body, r.bytes, r.total = resp.StatusCode, string(out), len(out), time.Since(start)
-	if err != nil {
-		r.err, r.timedOut = err, ctx.Err() != nil
-	}
-	return r
+	return sendChat(ctx, req)
 }
 
 // waitLine waits until a line matching re appears in a role's log after line from,
