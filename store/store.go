@@ -28,6 +28,7 @@ type Store interface {
 	AuditLog
 	Alerts
 	WorkQueue
+	ChatOutbox
 
 	Replicas
 	ScheduleTicks

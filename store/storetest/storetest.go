@@ -82,7 +82,7 @@ type group struct {
 
 // Run runs the conformance suite against the backend, one subtest per
 // group (Runs, Messages, Plans, Approvals, Actions, RateLimits, Audit,
-// Locks, Alerts, Work, Recovery, Replicas, Leases, Ticks) and per behaviour inside it,
+// Locks, Alerts, Work, Recovery, Replicas, Leases, Ticks, Outbox) and per behaviour inside it,
 // each on a new database.
 func Run(t *testing.T, b Backend) {
 	for _, g := range []group{
@@ -100,6 +100,7 @@ func Run(t *testing.T, b Backend) {
 		{"Replicas", replicaTests},
 		{"Leases", leaseTests},
 		{"Ticks", tickTests},
+		{"Outbox", outboxTests},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			for _, tc := range g.tests {
