@@ -53,5 +53,24 @@ func RetryAfter(err error) (time.Duration, bool) {
 	return 0, false
 }
 
+// RejectedError is a platform refusing a call for good: the channel does
+// not exist, the bot is not in it, the message is too long. Trying the
+// same call again cannot succeed, unlike after a rate limit, a server
+// error or a network failure.
+type RejectedError struct {
+	Reason string
+	Err    error
+}
+
+func (e *RejectedError) Error() string { return "refused (" + e.Reason + "): " + e.Err.Error() }
+
+func (e *RejectedError) Unwrap() error { return e.Err }
+
+// Rejected reports whether err is a platform refusing a call for good.
+func Rejected(err error) bool {
+	var re *RejectedError
+	return errors.As(err, &re)
+}
+
 // ErrNoChat is what Log answers: no chat platform is configured.
 var ErrNoChat = errors.New("no chat platform is configured")

@@ -35,7 +35,7 @@ var _ chat.Chat = (*outgoing)(nil)
 func (c *outgoing) Post(ctx context.Context, channel, thread string, m chat.Message) (chat.Ref, error) {
 	ts, err := c.msgr.post(ctx, channel, thread, m)
 	if err != nil {
-		return chat.Ref{}, err
+		return chat.Ref{}, chatError(err)
 	}
 	return chat.Ref{Platform: slackPlatform, Channel: channel, ID: ts}, nil
 }
@@ -43,10 +43,35 @@ func (c *outgoing) Post(ctx context.Context, channel, thread string, m chat.Mess
 // Update implements chat.Chat, once: a 429 comes back as a
 // *chat.RateLimitedError for the caller to wait out.
 func (c *outgoing) Update(ctx context.Context, ref chat.Ref, m chat.Message) error {
-	err := c.msgr.update(ctx, ref.Channel, ref.ID, m)
+	return chatError(c.msgr.update(ctx, ref.Channel, ref.ID, m))
+}
+
+// refusals are the errors with which Slack refuses a post or an update for
+// good: the same call cannot succeed later. Errors of the token
+// (invalid_auth, token_revoked) are not among them: the message waits for
+// an operator to fix the token rather than being lost.
+var refusals = map[string]bool{
+	"channel_not_found": true, "not_in_channel": true, "is_archived": true, "msg_too_long": true,
+	"no_text": true, "invalid_blocks": true, "invalid_blocks_format": true, "too_many_attachments": true,
+	"message_not_found": true, "cant_update_message": true, "edit_window_closed": true,
+	"restricted_action": true, "restricted_action_read_only_channel": true, "restricted_action_thread_only_channel": true,
+	"invalid_arguments": true, "invalid_ts_latest": true, "invalid_thread_ts": true, "thread_not_found": true,
+}
+
+// chatError says in the chat seam's terms what kind of failure a Slack
+// call's error is: a rate limit to wait out, a refusal for good, or
+// anything else (a 5xx, a network failure), which is worth trying again.
+func chatError(err error) error {
+	if err == nil {
+		return nil
+	}
 	var rl *slack.RateLimitedError
 	if errors.As(err, &rl) {
 		return &chat.RateLimitedError{RetryAfter: rl.RetryAfter, Err: err}
+	}
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) && refusals[se.Err] {
+		return &chat.RejectedError{Reason: se.Err, Err: err}
 	}
 	return err
 }
