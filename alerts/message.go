@@ -15,7 +15,8 @@ import (
 const maxAlertLabels = 20
 
 // view renders the alert's own message: what fires, how often it was
-// seen, and what runbot does about it. Label and annotation values are
+// seen, what runbot does about it and, once the run ended, its verdict.
+// Callers hold Receiver.mu. Label and annotation values are
 // shown as plain text, whatever they hold.
 func (t *alertTrack) view() chat.Message {
 	name := t.alert.Name()
@@ -61,6 +62,9 @@ func (t *alertTrack) view() chat.Message {
 	case t.problem != "":
 		run.Status = chat.StatusError
 		run.Lines = append(run.Lines, chat.Line{Status: chat.StatusError, Text: "Not run: " + t.problem})
+	case t.verdict != "":
+		run.Status = t.verdictStatus
+		run.Lines = append(run.Lines, chat.Line{Status: t.verdictStatus, Text: t.verdict + " (run " + t.runID + "; its message is in this thread)"})
 	case t.workID != "":
 		run.Lines = append(run.Lines, chat.Line{Text: "The run is in this thread."})
 	default:

@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/dispatch"
+	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
 
@@ -21,6 +25,10 @@ type alertEvent struct {
 	// reserved is set when the delivery holds a queue slot, which the
 	// loop turns into work or frees.
 	reserved bool
+	// groupSize counts the alerts of the notification the alert came in,
+	// and common are the labels they all share.
+	groupSize int
+	common    map[string]string
 }
 
 // alertTrack is an alert with a current trigger: its run and its chat
@@ -43,6 +51,18 @@ type alertTrack struct {
 	channel string
 	ts      string
 	live    *dispatch.Live
+
+	// labels are the alert's labels when it triggered, for its group's
+	// summary; group is that summary, nil when the alert has its own
+	// message.
+	labels map[string]string
+	group  *alertGroup
+	// runID, verdict and verdictStatus are set (under Alerts.mu) when the
+	// run ends; spoke says the run posted a message of its own.
+	runID         string
+	verdict       string
+	verdictStatus chat.Status
+	spoke         bool
 }
 
 // Run is the intake loop: it first queues the runs of alerts that were
@@ -57,19 +77,17 @@ func (a *Receiver) Run(ctx context.Context) error {
 	tick := time.NewTicker(alertsTick)
 	defer tick.Stop()
 	lastOrphans := a.now()
+	shards := make([]*intakeShard, intakeShards)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i := range shards {
+		shards[i] = &intakeShard{wake: make(chan struct{}, 1)}
+		wg.Go(func() { a.runShard(ctx, shards[i]) })
+	}
 	for {
 		a.heartbeat()
-		evs := a.take()
-		for _, ev := range evs {
-			if ctx.Err() != nil {
-				return nil
-			}
-			a.process(ctx, ev)
-			a.done()
-			a.heartbeat()
-		}
-		if len(evs) > 0 {
-			continue
+		for _, ev := range a.take() {
+			shards[shardOf(ev.alert.Fingerprint)].push(ev)
 		}
 		select {
 		case <-a.wake:
@@ -83,6 +101,63 @@ func (a *Receiver) Run(ctx context.Context) error {
 			}
 		case <-ctx.Done():
 			return nil
+		}
+	}
+}
+
+// intakeShards is how many alerts are handled at once. Deliveries of one
+// fingerprint always go to the same shard, in the order they were
+// accepted, so that a resolution never overtakes the firing it resolves;
+// different alerts of a storm are handled side by side, each mostly
+// waiting for the store.
+const intakeShards = 8
+
+// intakeShard handles the alerts whose fingerprints hash to it, in order.
+type intakeShard struct {
+	mu   sync.Mutex
+	evs  []alertEvent
+	wake chan struct{}
+}
+
+func (s *intakeShard) push(ev alertEvent) {
+	s.mu.Lock()
+	s.evs = append(s.evs, ev)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *intakeShard) take() []alertEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	evs := s.evs
+	s.evs = nil
+	return evs
+}
+
+func shardOf(fingerprint string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(fingerprint))
+	return int(h.Sum32() % intakeShards)
+}
+
+// runShard handles a shard's alerts until ctx ends; what it has not
+// handled then is in the store, and the next start picks it up.
+func (a *Receiver) runShard(ctx context.Context, s *intakeShard) {
+	for {
+		for _, ev := range s.take() {
+			if ctx.Err() != nil {
+				return
+			}
+			a.process(ctx, ev)
+			a.done()
+		}
+		select {
+		case <-s.wake:
+		case <-ctx.Done():
+			return
 		}
 	}
 }
@@ -138,33 +213,53 @@ func (a *Receiver) trigger(ctx context.Context, ev alertEvent) {
 	}
 	t := &alertTrack{
 		alert: ev.alert, route: ev.route, key: ev.state.TriggerKey, triggeredAt: ev.state.TriggeredAt,
-		seen: ev.state.Repeats + 1, lastAt: ev.state.LastSeen, channel: a.channel(),
+		seen: ev.state.Repeats + 1, lastAt: ev.state.LastSeen, channel: a.channel(), labels: ev.alert.Labels,
 	}
 	a.mu.Lock()
 	a.tracks[fp] = t
 	a.mu.Unlock()
 
+	g := a.groupFor(ev)
 	if problem := a.check(ctx, ev.route); problem != "" {
 		if ev.reserved {
 			a.queue.release()
 		}
 		a.metrics.invalid.Inc()
 		log.Warn("alert not run", "runbook", ev.route.Runbook, "problem", problem)
+		a.mu.Lock()
 		t.problem = problem
+		a.mu.Unlock()
+		if g != nil {
+			if _, err := a.join(ctx, g, t); err == nil {
+				return
+			}
+			// The summary could not be recorded: the alert's own message
+			// says why it was not run.
+		}
 		a.postAlert(ctx, t)
 		return
 	}
-	a.postAlert(ctx, t)
+	thread, quiet := "", false
+	if g != nil {
+		if ref, err := a.join(ctx, g, t); err == nil {
+			thread, quiet = ref.ID, true
+		}
+	}
+	if thread == "" {
+		a.postAlert(ctx, t)
+		thread = t.ts
+	}
 	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	acc, err := a.disp.Enqueue(sctx, dispatch.Request{
 		Key: t.key, Runbook: ev.route.Runbook, Params: ev.route.Params, RequestedBy: ev.alert.Source,
-		Source: store.TriggerAlert, Channel: t.channel, Thread: t.ts, Payload: ev.raw,
+		Source: store.TriggerAlert, Channel: t.channel, Thread: thread, Payload: ev.raw, Quiet: quiet,
 	})
 	cancel()
 	switch {
 	case acc.WorkID != "":
 		a.mu.Lock()
 		t.workID = acc.WorkID
+		a.byWork[acc.WorkID] = t
 		a.mu.Unlock()
 		if ev.reserved {
 			a.queue.queued(acc.WorkID)
@@ -182,7 +277,13 @@ func (a *Receiver) trigger(ctx context.Context, ev alertEvent) {
 			a.queue.release()
 		}
 		log.Error("alert run not queued", "runbook", ev.route.Runbook, "err", err)
+		a.mu.Lock()
 		t.problem = "could not queue the run: " + err.Error()
+		a.mu.Unlock()
+	}
+	if t.group != nil {
+		a.showGroup(t.group)
+		return
 	}
 	a.showAlert(t)
 }
@@ -217,11 +318,18 @@ func (a *Receiver) repeat(ctx context.Context, ev alertEvent) {
 }
 
 func (a *Receiver) seenAgain(t *alertTrack, ev alertEvent) {
+	a.mu.Lock()
 	t.seen++
 	if ev.state.LastSeen.After(t.lastAt) {
 		t.lastAt = ev.state.LastSeen
 	}
 	t.alert = ev.alert
+	g := t.group
+	a.mu.Unlock()
+	if g != nil {
+		a.showGroup(g)
+		return
+	}
 	a.showAlert(t)
 }
 
@@ -237,8 +345,15 @@ func (a *Receiver) resolve(ctx context.Context, ev alertEvent) {
 	}
 	a.mu.Lock()
 	t.resolved, t.resolvedAt, t.closedAt = true, at, ev.state.LastSeen
-	a.mu.Unlock()
 	t.alert = ev.alert
+	g := t.group
+	resolved := t.resolvedView()
+	a.mu.Unlock()
+	if g != nil {
+		// The group's summary says so; no reply per alert in a storm.
+		a.showGroup(g)
+		return
+	}
 	a.showAlert(t)
 
 	channel, thread := t.channel, t.ts
@@ -254,7 +369,7 @@ func (a *Receiver) resolve(ctx context.Context, ev alertEvent) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, chatTimeout)
 	defer cancel()
-	if _, err := a.chat.Post(ctx, channel, thread, t.resolvedView()); err != nil {
+	if _, err := a.chat.Post(ctx, channel, thread, resolved); err != nil {
 		a.log.Warn("alert resolution not posted", "alert", t.alert.Name(), "fingerprint", t.alert.Fingerprint, "err", err)
 	}
 }
@@ -305,19 +420,80 @@ func (a *Receiver) adoptWork(ctx context.Context, t *alertTrack, workID string) 
 	}
 	a.mu.Lock()
 	t.workID = w.ID
+	a.byWork[w.ID] = t
 	a.mu.Unlock()
 	if w.State != store.WorkDone {
 		a.queue.adopt(w.ID)
 	}
-	if channel, thread := dispatch.WorkThread(w); thread != "" {
-		if channel != "" {
-			t.channel = channel
-		}
-		t.ts = thread
+	a.adoptVerdict(ctx, t, w)
+	channel, thread := dispatch.WorkThread(w)
+	if thread == "" {
+		return
+	}
+	if channel != "" {
+		t.channel = channel
+	}
+	if dispatch.WorkQuiet(w) && t.alert.GroupKey != "" {
+		// The run went under its group's summary: the summary lists
+		// it again, with whatever else of the group this process picks up.
+		t.labels = t.alert.Labels
+		a.rejoin(t, thread)
+		return
+	}
+	a.mu.Lock()
+	t.ts = thread
+	if a.chat != nil {
+		t.live = a.liveMessage(chat.Ref{Channel: t.channel, ID: t.ts})
+	}
+	a.mu.Unlock()
+}
+
+// adoptVerdict fills in the verdict of an alert whose run ended before
+// this process picked it up.
+func (a *Receiver) adoptVerdict(ctx context.Context, t *alertTrack, w store.Work) {
+	if w.RunID == "" {
+		return
+	}
+	run, err := a.store.GetRun(ctx, w.RunID)
+	if err != nil || run.Status == store.RunRunning {
+		return
+	}
+	var rep runbooks.Report
+	verdict := string(run.Status)
+	if len(run.Report) > 0 && json.Unmarshal(run.Report, &rep) == nil {
+		verdict = dispatch.Verdict(&rep)
+	}
+	a.mu.Lock()
+	t.runID, t.verdict, t.verdictStatus = run.ID, verdict, dispatch.OutcomeStatus(runbooks.Outcome(run.Outcome))
+	a.mu.Unlock()
+}
+
+// rejoin puts a recovered alert back in its group's summary, whose
+// message is ref.
+func (a *Receiver) rejoin(t *alertTrack, ref string) {
+	key := t.channel + " " + t.alert.GroupKey
+	a.mu.Lock()
+	g := a.groups[key]
+	if g == nil {
+		g = &alertGroup{key: t.alert.GroupKey, channel: t.channel, common: map[string]string{}, ref: chat.Ref{Channel: t.channel, ID: ref}}
 		if a.chat != nil {
-			t.live = a.liveMessage(chat.Ref{Channel: t.channel, ID: t.ts})
+			g.live = a.liveMessage(g.ref)
+		}
+		a.groups[key] = g
+	}
+	if len(g.members) == 0 {
+		g.common = maps.Clone(t.alert.Labels)
+	} else {
+		for k, v := range g.common {
+			if t.alert.Labels[k] != v {
+				delete(g.common, k)
+			}
 		}
 	}
+	t.group = g
+	g.members = append(g.members, t)
+	a.mu.Unlock()
+	a.showGroup(g)
 }
 
 // runMessage finds the message of the alert's run, for an alert whose own
@@ -347,7 +523,10 @@ func (a *Receiver) postAlert(ctx context.Context, t *alertTrack) {
 		a.log.Warn("no channel for alert messages (configure the alerts or the bot channel)", "alert", t.alert.Name())
 		return
 	}
-	if now := a.now(); now.Before(a.chatDown) {
+	a.mu.Lock()
+	down := a.now().Before(a.chatDown)
+	a.mu.Unlock()
+	if down {
 		// The chat failed a moment ago: do not make every alert of a storm
 		// wait for it before its run is queued.
 		a.log.Warn("alert message skipped while the chat fails; its run posts on its own", "alert", t.alert.Name())
@@ -355,21 +534,35 @@ func (a *Receiver) postAlert(ctx context.Context, t *alertTrack) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, chatTimeout)
 	defer cancel()
-	ref, err := a.chat.Post(ctx, t.channel, "", t.view())
+	a.mu.Lock()
+	view := t.view()
+	a.mu.Unlock()
+	ref, err := a.chat.Post(ctx, t.channel, "", view)
 	if err != nil {
+		a.mu.Lock()
 		a.chatDown = a.now().Add(chatBackoff)
+		a.mu.Unlock()
 		a.log.Warn("alert message not posted; its run posts on its own", "alert", t.alert.Name(), "err", err)
 		return
 	}
+	a.mu.Lock()
 	t.ts = ref.ID
 	t.live = a.liveMessage(ref)
+	a.mu.Unlock()
 }
 
 // showAlert brings the alert's message up to date. Updates are coalesced:
 // a storm of repeats becomes one chat.update per update interval.
 func (a *Receiver) showAlert(t *alertTrack) {
-	if t.live != nil {
-		t.live.Set(t.view())
+	a.mu.Lock()
+	live := t.live
+	var view chat.Message
+	if live != nil {
+		view = t.view()
+	}
+	a.mu.Unlock()
+	if live != nil {
+		live.Set(view)
 	}
 }
 
@@ -493,6 +686,7 @@ func (a *Receiver) housekeep(ctx context.Context) {
 		stale := now.Sub(t.lastAt) > 2*a.cfg.DedupWindow && (t.workID == "" || !a.queue.unfinished(t.workID))
 		if over || stale {
 			delete(a.tracks, fp)
+			delete(a.byWork, t.workID)
 		}
 	}
 }

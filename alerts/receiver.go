@@ -50,6 +50,9 @@ type Config struct {
 	Routes []Route
 	// Generic, when set, enables POST /alerts/generic with this mapping.
 	Generic *GenericMapping
+	// Messages lays out alert messages: one summary per notification
+	// group (MessagesGroup, the default) or one message per alert.
+	Messages Messages
 }
 
 func (c Config) withDefaults() Config {
@@ -61,6 +64,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBody <= 0 {
 		c.MaxBody = 1 << 20
+	}
+	if c.Messages == "" {
+		c.Messages = MessagesGroup
 	}
 	return c
 }
@@ -118,11 +124,17 @@ type Receiver struct {
 	// replaced each time one is.
 	inflight int
 	handled  chan struct{}
-	// tracks are the alerts with a current trigger, by fingerprint.
+	// tracks are the alerts with a current trigger, by fingerprint, and
+	// byWork the same by the id of their run's work.
 	tracks map[string]*alertTrack
+	byWork map[string]*alertTrack
+	// groups are the notification groups with a summary message, by
+	// channel and group key.
+	groups map[string]*alertGroup
 
-	// chatDown is until when alert messages are skipped (intake loop
-	// only).
+	// chatDown is until when alert messages are skipped, after the
+	// chat failed (a direct chat, not the outbox, which only fails when the
+	// store does).
 	chatDown time.Time
 }
 
@@ -146,7 +158,12 @@ func New(cfg Config, d *dispatch.Dispatcher, deps dispatch.TriggerDeps) (*Receiv
 		cfg: cfg, disp: d, store: deps.Store, chat: deps.Chat, auth: auth, routes: routes, queue: newAlertQueue(cfg.MaxQueue),
 		log: deps.Logger, now: deps.Now, beat: deps.Heartbeat,
 		wake: make(chan struct{}, 1), tracks: map[string]*alertTrack{}, handled: make(chan struct{}),
+		byWork: map[string]*alertTrack{}, groups: map[string]*alertGroup{},
 	}
+	if cfg.Messages != MessagesGroup && cfg.Messages != MessagesAlert {
+		return nil, fmt.Errorf("alert messages: %q is neither %q nor %q", cfg.Messages, MessagesGroup, MessagesAlert)
+	}
+	d.OnRunEnd(a.runEnded)
 	if cfg.Generic != nil {
 		if a.generic, err = compileGeneric(*cfg.Generic); err != nil {
 			return nil, err
@@ -248,6 +265,7 @@ func (a *Receiver) serve(w http.ResponseWriter, r *http.Request, source string, 
 // alerts that may start runs do not fit in the queue.
 func (a *Receiver) accept(ctx context.Context, alerts []Alert) (alertAck, error) {
 	now := a.now()
+	common := commonLabels(alerts)
 	routes := make([]*routed, len(alerts))
 	mayStart := make([]bool, len(alerts))
 	starts := 0
@@ -294,7 +312,7 @@ func (a *Receiver) accept(ctx context.Context, alerts []Alert) (alertAck, error)
 			}
 			break
 		}
-		ev := alertEvent{alert: al, raw: raw, state: st, route: routes[i], reserved: mayStart[i]}
+		ev := alertEvent{alert: al, raw: raw, state: st, route: routes[i], reserved: mayStart[i], groupSize: len(alerts), common: common}
 		if ev.reserved && !st.Fresh {
 			a.queue.release()
 			ev.reserved = false

@@ -55,7 +55,8 @@ func TestAlertmanagerFixturesReplay(t *testing.T) {
 	require.True(t, ok)
 	require.NotEmpty(t, alert.Updates, "the alert message was updated once its run was queued")
 	alertTS := alert.Ref.ID
-	require.Contains(t, h.newestAlert("HighErrorRate"), "The run is in this thread.")
+	require.Contains(t, h.newestAlert("HighErrorRate"), "Diagnosis: The service is failing requests. (run "+run.ID+"; its message is in this thread)",
+		"the alert's message shows its run's verdict once the run ended")
 	inThread := h.thread(alertTS)
 	require.Len(t, inThread, 1)
 	require.Equal(t, alertsChan, inThread[0].Ref.Channel)

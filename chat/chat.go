@@ -72,5 +72,21 @@ func Rejected(err error) bool {
 	return errors.As(err, &re)
 }
 
+// Refusal is whom to tell, and what, when the platform refuses a post for
+// good after Post already returned: the person who asked for a run in a
+// channel the bot is not in.
+type Refusal struct {
+	To      Recipient
+	Message Message
+}
+
+// RefusalTeller is a chat whose Post returns before the platform has the
+// message (package outbox). PostTelling is Post that, should the platform
+// refuse the message for good, replies r.Message to r.To privately, with
+// the platform's reason added as a note.
+type RefusalTeller interface {
+	PostTelling(ctx context.Context, channel, thread string, m Message, r Refusal) (Ref, error)
+}
+
 // ErrNoChat is what Log answers: no chat platform is configured.
 var ErrNoChat = errors.New("no chat platform is configured")

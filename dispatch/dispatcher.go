@@ -38,6 +38,11 @@ type Request struct {
 	ReplyTo string
 	// Payload is what the trigger carried (the alert), kept with the work.
 	Payload json.RawMessage
+	// Quiet runs post no message of their own unless someone must act on
+	// it (a fix to approve) or the run could not start: an alert of a
+	// group shows its verdict in the group's summary (OnRunEnd) instead
+	// of adding one more message to a storm.
+	Quiet bool
 }
 
 // Accepted says what became of a submitted request.
@@ -98,6 +103,8 @@ type Dispatcher struct {
 	mu sync.Mutex
 	// runs holds the state of runs whose message this process updates.
 	runs map[string]*runState
+	// ended are called when a run of this process ends (OnRunEnd).
+	ended []func(RunEnd)
 }
 
 // Config tunes a Dispatcher; zero values take the defaults.
@@ -244,6 +251,13 @@ func WorkThread(w store.Work) (channel, thread string) {
 	return pl.Channel, pl.Thread
 }
 
+// WorkQuiet reports whether work's run posts a message only when someone
+// must act on it (Request.Quiet).
+func WorkQuiet(w store.Work) bool {
+	var pl workPayload
+	return len(w.Payload) > 0 && json.Unmarshal(w.Payload, &pl) == nil && pl.Quiet
+}
+
 // liveMessage keeps the message at ref up to date, or is nil without chat.
 func (d *Dispatcher) liveMessage(ref chat.Ref) *Live {
 	if d.chat == nil {
@@ -285,7 +299,7 @@ func (d *Dispatcher) Enqueue(ctx context.Context, req Request) (Accepted, error)
 }
 
 func (d *Dispatcher) enqueue(ctx context.Context, rb *runbooks.Runbook, req Request) (Accepted, error) {
-	payload, err := json.Marshal(workPayload{Channel: req.Channel, Thread: req.Thread, ReplyTo: req.ReplyTo, Trigger: req.Payload})
+	payload, err := json.Marshal(workPayload{Channel: req.Channel, Thread: req.Thread, ReplyTo: req.ReplyTo, Trigger: req.Payload, Quiet: req.Quiet})
 	if err != nil {
 		return Accepted{}, fmt.Errorf("submit %s: encode payload: %w", rb.Name, err)
 	}

@@ -10,6 +10,9 @@ type workPayload struct {
 	Thread  string          `json:"thread,omitempty"`
 	ReplyTo string          `json:"reply_to,omitempty"`
 	Trigger json.RawMessage `json:"trigger,omitempty"`
+	// Quiet runs post their own message only when someone must act on
+	// it (Request.Quiet).
+	Quiet bool `json:"quiet,omitempty"`
 }
 
 // UnmarshalJSON reads a payload as this version writes it, and as

@@ -63,7 +63,9 @@ func (d *Dispatcher) execute(ctx context.Context, w store.Work, free func()) {
 				rs.notes = append(rs.notes, retryNote(w))
 				rs.mu.Unlock()
 			}
-			d.postRun(ctx, rs, pl)
+			if !pl.Quiet {
+				d.postRun(ctx, rs, pl)
+			}
 		},
 		Progress: func(ev runbooks.Event) {
 			rs.stepEvent(ev)
@@ -85,7 +87,9 @@ func (d *Dispatcher) execute(ctx context.Context, w store.Work, free func()) {
 		rs.problem = "could not start: " + out.StartErr.Error()
 		rs.mu.Unlock()
 		free()
+		d.speakUp(ctx, rs, pl)
 		d.showFinal(ctx, rs)
+		d.announceEnd(rs, w)
 		return
 	}
 	rs.mu.Lock()
@@ -101,8 +105,33 @@ func (d *Dispatcher) execute(ctx context.Context, w store.Work, free func()) {
 	rs.mu.Unlock()
 	log.Info("run finished", "outcome", out.Report.Outcome, "status", out.Run.Status)
 	free()
+	if rs.proposal != nil || rs.problem != "" {
+		d.speakUp(ctx, rs, pl)
+	}
 	d.showFinal(ctx, rs)
 	d.postTimeline(rs, pl)
+	d.announceEnd(rs, w)
+}
+
+// speakUp posts the message of a quiet run that someone must act on.
+func (d *Dispatcher) speakUp(ctx context.Context, rs *runState, pl workPayload) {
+	if !pl.Quiet {
+		return
+	}
+	rctx, cancel := recording(ctx, "posting the message of run "+rs.run.ID)
+	defer cancel()
+	d.postRun(rctx, rs, pl)
+}
+
+// announceEnd tells the triggers that listen (OnRunEnd) how the run ended.
+func (d *Dispatcher) announceEnd(rs *runState, w store.Work) {
+	rs.mu.Lock()
+	e := RunEnd{WorkID: w.ID, RunID: rs.run.ID, Status: rs.status(), Verdict: Verdict(rs.report), Message: rs.run.Message != nil}
+	if rs.problem != "" && e.Verdict == "" {
+		e.Verdict = rs.problem
+	}
+	rs.mu.Unlock()
+	d.runEnded(e)
 }
 
 // showFinal brings a run's message up to date after the run ended, under a
@@ -139,17 +168,26 @@ func (d *Dispatcher) postRun(ctx context.Context, rs *runState, pl workPayload) 
 		log.Warn("run has no channel to post to (configure the bot's channel)")
 		return
 	}
-	ref, err := d.chat.Post(ctx, pl.Channel, pl.Thread, msg)
+	refused := chat.Message{Title: "Could not post the run in this channel", Status: chat.StatusError, Sections: []chat.Section{{
+		Text: fmt.Sprintf("Invite the bot to this channel or run it from a channel it is in. The run goes on: see status %s.", run.ID),
+	}}}
+	var ref chat.Ref
+	var err error
+	if teller, ok := d.chat.(chat.RefusalTeller); ok && pl.ReplyTo != "" {
+		// The post is only recorded now; a refusal comes later, and the
+		// chat tells the requester then.
+		ref, err = teller.PostTelling(ctx, pl.Channel, pl.Thread, msg, chat.Refusal{To: chat.Recipient{ReplyTo: pl.ReplyTo}, Message: refused})
+	} else {
+		ref, err = d.chat.Post(ctx, pl.Channel, pl.Thread, msg)
+	}
 	if err != nil {
 		log.Warn("run message not posted", "channel", pl.Channel, "err", err)
 		if pl.ReplyTo != "" {
-			note := chat.Message{Title: "Could not post the run in this channel", Status: chat.StatusError, Sections: []chat.Section{{
-				Text: fmt.Sprintf("The chat said: %v. Invite the bot to this channel or run it from a channel it is in. The run goes on: see status %s.", err, run.ID),
-			}}}
+			refused.Notes = append(refused.Notes, fmt.Sprintf("The chat said: %v", err))
 			// Only the reply target: the channel just refused the bot.
 			if r, ok := d.chat.(chat.Replier); !ok {
 				log.Warn("requester not told: the chat cannot reply privately")
-			} else if rerr := r.Reply(ctx, chat.Recipient{ReplyTo: pl.ReplyTo}, note); rerr != nil {
+			} else if rerr := r.Reply(ctx, chat.Recipient{ReplyTo: pl.ReplyTo}, refused); rerr != nil {
 				log.Warn("requester not told", "err", rerr)
 			}
 		}

@@ -71,6 +71,9 @@ type ChatMessage struct {
 	Thread string `json:"thread,omitempty"`
 	// Content is the newest content, as the chat layer encodes it.
 	Content json.RawMessage `json:"content"`
+	// OnRefusal is what the chat layer does when the platform refuses
+	// the post for good (tell the person who asked), as it encodes it.
+	OnRefusal json.RawMessage `json:"on_refusal,omitempty"`
 	// Version counts content changes; SentVersion is the version the
 	// platform has (0: not posted yet).
 	Version     int              `json:"version"`
@@ -116,21 +119,21 @@ type ChatBacklog struct {
 	Oldest time.Time
 }
 
-const chatColumns = `id, dedup_key, channel, thread, content, version, sent_version, platform_id, state, attempts,
+const chatColumns = `id, dedup_key, channel, thread, content, on_refusal, version, sent_version, platform_id, state, attempts,
 	next_at, last_error, created_at, updated_at`
 
 func scanChatMessage(row interface{ Scan(...any) error }) (ChatMessage, error) {
 	var (
 		m                     ChatMessage
-		key                   sql.NullString
+		key, refusal          sql.NullString
 		content               string
 		next, created, update int64
 	)
-	if err := row.Scan(&m.ID, &key, &m.Channel, &m.Thread, &content, &m.Version, &m.SentVersion, &m.PlatformID,
+	if err := row.Scan(&m.ID, &key, &m.Channel, &m.Thread, &content, &refusal, &m.Version, &m.SentVersion, &m.PlatformID,
 		&m.State, &m.Attempts, &next, &m.LastError, &created, &update); err != nil {
 		return ChatMessage{}, err
 	}
-	m.Key, m.Content = key.String, json.RawMessage(content)
+	m.Key, m.Content, m.OnRefusal = key.String, json.RawMessage(content), rawJSON(refusal)
 	m.NextAt, m.CreatedAt, m.UpdatedAt = time.Unix(0, next).UTC(), time.Unix(0, created).UTC(), time.Unix(0, update).UTC()
 	return m, nil
 }
@@ -143,16 +146,19 @@ func (s *sqlStore) QueueChatMessage(ctx context.Context, m ChatMessage) (ChatMes
 	if err := checkJSON("content", m.Content); err != nil || len(m.Content) == 0 {
 		return ChatMessage{}, false, fmt.Errorf("queue chat message: content must be JSON: %v", err)
 	}
+	if err := checkJSON("on_refusal", m.OnRefusal); err != nil {
+		return ChatMessage{}, false, fmt.Errorf("queue chat message: %w", err)
+	}
 	now := s.clock()
 	created := false
 	for attempt := 0; ; attempt++ {
 		id := newID(strings.TrimSuffix(ChatMessagePrefix, "-"), now)
 		var out ChatMessage
 		err := s.write(ctx, func(tx querier) error {
-			res, err := tx.ExecContext(ctx, `INSERT INTO chat_outbox (id, dedup_key, channel, thread, content, version,
-				sent_version, state, next_at, created_at, updated_at) VALUES (?,?,?,?,?,1,0,'due',?,?,?)
+			res, err := tx.ExecContext(ctx, `INSERT INTO chat_outbox (id, dedup_key, channel, thread, content, on_refusal, version,
+				sent_version, state, next_at, created_at, updated_at) VALUES (?,?,?,?,?,?,1,0,'due',?,?,?)
 				ON CONFLICT (dedup_key) DO NOTHING`,
-				id, nullString(m.Key), m.Channel, m.Thread, string(m.Content), now.UnixNano(), now.UnixNano(), now.UnixNano())
+				id, nullString(m.Key), m.Channel, m.Thread, string(m.Content), jsonText(m.OnRefusal), now.UnixNano(), now.UnixNano(), now.UnixNano())
 			if err != nil {
 				return err
 			}

@@ -104,6 +104,8 @@ var (
 	_ chat.Chat       = (*Outbox)(nil)
 	_ chat.Replier    = (*Outbox)(nil)
 	_ chat.UserGroups = (*Outbox)(nil)
+
+	_ chat.RefusalTeller = (*Outbox)(nil)
 )
 
 // New returns an outbox that delivers to next. Logger is slog.Default()
@@ -126,7 +128,13 @@ func New(next chat.Chat, st store.ChatOutbox, cfg Config, log *slog.Logger, now 
 // the reference before the platform has the message: they are delivered
 // after it.
 func (o *Outbox) Post(ctx context.Context, channel, thread string, m chat.Message) (chat.Ref, error) {
-	ref, _, err := o.PostOnce(ctx, "", channel, thread, m)
+	ref, _, err := o.queue(ctx, store.ChatMessage{Channel: channel, Thread: thread}, m, nil)
+	return ref, err
+}
+
+// PostTelling implements chat.RefusalTeller.
+func (o *Outbox) PostTelling(ctx context.Context, channel, thread string, m chat.Message, r chat.Refusal) (chat.Ref, error) {
+	ref, _, err := o.queue(ctx, store.ChatMessage{Channel: channel, Thread: thread}, m, &r)
 	return ref, err
 }
 
@@ -134,11 +142,21 @@ func (o *Outbox) Post(ctx context.Context, channel, thread string, m chat.Messag
 // is a message, and later ones return its reference with created false
 // (an alert group's one summary, whichever process sees the group first).
 func (o *Outbox) PostOnce(ctx context.Context, key, channel, thread string, m chat.Message) (chat.Ref, bool, error) {
-	content, err := json.Marshal(m)
-	if err != nil {
+	return o.queue(ctx, store.ChatMessage{Key: key, Channel: channel, Thread: thread}, m, nil)
+}
+
+func (o *Outbox) queue(ctx context.Context, row store.ChatMessage, m chat.Message, r *chat.Refusal) (chat.Ref, bool, error) {
+	channel := row.Channel
+	var err error
+	if row.Content, err = json.Marshal(m); err != nil {
 		return chat.Ref{}, false, fmt.Errorf("queue chat message: encode: %w", err)
 	}
-	msg, created, err := o.st.QueueChatMessage(ctx, store.ChatMessage{Key: key, Channel: channel, Thread: thread, Content: content})
+	if r != nil {
+		if row.OnRefusal, err = json.Marshal(r); err != nil {
+			return chat.Ref{}, false, fmt.Errorf("queue chat message: encode: %w", err)
+		}
+	}
+	msg, created, err := o.st.QueueChatMessage(ctx, row)
 	if err != nil {
 		return chat.Ref{}, false, err
 	}

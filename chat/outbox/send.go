@@ -198,6 +198,7 @@ func (o *Outbox) deliver(ctx context.Context, l *lane, c claimed) {
 			log.Error("chat message refused by the platform; given up", "err", err)
 			o.settle(ctx, store.ChatDeferral{ID: m.ID, Until: o.now(), GiveUp: true, Reason: err.Error()})
 			o.metrics.givenUp.Inc()
+			o.tellRefusal(ctx, m, err)
 			return
 		}
 		wait := backoff(attempt + m.Attempts)
@@ -281,6 +282,24 @@ func (o *Outbox) delivered(ctx context.Context, m store.ChatMessage, platformID 
 	if got.State == store.ChatMessageDue {
 		// Newer content arrived while this was sent.
 		o.kick()
+	}
+}
+
+// tellRefusal tells the person a refused post names that it was refused.
+func (o *Outbox) tellRefusal(ctx context.Context, m store.ChatMessage, refused error) {
+	if len(m.OnRefusal) == 0 || m.Posted() {
+		return
+	}
+	var r chat.Refusal
+	if err := json.Unmarshal(m.OnRefusal, &r); err != nil {
+		o.log.Warn("refusal not told: unreadable", "message", m.ID, "err", err)
+		return
+	}
+	r.Message.Notes = append(r.Message.Notes, "The chat said: "+refused.Error())
+	ctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), callTimeout, errors.New("telling of a refused message took too long"))
+	defer cancel()
+	if err := o.Reply(ctx, r.To, r.Message); err != nil {
+		o.log.Warn("refusal not told", "message", m.ID, "err", err)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/runbot/runbot/chat/outbox"
 	"github.com/runbot/runbot/commands"
 	"github.com/runbot/runbot/config"
 	"github.com/runbot/runbot/dispatch"
@@ -177,7 +178,13 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 			return fmt.Errorf("config %s: %w", cfg.File, err)
 		}
 		dcfg.Channel = cfg.Slack.Channel
-		ddeps.Chat, ddeps.RedactReport = sl, sl.RedactReport
+		// Everything runbot posts goes through the outbox: recorded
+		// first, delivered at Slack's pace, retried until Slack takes
+		// it, so that no run waits for Slack and no outage loses a post.
+		ob := outbox.New(sl, st, outbox.Config{Platform: "slack"}, log, nil)
+		d.loops.Go(func() { _ = ob.Run(runCtx) })
+		reg.MustRegister(ob)
+		ddeps.Chat, ddeps.RedactReport = ob, sl.RedactReport
 		rem.Directory = sl.Approvers()
 		reg.MustRegister(sl)
 	}

@@ -3,7 +3,8 @@
 -- itself by the chat platform's limits and retries until the platform takes
 -- it, so that a run never waits for chat and a chat outage loses nothing.
 -- seq orders delivery; id is what runbot hands out as the message's
--- reference before the platform has given it one (platform_id).
+-- reference before the platform has given it one (platform_id). on_refusal
+-- says whom to tell, and what, when the platform refuses the post for good.
 
 CREATE TABLE chat_outbox (
 	seq          INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -12,6 +13,7 @@ CREATE TABLE chat_outbox (
 	channel      TEXT NOT NULL,
 	thread       TEXT NOT NULL DEFAULT '',
 	content      TEXT NOT NULL,
+	on_refusal   TEXT,
 	version      INTEGER NOT NULL DEFAULT 1,
 	sent_version INTEGER NOT NULL DEFAULT 0,
 	platform_id  TEXT NOT NULL DEFAULT '',
