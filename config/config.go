@@ -96,7 +96,10 @@ type Alerts struct {
 	MaxQueue    int
 	MaxBody     int64
 	Channel     string
-	Routes      []Route
+	// Messages is "group" (one summary per Alertmanager group, the
+	// default when empty) or "alert" (one message per alert).
+	Messages string
+	Routes   []Route
 	// At is where each key of the alerts section was written
 	// (basic_auth's as basic_auth.user and basic_auth.password).
 	At Positions

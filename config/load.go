@@ -310,7 +310,7 @@ func decodeSlack(d *yamlnode.Decoder, n *yaml.Node) *Slack {
 
 func decodeAlerts(d *yamlnode.Decoder, n *yaml.Node) *Alerts {
 	a := &Alerts{DedupWindow: 30 * time.Minute, MaxQueue: 100, MaxBody: 1 << 20, At: Positions{}}
-	d.Fields(n, "alerts", []string{"bearer_token", "basic_auth", "dedup_window", "max_queue", "max_body", "channel", "routes"}, func(key string, _, v *yaml.Node) {
+	d.Fields(n, "alerts", []string{"bearer_token", "basic_auth", "dedup_window", "max_queue", "max_body", "channel", "messages", "routes"}, func(key string, _, v *yaml.Node) {
 		a.At[key] = yamlnode.PosOf(v)
 		switch key {
 		case "bearer_token":
@@ -333,6 +333,11 @@ func decodeAlerts(d *yamlnode.Decoder, n *yaml.Node) *Alerts {
 		case "channel":
 			a.Channel = d.String(v, "alerts.channel")
 			checkChannelID(d, v, "alerts.channel", a.Channel)
+		case "messages":
+			a.Messages = d.String(v, "alerts.messages")
+			if a.Messages != "group" && a.Messages != "alert" {
+				d.Errorf(v, "alerts.messages: %q is neither group (one summary per Alertmanager group, the default) nor alert (one message per alert)", a.Messages)
+			}
 		case "routes":
 			d.Items(v, "alerts.routes", func(_ int, rv *yaml.Node) {
 				r := Route{At: Positions{"": yamlnode.PosOf(rv)}}

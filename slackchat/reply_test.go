@@ -29,3 +29,23 @@ func TestRunGoesOnWhenChannelRefusesThePost(t *testing.T) {
 	require.Contains(t, string(told[0].Body), `"response_type":"ephemeral"`)
 	require.Empty(t, h.rec.Calls("chat.update"))
 }
+
+// One 500 from Slack on a run's first post, or on the private reply to a
+// requester, is tried again a second later and gets through: a moment's
+// hiccup loses nothing.
+func TestServerErrorIsTriedAgain(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.rec.FailNext("chat.postMessage", slackrec.Failure{Status: 500})
+	h.command(requester, "stuck here "+h.dir)
+	h.idle()
+	runs, err := h.store.ListRuns(t.Context(), store.RunFilter{})
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	require.NotNil(t, runs[0].Message, "the run's message was posted on the second try")
+	posts := h.rec.Calls("chat.postMessage")
+	require.Len(t, posts, 2)
+	require.Equal(t, 500, posts[0].Status)
+	require.Equal(t, 200, posts[1].Status)
+	require.Equal(t, posts[1].TS, runs[0].Message.ID)
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"time"
 
@@ -29,28 +31,66 @@ var _ slackAPI = (*slack.Client)(nil)
 const slackPlatform = "slack"
 
 // maxRateLimitWaits bounds how often one call waits out a 429 before it
-// gives up; the caller's context bounds the total time.
-const maxRateLimitWaits = 5
+// gives up, and maxServerRetries how often it tries again after a server
+// error or a network failure; the caller's context bounds the total time.
+const (
+	maxRateLimitWaits = 5
+	maxServerRetries  = 3
+)
 
 // retryRateLimited calls fn until it does not fail with a rate limit, each
-// time waiting the Retry-After Slack asked for (at least a second).
+// time waiting the Retry-After Slack asked for (at least a second), or
+// with a server error (5xx) or a network failure, waiting 1 s, 2 s, 4 s:
+// a Slack hiccup that lasts a moment must not lose a reply.
 func retryRateLimited(ctx context.Context, log *slog.Logger, what string, fn func(context.Context) error) error {
-	for attempt := 0; ; attempt++ {
+	limited, failed := 0, 0
+	for {
 		err := fn(ctx)
-		var rl *slack.RateLimitedError
-		if !errors.As(err, &rl) || attempt >= maxRateLimitWaits {
+		var (
+			rl    *slack.RateLimitedError
+			wait  time.Duration
+			doing = "waiting out a rate limit"
+		)
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &rl):
+			if limited >= maxRateLimitWaits {
+				return err
+			}
+			limited++
+			wait = max(rl.RetryAfter, time.Second)
+			log.Warn("slack rate limit; waiting", "call", what, "retry_after", wait, "attempt", limited)
+		case transient(err) && ctx.Err() == nil:
+			if failed >= maxServerRetries {
+				return err
+			}
+			wait, doing = time.Second<<failed, "waiting to try again after a failure"
+			failed++
+			log.Warn("slack call failed; trying again", "call", what, "err", stripURL(err), "retry_in", wait, "attempt", failed)
+		default:
 			return err
 		}
-		wait := max(rl.RetryAfter, time.Second)
-		log.Warn("slack rate limit; waiting", "call", what, "retry_after", wait, "attempt", attempt+1)
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("%s: waiting out a rate limit: %w", what, context.Cause(ctx))
+			return fmt.Errorf("%s: %s: %w", what, doing, context.Cause(ctx))
 		}
 	}
+}
+
+// transient reports whether a failed call may succeed when tried again: a
+// server error or a network failure, not an answer that refuses it.
+func transient(err error) bool {
+	var sc slack.StatusCodeError
+	if errors.As(err, &sc) {
+		return sc.Code >= 500
+	}
+	var ne net.Error
+	var ue *url.Error
+	return errors.As(err, &ne) || errors.As(err, &ue) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
 // messenger posts messages: it redacts, renders to Block Kit and retries

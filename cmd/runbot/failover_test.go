@@ -280,6 +280,7 @@ func (c *cluster) runsOf(svc string) []store.Run {
 	defer cancel()
 	all, err := c.st.ListRuns(ctx, store.RunFilter{Runbook: "failover", Limit: 10000})
 	require.NoError(c.t, err)
+	all = postedRefs(ctx, c.t, c.st, all)
 	var out []store.Run
 	for i := len(all) - 1; i >= 0; i-- {
 		if all[i].Params["svc"] == svc {

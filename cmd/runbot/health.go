@@ -14,6 +14,11 @@ import (
 type healthHandlers struct {
 	live  *heartbeat.Monitor
 	ready *heartbeat.Monitor
+	// degraded are dependencies runbot works without, for a while: the
+	// chat platform, whose posts wait in the outbox. /readyz names them
+	// and still answers 200, so that a load balancer keeps sending
+	// alerts, which are queued and run.
+	degraded *heartbeat.Monitor
 }
 
 func (h healthHandlers) healthz(w http.ResponseWriter, _ *http.Request) {
@@ -30,14 +35,20 @@ func (h healthHandlers) readyz(w http.ResponseWriter, _ *http.Request) {
 		_, _ = fmt.Fprintln(w, "starting: not every readiness check has succeeded yet") // the client may have gone
 		return
 	}
-	report(w, stuck)
+	var notes []string
+	if h.degraded != nil && len(stuck) == 0 {
+		for _, s := range h.degraded.Check() {
+			notes = append(notes, "degraded: "+s.String()+" (messages wait in the outbox)")
+		}
+	}
+	report(w, stuck, notes...)
 }
 
-func report(w http.ResponseWriter, stuck []heartbeat.Stuck) {
+func report(w http.ResponseWriter, stuck []heartbeat.Stuck, notes ...string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	// A failed write means the client has gone; there is no one left to tell.
 	if len(stuck) == 0 {
-		_, _ = fmt.Fprintln(w, "ok")
+		_, _ = fmt.Fprintln(w, strings.Join(append([]string{"ok"}, notes...), "\n"))
 		return
 	}
 	lines := make([]string, len(stuck))

@@ -96,7 +96,10 @@ func probeLoop(ctx context.Context, dep dependency, ready *heartbeat.Monitor, lo
 type dependencyGauges struct {
 	ready *heartbeat.Monitor
 	names []string
-	desc  *prometheus.Desc
+	// more are further monitors and the dependencies they watch (Slack,
+	// in the degraded monitor).
+	more []*dependencyGauges
+	desc *prometheus.Desc
 }
 
 func newDependencyGauges(ready *heartbeat.Monitor, names ...string) *dependencyGauges {
@@ -104,9 +107,18 @@ func newDependencyGauges(ready *heartbeat.Monitor, names ...string) *dependencyG
 		"runbot_dependency_up", "Whether a dependency (store, slack) answered its last readiness probe in time.", []string{"dependency"}, nil)}
 }
 
+// and adds the dependencies another monitor watches.
+func (g *dependencyGauges) and(m *heartbeat.Monitor, names ...string) *dependencyGauges {
+	g.more = append(g.more, &dependencyGauges{ready: m, names: names, desc: g.desc})
+	return g
+}
+
 func (g *dependencyGauges) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
 
 func (g *dependencyGauges) Collect(ch chan<- prometheus.Metric) {
+	for _, m := range g.more {
+		m.Collect(ch)
+	}
 	down := map[string]bool{}
 	for _, s := range g.ready.Check() {
 		down[s.Loop] = true

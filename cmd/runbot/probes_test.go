@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/internal/heartbeat"
@@ -132,3 +133,62 @@ func TestSlackProbe(t *testing.T) {
 }
 
 var _ prometheus.Collector = (*dependencyGauges)(nil)
+
+// TestSlackDownIsDegradedNotUnready: a Slack outage shows in /readyz and
+// in runbot_dependency_up, but /readyz still answers 200 (alerts are
+// still taken; their posts wait in the outbox) and the watchdog, which
+// watches the live and ready monitors only, is not withheld.
+func TestSlackDownIsDegradedNotUnready(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, slack := &switchable{}, &switchable{}
+		live, ready, degraded := heartbeat.New(nil), heartbeat.New(nil), heartbeat.New(nil)
+		d := &daemonParts{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer func() { cancel(); d.loops.Wait() }()
+		d.watch(ctx, dependency{name: "store", interval: storeProbeInterval, timeout: storeProbeTimeout, probe: store.probe}, ready)
+		d.watch(ctx, dependency{name: "slack", interval: slackProbeInterval, timeout: slackProbeTimeout, probe: slack.probe}, degraded)
+		gauges := newDependencyGauges(ready, "store").and(degraded, "slack")
+		h := healthHandlers{live: live, ready: ready, degraded: degraded}
+		readyz := func() (int, string) {
+			rec := httptest.NewRecorder()
+			h.readyz(rec, httptest.NewRequest("GET", "/readyz", nil))
+			return rec.Code, strings.TrimSpace(rec.Body.String())
+		}
+		synctest.Wait()
+		code, body := readyz()
+		require.Equal(t, http.StatusOK, code, body)
+		require.Equal(t, "ok", body)
+
+		slack.set(errors.New("slack auth.test: slack server error: 503 Service Unavailable"), false)
+		time.Sleep(slackProbeInterval)
+		synctest.Wait()
+		code, body = readyz()
+		require.Equal(t, http.StatusOK, code, "Slack down is no reason to stop taking alerts")
+		require.Equal(t, "ok\ndegraded: slack is down: slack auth.test: slack server error: 503 Service Unavailable (messages wait in the outbox)", body)
+		require.Empty(t, joined(live, ready).Check(), "the watchdog sees nothing stuck")
+		require.Equal(t, 2, testutil.CollectAndCount(gauges))
+		require.Contains(t, gaugeText(t, gauges), `runbot_dependency_up{dependency="slack"} 0`)
+		require.Contains(t, gaugeText(t, gauges), `runbot_dependency_up{dependency="store"} 1`)
+
+		store.set(errors.New("ping store: sql: database is closed"), false)
+		time.Sleep(storeProbeInterval)
+		synctest.Wait()
+		code, body = readyz()
+		require.Equal(t, http.StatusServiceUnavailable, code)
+		require.Equal(t, "store is down: ping store: sql: database is closed", body)
+	})
+}
+
+func gaugeText(t *testing.T, c prometheus.Collector) string {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	require.NoError(t, reg.Register(c))
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	var b strings.Builder
+	for _, mf := range mfs {
+		_, err := expfmt.MetricFamilyToText(&b, mf)
+		require.NoError(t, err)
+	}
+	return b.String()
+}

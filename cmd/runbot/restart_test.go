@@ -150,6 +150,7 @@ func (r *restartRig) runs() map[string][]store.Run {
 	defer func() { _ = st.Close() }() // a read-only look; nothing to lose on close
 	all, err := st.ListRuns(ctx, store.RunFilter{Limit: 100})
 	require.NoError(r.t, err)
+	all = postedRefs(ctx, r.t, st, all)
 	out := map[string][]store.Run{}
 	for i := len(all) - 1; i >= 0; i-- {
 		out[all[i].Params["secs"]] = append(out[all[i].Params["secs"]], all[i])

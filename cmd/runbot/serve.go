@@ -158,9 +158,14 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: d.pool}}, Observer: m}
 	rem := &runbooks.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: cfg.Groups}
 
-	live, ready := heartbeat.New(nil), heartbeat.New(nil)
+	// live and ready watch runbot's own loops and the store, without
+	// which nothing is accepted safely; degraded watches Slack, whose
+	// outage only delays posts (they wait in the outbox) and so neither
+	// fails readiness nor withholds the systemd watchdog: an outage
+	// longer than WatchdogSec must not restart runbot and cut its runs.
+	live, ready, degraded := heartbeat.New(nil), heartbeat.New(nil), heartbeat.New(nil)
 	mux := http.NewServeMux()
-	hh := healthHandlers{live: live, ready: ready}
+	hh := healthHandlers{live: live, ready: ready, degraded: degraded}
 	mux.HandleFunc("GET /healthz", hh.healthz)
 	mux.HandleFunc("GET /readyz", hh.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
@@ -218,18 +223,18 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 		if err := d.receiveSlack(runCtx, sl, cmds, mux); err != nil {
 			return err
 		}
-		d.watch(runCtx, slackDependency(sl), ready)
+		d.watch(runCtx, slackDependency(sl), degraded)
 	}
 	if err := wireTriggers(runCtx, cfg, d, mux, reg, ready); err != nil {
 		return fmt.Errorf("config %s: %w", cfg.File, err)
 	}
 	d.housekeeping(runCtx, live)
 	d.watch(runCtx, storeDependency(st), ready)
-	deps := []string{"store"}
+	gauges := newDependencyGauges(ready, "store")
 	if sl != nil {
-		deps = append(deps, "slack")
+		gauges.and(degraded, "slack")
 	}
-	reg.MustRegister(newDependencyGauges(ready, deps...))
+	reg.MustRegister(gauges)
 
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {

@@ -26,6 +26,7 @@ func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *
 		ac := alerts.Config{
 			BearerToken: a.BearerToken, BasicUser: a.BasicUser, BasicPass: a.BasicPass,
 			DedupWindow: a.DedupWindow, MaxQueue: a.MaxQueue, MaxBody: a.MaxBody, Channel: a.Channel,
+			Messages: alerts.Messages(a.Messages),
 		}
 		for _, r := range a.Routes {
 			ac.Routes = append(ac.Routes, alerts.Route{Match: r.Match, Runbook: r.Runbook, Params: r.Params})

@@ -37,6 +37,8 @@ type Call struct {
 	Header http.Header
 	// Status is the HTTP status the fake answered with.
 	Status int
+	// TS is the ts the fake gave a message it posted.
+	TS string
 }
 
 // Blocks decodes the call's Block Kit blocks: the "blocks" form field, or
@@ -261,6 +263,9 @@ func (r *Recorder) handler(method string, answer func(url.Values) any) http.Hand
 			resp = map[string]any{"ok": false, "error": f.Error}
 		default:
 			resp = answer(form)
+			if m, ok := resp.(map[string]any); ok && method == "chat.postMessage" {
+				call.TS, _ = m["ts"].(string)
+			}
 		}
 		r.calls = append(r.calls, call)
 		close(r.changed)
