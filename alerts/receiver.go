@@ -198,7 +198,14 @@ type alertAck struct {
 	Repeats  int `json:"repeats"`
 	Resolved int `json:"resolved"`
 	Unrouted int `json:"unrouted"`
+	// Invalid new alerts are recorded but not run: their params are
+	// invalid for their runbook (Problems says why, for the sender's log).
+	Invalid  int      `json:"invalid,omitempty"`
+	Problems []string `json:"problems,omitempty"`
 }
+
+// maxAckProblems bounds the problems an acknowledgement lists.
+const maxAckProblems = 10
 
 // alertReject is the body of an error answer.
 type alertReject struct {
@@ -250,8 +257,11 @@ func (a *Receiver) serve(w http.ResponseWriter, r *http.Request, source string, 
 		return reject(http.StatusServiceUnavailable, "queue_full",
 			fmt.Sprintf("%d alert runs are queued or running (the limit); nothing was recorded, deliver again later", a.queue.depth()))
 	case err != nil:
+		// 503 with Retry-After is what tells Alertmanager to deliver
+		// again; a 500 reads as a bug in the receiver.
 		a.log.Error("alert not recorded", "endpoint", source, "err", err)
-		return reject(http.StatusInternalServerError, "store_error", "could not record the alert; deliver again later")
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+		return reject(http.StatusServiceUnavailable, "store_error", "could not record the alert; deliver again later")
 	}
 	for _, al := range alerts {
 		a.metrics.alerts.WithLabelValues(source, string(al.Status)).Inc()
@@ -326,6 +336,14 @@ func (a *Receiver) accept(ctx context.Context, alerts []Alert) (alertAck, error)
 			ack.Resolved++
 		case st.Fresh:
 			ack.New++
+			if routes[i] != nil {
+				if problem := a.check(ctx, routes[i]); problem != "" {
+					ack.Invalid++
+					if len(ack.Problems) < maxAckProblems {
+						ack.Problems = append(ack.Problems, al.Name()+" ("+al.Fingerprint+"): "+problem)
+					}
+				}
+			}
 		default:
 			ack.Repeats++
 			a.metrics.deduped.Inc()

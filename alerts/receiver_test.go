@@ -203,7 +203,12 @@ func TestAlertHostileLabelsAreData(t *testing.T) {
 			Params:  map[string]string{"host": "here", "service": "{{ .labels.service }}"},
 		}}
 	})
-	require.Equal(t, alertAck{Status: "accepted", Alerts: 1, New: 1}, h.accepted(fixture(t, "hostile.json")))
+	ack := h.accepted(fixture(t, "hostile.json"))
+	require.Equal(t, 1, ack.Invalid, "the sender is told in the answer, not only in chat and the log")
+	require.Len(t, ack.Problems, 1)
+	require.Contains(t, ack.Problems[0], "ServiceErrors (0badc0ffee000001): invalid params from the alert: runbook service-errors: param service")
+	ack.Invalid, ack.Problems = 0, nil
+	require.Equal(t, alertAck{Status: "accepted", Alerts: 1, New: 1}, ack)
 	h.settle()
 	require.Empty(t, h.runs(), "an alert whose params are invalid is never run")
 	_, err := os.Stat("/tmp/runbot-pwned")
@@ -458,4 +463,17 @@ func TestAlertAcceptedByADeadReplicaIsRun(t *testing.T) {
 	time.Sleep(3 * alertsTick)
 	require.NoError(t, h.disp.Idle(t.Context()))
 	require.Len(t, h.runs(), 1)
+}
+
+// A store that cannot record the alert answers 503 with Retry-After, which
+// is what makes Alertmanager deliver it again, and nothing is half-taken.
+func TestStoreFailureAsksToDeliverAgain(t *testing.T) {
+	t.Parallel()
+	h := newAlertHarness(t)
+	require.NoError(t, h.store.Close())
+	code, body, hdr := h.deliver("/alerts/alertmanager", fixture(t, "firing.json"), bearer(alertToken))
+	require.Equal(t, http.StatusServiceUnavailable, code, body)
+	require.Equal(t, "5", hdr.Get("Retry-After"))
+	require.Contains(t, body, "could not record the alert; deliver again later")
+	require.Zero(t, h.alerts.QueueDepth(), "no queue slot is held for it")
 }
