@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,4 +38,20 @@ func TestRecordJSON(t *testing.T) {
 		"updated_at":"2026-11-29T08:30:12Z",
 		"policy":{"approvers":["sre"],"two_person":true,"expires_at":"2026-11-29T08:45:12Z"}}`, string(b))
 	require.False(t, strings.Contains(string(b), "applied_at"), "zero times are omitted")
+}
+
+// The SQLite file holds command output before redaction: a new one is
+// readable by its owner only, and so are SQLite's -wal and -shm beside it.
+func TestSQLiteFileIsPrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runbot.db")
+	s, err := store.Open(t.Context(), path)
+	require.NoError(t, err)
+	defer func() { _ = s.Close() }()
+	_, err = s.CreateRun(t.Context(), store.Run{Runbook: "x", Trigger: store.TriggerCLI})
+	require.NoError(t, err)
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(f)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), f)
+	}
 }

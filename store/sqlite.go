@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"net/url"
 	"strings"
 	"time"
@@ -78,6 +80,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 	if o.owner == "" || o.alive == nil {
 		return nil, fmt.Errorf("open store %s: an owner and a liveness check are required", path)
 	}
+	if err := createPrivate(path); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	db, err := sql.Open("sqlite", dsn(path, o.busyTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -93,6 +98,21 @@ func Open(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// createPrivate creates a new store file readable by its owner only: it
+// holds command output as it was, before any redaction. SQLite creates its
+// -wal and -shm files with the database file's permissions. An existing
+// file keeps the mode an operator gave it.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	return f.Close()
 }
 
 // dsn builds the driver name. The pragmas run on every new connection of
