@@ -18,6 +18,10 @@ import (
 // mrkdwn needs no escaping.
 const linkParam = "l"
 
+// linkClockSlack is how far the clocks of replicas that sign and verify
+// links may disagree.
+const linkClockSlack = time.Minute
+
 // DefaultLinkTTL is how long a link in a chat message opens its run's page
 // unless the config says otherwise: long enough for a postmortem a week
 // after the incident.
@@ -96,8 +100,15 @@ func (s *Signer) Verify(runID, value string) error {
 	if !hmac.Equal([]byte(sig), []byte(s.mac(runID, exp))) {
 		return &LinkError{Err: ErrLinkInvalid}
 	}
-	if at := time.Unix(unix, 0).UTC(); !s.now().Before(at) {
+	at := time.Unix(unix, 0).UTC()
+	if !s.now().Before(at) {
 		return &LinkError{Err: ErrLinkExpired, Expired: at}
+	}
+	// A link that lasts longer than the configured TTL allows from now
+	// was made with a longer one (or with a leaked key): shortening
+	// link_ttl takes effect on every link already posted.
+	if at.After(s.now().Add(s.ttl + linkClockSlack)) {
+		return &LinkError{Err: ErrLinkInvalid}
 	}
 	return nil
 }

@@ -24,6 +24,12 @@ func TestSignerVerify(t *testing.T) {
 	require.NoError(t, err)
 	other, err := NewSigner([]byte("0123456789abcdef-other"), time.Hour, func() time.Time { return now })
 	require.NoError(t, err)
+	// The same key with a longer TTL (the config before link_ttl was
+	// shortened), and a replica whose clock is 30 s ahead.
+	long, err := NewSigner([]byte("0123456789abcdef-key"), 30*24*time.Hour, func() time.Time { return t0 })
+	require.NoError(t, err)
+	ahead, err := NewSigner([]byte("0123456789abcdef-key"), time.Hour, func() time.Time { return t0.Add(30 * time.Second) })
+	require.NoError(t, err)
 	l := s.Sign("r-1")
 	exp, sig, ok := strings.Cut(l, ".")
 	require.True(t, ok)
@@ -46,6 +52,8 @@ func TestSignerVerify(t *testing.T) {
 		{"no dot", "r-1", exp + sig, t0, ErrLinkInvalid},
 		{"not a number", "r-1", "soon." + sig, t0, ErrLinkInvalid},
 		{"empty", "r-1", "", t0, ErrNoLink},
+		{"signed for longer than the TTL", "r-1", long.Sign("r-1"), t0, ErrLinkInvalid},
+		{"signed by a replica a little ahead", "r-1", ahead.Sign("r-1"), t0, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
