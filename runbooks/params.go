@@ -149,6 +149,12 @@ func (rb *Runbook) ResolveParams(given map[string]string) (map[string]any, map[s
 			}
 			s = p.Default
 		}
+		if p.Type != ParamString {
+			// "-p 'samples= 5'": spaces around a number, a duration, a
+			// name are a typing slip, not part of the value, and must not
+			// reach a shell command or the record as " 5".
+			s = strings.TrimSpace(s)
+		}
 		v, err := p.convert(s)
 		if err != nil {
 			return nil, nil, &ParamError{Runbook: rb.Name, Param: p.Name, Msg: err.Error()}

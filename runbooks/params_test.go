@@ -98,3 +98,16 @@ steps:
 	require.Equal(t, step.Error, rep.Steps[0].Status)
 	require.Equal(t, "argument samples: want an int of at least 1, got 0", rep.Steps[0].Error)
 }
+
+// TestParamSpacesAreTrimmed: spaces around a typed value ("samples= 5")
+// are a typing slip: the run records and uses the value without them.
+func TestParamSpacesAreTrimmed(t *testing.T) {
+	rb, problems := runbooks.Parse("ranged.yaml", []byte(rangedParams))
+	require.Empty(t, problems)
+	typed, text, err := rb.ResolveParams(map[string]string{"host": " gpu-1 ", "samples": " 5", "interval": "3s "})
+	require.NoError(t, err)
+	require.Equal(t, "5", text["samples"])
+	require.Equal(t, "3s", text["interval"])
+	require.Equal(t, "gpu-1", text["host"])
+	require.Equal(t, 3*time.Second, typed["interval"])
+}
