@@ -37,11 +37,14 @@ type Recovery struct {
 	Abandoned []string `json:"abandoned,omitempty"`
 	// Locks are the keys of locks a dead process held, released.
 	Locks []string `json:"locks,omitempty"`
+	// ChatMessages counts the chat messages a dead process had claimed to
+	// deliver, released for the living.
+	ChatMessages int `json:"chat_messages,omitempty"`
 }
 
 // Empty reports whether nothing needed recovery.
 func (r Recovery) Empty() bool {
-	return len(r.Runs)+len(r.Finished)+len(r.Plans)+len(r.Requeued)+len(r.Completed)+len(r.Abandoned)+len(r.Locks) == 0
+	return len(r.Runs)+len(r.Finished)+len(r.Plans)+len(r.Requeued)+len(r.Completed)+len(r.Abandoned)+len(r.Locks)+r.ChatMessages == 0
 }
 
 // MarkInterrupted recovers what a dead process left behind. Rows owned by a
@@ -164,6 +167,26 @@ func (s *sqlStore) MarkInterrupted(ctx context.Context) (Recovery, error) {
 				return err
 			}
 			rec.Locks = append(rec.Locks, l.id)
+		}
+
+		// A dead process's claims on chat messages go with it, so that
+		// the messages it was delivering are delivered now, not when the
+		// claims run out minutes later. Nothing to record: a claim is
+		// not a state anyone reads.
+		claims, err := ownedRows(ctx, tx, `SELECT id, claim_owner FROM chat_outbox WHERE claim_owner <> '' AND claim_until > ? ORDER BY seq`+
+			tx.dialect().forUpdate, now.UnixNano())
+		if err != nil {
+			return err
+		}
+		for _, c := range claims {
+			if !dead(c.owner) {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE chat_outbox SET claim_owner = '', claim_until = 0 WHERE id = ? AND claim_owner = ?`,
+				c.id, c.owner); err != nil {
+				return err
+			}
+			rec.ChatMessages++
 		}
 
 		work, err := ownedRows(ctx, tx, `SELECT id, owner FROM work WHERE state = 'started' ORDER BY id`+tx.dialect().forUpdate)

@@ -23,6 +23,7 @@ var outboxTests = []test{
 	{"ClaimOfADeadSenderRunsOut", testOutboxClaimRunsOut},
 	{"DeferredAndGivenUp", testOutboxDeferred},
 	{"RefusesBadMessages", testOutboxRefuses},
+	{"ClaimsOfTheDeadReleased", testOutboxClaimsOfTheDeadReleased},
 }
 
 func content(t *testing.T, text string) json.RawMessage {
@@ -228,4 +229,26 @@ func testOutboxRefuses(t *testing.T, e *Env) {
 	require.ErrorIs(t, err, store.ErrNotFound)
 	_, err = e.S.GetChatMessage(ctx, "m-nope")
 	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// A dead process's claims are released by recovery, so that what it was
+// delivering is delivered at once, not when the claims run out.
+func testOutboxClaimsOfTheDeadReleased(t *testing.T, e *Env) {
+	ctx := t.Context()
+	m := queueMessage(t, e.S, "C1", "", "hello")
+	dying := e.OpenAs(t, "storetest/replica-1")
+	got, err := dying.ClaimChatMessages(ctx, 10, 5*time.Minute)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	rec, err := e.S.MarkInterrupted(ctx)
+	require.NoError(t, err)
+	require.Zero(t, rec.ChatMessages, "a live claimer keeps its claims")
+	e.Kill("storetest/replica-1")
+	rec, err = e.S.MarkInterrupted(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, rec.ChatMessages)
+	got, err = e.S.ClaimChatMessages(ctx, 10, 5*time.Minute)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, m.ID, got[0].ID)
 }
