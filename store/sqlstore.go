@@ -43,6 +43,20 @@ func (s *sqlStore) Ping(ctx context.Context) error {
 	return nil
 }
 
+// PingWrite upserts this process's heartbeat row in a write transaction,
+// durably committed like every write.
+func (s *sqlStore) PingWrite(ctx context.Context) error {
+	err := s.write(ctx, func(tx querier) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO heartbeats (owner, at) VALUES (?, ?)
+			ON CONFLICT (owner) DO UPDATE SET at = excluded.at`, s.owner, s.clock().UnixNano())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write to store: %w", err)
+	}
+	return nil
+}
+
 // Close closes the database. Closing twice is harmless.
 func (s *sqlStore) Close() error { return s.db.Close() }
 

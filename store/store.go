@@ -45,6 +45,10 @@ type Store interface {
 	// Ping proves the store answers a query that reads it, cheaply: the
 	// daemon's readiness probe, run every few seconds.
 	Ping(ctx context.Context) error
+	// PingWrite proves the store takes a write, cheaply: it records this
+	// process's heartbeat. A full disk, a read-only file or a database
+	// that refuses writes fail it where Ping, a read, still succeeds.
+	PingWrite(ctx context.Context) error
 	// Close releases the store's resources.
 	Close() error
 }

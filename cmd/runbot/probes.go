@@ -33,8 +33,16 @@ const (
 	slackProbeTimeout  = 10 * time.Second
 )
 
+// storeDependency probes the store with a read and a write: a store that
+// answers reads but takes no writes (a full disk, a read-only file) cannot
+// record an alert, and must not say it is ready.
 func storeDependency(st store.Store) dependency {
-	return dependency{name: "store", interval: storeProbeInterval, timeout: storeProbeTimeout, probe: st.Ping}
+	return dependency{name: "store", interval: storeProbeInterval, timeout: storeProbeTimeout, probe: func(ctx context.Context) error {
+		if err := st.Ping(ctx); err != nil {
+			return err
+		}
+		return st.PingWrite(ctx)
+	}}
 }
 
 func slackDependency(sl *slackchat.Slack) dependency {

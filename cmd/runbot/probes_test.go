@@ -7,9 +7,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -191,4 +194,48 @@ func gaugeText(t *testing.T, c prometheus.Collector) string {
 		require.NoError(t, err)
 	}
 	return b.String()
+}
+
+// TestStoreProbeWrites: a store on a full filesystem still answers reads,
+// but cannot record an alert; the store's probe writes, so readiness says
+// so, and says it again once space is freed. It needs root, to mount a
+// filesystem small enough to fill.
+func TestStoreProbeWrites(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a 1 MiB tmpfs to fill")
+	}
+	dir := t.TempDir()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput()
+	require.NoError(t, err, string(out))
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	st, err := store.Open(t.Context(), filepath.Join(dir, "runbot.db"))
+	require.NoError(t, err)
+	defer func() { _ = st.Close() }()
+	dep := storeDependency(st)
+	require.NoError(t, dep.probe(t.Context()))
+
+	filler := filepath.Join(dir, "filler")
+	f, err := os.Create(filler)
+	require.NoError(t, err)
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			require.ErrorIs(t, err, syscall.ENOSPC)
+			break
+		}
+	}
+	// The last bytes: a partial chunk may still fit.
+	for {
+		if _, err := f.Write(chunk[:512]); err != nil {
+			break
+		}
+	}
+	require.NoError(t, f.Close())
+	require.NoError(t, st.Ping(t.Context()), "reads still work")
+	err = dep.probe(t.Context())
+	require.ErrorContains(t, err, "write to store")
+	require.ErrorContains(t, err, "full")
+
+	require.NoError(t, os.Remove(filler))
+	require.NoError(t, dep.probe(t.Context()), "ready again once there is room")
 }
