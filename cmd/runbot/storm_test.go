@@ -85,6 +85,9 @@ func TestStormRestartLosesNoMessageAndRunsNothingTwice(t *testing.T) {
 		}
 		return n >= 4
 	})
+	for _, c := range r.rec.Calls("chat.postMessage") {
+		require.NotEqual(t, http.StatusOK, c.Status, "Slack took nothing before the crash")
+	}
 	r.kill()
 
 	r.start()
