@@ -103,6 +103,14 @@ func TestRepeatedTriggerStartsOneRun(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
 	require.Len(t, h.rec.Posts(), 1)
+
+	// Delivered once more after its run ended: the answer says where the
+	// run is, not that it runs.
+	late := h.cmds.Command(t.Context(), c).Text()
+	require.Contains(t, late, "stuck-worker already ran for this command")
+	require.Contains(t, late, runs[0].ID)
+	require.NotContains(t, late, "already running")
+	require.Len(t, h.rec.Posts(), 1, "and it does not run again")
 }
 
 func TestHelpListExplainStatusHistory(t *testing.T) {

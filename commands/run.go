@@ -45,6 +45,11 @@ func (h *Handler) run(ctx context.Context, c chat.Command, rb *runbooks.Runbook,
 	case err != nil:
 		h.log.Warn("run not queued", "runbook", rb.Name, "err", err)
 		return errorReply(fmt.Sprintf("Could not start %s: %v.", rb.Name, err))
+	case acc.Duplicate && acc.Done:
+		// Slack delivered the same command again after its run ended:
+		// the answer is where that run is, not that it runs.
+		return chat.Message{Title: rb.Name + " already ran for this command", Status: chat.StatusInfo,
+			Facts: []chat.Fact{{Label: "Run", Text: acc.RunID, Code: true}}, Notes: []string{"`" + h.cfg.Command + " status " + acc.RunID + "` shows its result."}}
 	case acc.Duplicate && acc.RunID != "":
 		return chat.Message{Title: rb.Name + " is already running", Status: chat.StatusRunning, Facts: []chat.Fact{{Label: "Run", Text: acc.RunID, Code: true}}}
 	case acc.Duplicate:

@@ -49,9 +49,10 @@ type Request struct {
 type Accepted struct {
 	WorkID string
 	// Duplicate is set when the request's Key matched earlier work; RunID
-	// is that work's run once it has one.
+	// is that work's run once it has one, and Done says that work is over.
 	Duplicate bool
 	RunID     string
+	Done      bool
 }
 
 // UnknownRunbookError is a request for a runbook the catalog does not have.
@@ -311,7 +312,7 @@ func (d *Dispatcher) enqueue(ctx context.Context, rb *runbooks.Runbook, req Requ
 	}
 	if !created {
 		d.log.Info("duplicate trigger ignored", "key", req.Key, "work", w.ID, "run", w.RunID)
-		return Accepted{WorkID: w.ID, Duplicate: true, RunID: w.RunID}, nil
+		return Accepted{WorkID: w.ID, Duplicate: true, RunID: w.RunID, Done: w.State == store.WorkDone}, nil
 	}
 	d.log.Info("run queued", "work", w.ID, "runbook", rb.Name, "source", req.Source, "requested_by", req.RequestedBy)
 	if err := d.kick(); err != nil {
