@@ -2,10 +2,14 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
+	"regexp"
 	"strings"
+
+	"github.com/runbot/runbot/store"
 )
 
 // ProxyTrust lets an authenticating reverse proxy vouch for who is asking:
@@ -58,7 +62,16 @@ type visitor struct {
 var errListNeedsSignIn = errors.New("the run list is shown only to people signed in through the site's authenticating proxy")
 
 // who decides whether r may see run runID ("" for the run list).
+// runIDPattern is what a run id, or a prefix of one, looks like:
+// r-20261203-224327-8f1994.
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,63}$`)
+
 func (s *Site) who(r *http.Request, runID string) (visitor, error) {
+	if runID != "" && !runIDPattern.MatchString(runID) {
+		// Not a run id (or a prefix of one), signed in or not: the store
+		// is not asked, and the answer is the one for an unknown run.
+		return visitor{}, fmt.Errorf("run id %.40q: %w", runID, store.ErrNotFound)
+	}
 	if u := s.proxy.user(r); u != "" {
 		return visitor{User: u}, nil
 	}

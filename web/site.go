@@ -175,14 +175,14 @@ func (s *Site) fail(w http.ResponseWriter, r *http.Request, err error) {
 			Message: "The list of runs is shown only to people signed in through the site's authenticating proxy.",
 			Hint:    "A single run's report opens from the Full report link in its Slack message."}
 	case errors.Is(err, store.ErrNotFound):
-		p = errorPage{Status: http.StatusNotFound, Title: "No such run", Message: "runbot has no run " + r.PathValue("id") + "."}
+		p = errorPage{Status: http.StatusNotFound, Title: "No such run", Message: "runbot has no run " + shortened(r.PathValue("id")) + "."}
 	case errors.Is(err, errBadFilter):
 		p = errorPage{Status: http.StatusBadRequest, Title: "Bad filter", Message: err.Error()}
 	default:
-		s.log.Error("web request failed", "path", r.URL.Path, "err", err)
+		s.log.Error("web request failed", "path", shortened(r.URL.Path), "err", err)
 	}
 	if p.Status == http.StatusForbidden {
-		s.log.Info("web request refused", "path", r.URL.Path, "why", err.Error(), "remote", r.RemoteAddr)
+		s.log.Info("web request refused", "path", shortened(r.URL.Path), "why", err.Error(), "remote", r.RemoteAddr)
 	}
 	var buf bytes.Buffer
 	if terr := pages.ExecuteTemplate(&buf, "error", p); terr != nil {
@@ -221,4 +221,15 @@ func withLink(rel string, v visitor) string {
 
 func (s *Site) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeoutCause(r.Context(), s.timeout, errors.New("web request took too long"))
+}
+
+// shortened keeps what a request names to a length worth logging and
+// showing: an unauthenticated client chooses it, and a 100 KB path must
+// not become a 100 KB log line per request.
+func shortened(s string) string {
+	const limit = 120
+	if len(s) <= limit {
+		return s
+	}
+	return strings.ToValidUTF8(s[:limit], "") + fmt.Sprintf("… (%d bytes)", len(s))
 }

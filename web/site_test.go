@@ -48,6 +48,8 @@ func TestSiteAnswers(t *testing.T) {
 		{"a bad trigger filter", "/runs/?trigger=pager", "alice", 400, "trigger &#34;pager&#34;"},
 		{"a bad time filter", "/runs/?since=yesterday", "alice", 400, "since &#34;yesterday&#34;"},
 		{"the draft", "/runs/" + run.ID + "/postmortem.md", "alice", 200, "# Postmortem draft"},
+		{"a malformed run id, signed in", "/runs/r-%25%27%22", "alice", 404, "No such run"},
+		{"a huge run id, not signed in", "/runs/" + strings.Repeat("a", 100_000), "", 404, "(100000 bytes)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,6 +62,7 @@ func TestSiteAnswers(t *testing.T) {
 			require.Equal(t, tc.code, w.Code, w.Body.String())
 			require.Contains(t, w.Body.String(), tc.says)
 			require.NotContains(t, w.Body.String(), "hunter2")
+			require.Less(t, w.Body.Len(), 20_000, "what the client sent is not echoed at length")
 			h := w.Header()
 			require.Equal(t, "no-referrer", h.Get("Referrer-Policy"), "a signed link must not leak in a Referer")
 			require.Equal(t, "private, no-store", h.Get("Cache-Control"))
