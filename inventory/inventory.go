@@ -49,8 +49,7 @@ type Host struct {
 
 // ServiceManager says how a host's services are managed.
 type ServiceManager struct {
-	// Type is "systemd" (default, via systemctl), "dbus" (systemd through
-	// D-Bus, for the local host) or "command".
+	// Type is "systemd" (default, via systemctl) or "command".
 	Type string
 	// Command lines for Type "command"; {unit} is replaced by the quoted
 	// unit name.

@@ -159,8 +159,14 @@ func decodeHost(d *yamlnode.Decoder, name string, n *yaml.Node) *Host {
 				s := d.String(v, what+".service_manager."+key)
 				switch key {
 				case "type":
-					if !slices.Contains([]string{"systemd", "dbus", "command"}, s) {
-						d.Errorf(v, "%s.service_manager.type must be systemd, dbus or command, got %q", what, s)
+					switch {
+					case s == "dbus":
+						// Accepted once and silently run as systemctl: a
+						// config must mean what it says, so it is refused
+						// until runbot speaks D-Bus.
+						d.Errorf(v, "%s.service_manager.type dbus is not supported: runbot manages units with systemctl (type systemd, the default), locally or over SSH", what)
+					case !slices.Contains([]string{"systemd", "command"}, s):
+						d.Errorf(v, "%s.service_manager.type must be systemd or command, got %q", what, s)
 					}
 					h.Services.Type = s
 				case "restart":

@@ -15,11 +15,12 @@ func TestBrokenInventoryReportsEveryProblem(t *testing.T) {
 testdata/broken.yaml:4:11: host gpu-1.port must be 1-65535, got 99999
 testdata/broken.yaml:5:16: host gpu-1.transport must be ssh or local, got "telnet"
 testdata/broken.yaml:9:3: host gpu-1b: jump host "bastian" is not in the inventory (did you mean "bastion"?)
-testdata/broken.yaml:12:29: host gpu-1b.service_manager.type must be systemd, dbus or command, got "supervisord"
-testdata/broken.yaml:16:15: unknown host "gpu-2" (did you mean "gpu-1"?)
-testdata/broken.yaml:16:34: role dsv4.decode.url must be an http(s) URL, got "not a url"
-testdata/broken.yaml:17:7: role dsv4.prefill: host is required
-testdata/broken.yaml:18:3: deployment empty has no roles`
+testdata/broken.yaml:12:29: host gpu-1b.service_manager.type must be systemd or command, got "supervisord"
+testdata/broken.yaml:15:29: host gpu-1c.service_manager.type dbus is not supported: runbot manages units with systemctl (type systemd, the default), locally or over SSH
+testdata/broken.yaml:19:15: unknown host "gpu-2" (did you mean "gpu-1"?)
+testdata/broken.yaml:19:34: role dsv4.decode.url must be an http(s) URL, got "not a url"
+testdata/broken.yaml:20:7: role dsv4.prefill: host is required
+testdata/broken.yaml:21:3: deployment empty has no roles`
 	require.Equal(t, want, err.Error())
 }
 
