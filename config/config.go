@@ -99,7 +99,10 @@ type Alerts struct {
 	// Messages is "group" (one summary per Alertmanager group, the
 	// default when empty) or "alert" (one message per alert).
 	Messages string
-	Routes   []Route
+	// Generic, when set, enables POST /alerts/generic: where in a JSON
+	// body from any other source the alerts and their fields are.
+	Generic *GenericAlerts
+	Routes  []Route
 	// At is where each key of the alerts section was written
 	// (basic_auth's as basic_auth.user and basic_auth.password).
 	At Positions
@@ -136,3 +139,13 @@ type Schedule struct {
 // DefaultScheduleParallel is how many deployments of a fleet audit run at
 // once unless a schedule says otherwise: runbot run --parallel's default.
 const DefaultScheduleParallel = 4
+
+// GenericAlerts maps a JSON alert body to alerts: each field is a path
+// (a.b.0.c) in the body, or within one alert when Alerts is set.
+type GenericAlerts struct {
+	Alerts, Alertname, Fingerprint, Status string
+	ResolvedValues                         []string
+	Labels, Annotations                    map[string]string
+	LabelsFrom, AnnotationsFrom            string
+	StartsAt                               string
+}

@@ -141,3 +141,36 @@ func TestSSHIdleTimeout(t *testing.T) {
 		})
 	}
 }
+
+// The alert section says how alert messages are laid out and enables the
+// generic JSON webhook; a wrong layout or a generic mapping without the
+// path of the alert's name is reported where it was written.
+func TestAlertMessagesAndGenericWebhook(t *testing.T) {
+	src := `store: /tmp/x.db
+alerts:
+  bearer_token: {env: A}
+  messages: alert
+  generic:
+    alerts: data.alerts
+    alertname: rule
+    status: state
+    resolved_values: [ok]
+    labels: {host: node}
+    labels_from: tags
+`
+	c, err := config.Parse("runbot.yaml", []byte(src))
+	require.NoError(t, err)
+	require.Equal(t, "alert", c.Alerts.Messages)
+	require.Equal(t, &config.GenericAlerts{Alerts: "data.alerts", Alertname: "rule", Status: "state", ResolvedValues: []string{"ok"},
+		Labels: map[string]string{"host": "node"}, LabelsFrom: "tags"}, c.Alerts.Generic)
+
+	_, err = config.Parse("runbot.yaml", []byte(`store: /tmp/x.db
+alerts:
+  bearer_token: {env: A}
+  messages: thread
+  generic: {labels_from: tags}
+`))
+	require.Error(t, err)
+	require.Equal(t, "runbot.yaml:4:13: alerts.messages: \"thread\" is neither group (one summary per Alertmanager group, the default) nor alert (one message per alert)\n"+
+		"runbot.yaml:5:12: alerts.generic.alertname is required: the path of each alert's name", err.Error())
+}

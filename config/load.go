@@ -308,9 +308,45 @@ func decodeSlack(d *yamlnode.Decoder, n *yaml.Node) *Slack {
 	return s
 }
 
+// decodeGeneric reads alerts.generic, the mapping of POST /alerts/generic.
+func decodeGeneric(d *yamlnode.Decoder, n *yaml.Node) *GenericAlerts {
+	g := &GenericAlerts{}
+	keys := []string{"alerts", "alertname", "fingerprint", "status", "resolved_values", "labels", "labels_from",
+		"annotations", "annotations_from", "starts_at"}
+	d.Fields(n, "alerts.generic", keys, func(key string, _, v *yaml.Node) {
+		what := "alerts.generic." + key
+		switch key {
+		case "alerts":
+			g.Alerts = d.String(v, what)
+		case "alertname":
+			g.Alertname = d.String(v, what)
+		case "fingerprint":
+			g.Fingerprint = d.String(v, what)
+		case "status":
+			g.Status = d.String(v, what)
+		case "resolved_values":
+			g.ResolvedValues = d.Strings(v, what)
+		case "labels":
+			g.Labels = d.StringMap(v, what)
+		case "labels_from":
+			g.LabelsFrom = d.String(v, what)
+		case "annotations":
+			g.Annotations = d.StringMap(v, what)
+		case "annotations_from":
+			g.AnnotationsFrom = d.String(v, what)
+		case "starts_at":
+			g.StartsAt = d.String(v, what)
+		}
+	})
+	if g.Alertname == "" {
+		d.Errorf(n, "alerts.generic.alertname is required: the path of each alert's name")
+	}
+	return g
+}
+
 func decodeAlerts(d *yamlnode.Decoder, n *yaml.Node) *Alerts {
 	a := &Alerts{DedupWindow: 30 * time.Minute, MaxQueue: 100, MaxBody: 1 << 20, At: Positions{}}
-	d.Fields(n, "alerts", []string{"bearer_token", "basic_auth", "dedup_window", "max_queue", "max_body", "channel", "messages", "routes"}, func(key string, _, v *yaml.Node) {
+	d.Fields(n, "alerts", []string{"bearer_token", "basic_auth", "dedup_window", "max_queue", "max_body", "channel", "messages", "generic", "routes"}, func(key string, _, v *yaml.Node) {
 		a.At[key] = yamlnode.PosOf(v)
 		switch key {
 		case "bearer_token":
@@ -338,6 +374,8 @@ func decodeAlerts(d *yamlnode.Decoder, n *yaml.Node) *Alerts {
 			if a.Messages != "group" && a.Messages != "alert" {
 				d.Errorf(v, "alerts.messages: %q is neither group (one summary per Alertmanager group, the default) nor alert (one message per alert)", a.Messages)
 			}
+		case "generic":
+			a.Generic = decodeGeneric(d, v)
 		case "routes":
 			d.Items(v, "alerts.routes", func(_ int, rv *yaml.Node) {
 				r := Route{At: Positions{"": yamlnode.PosOf(rv)}}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -58,6 +59,9 @@ func TestStormRestartLosesNoMessageAndRunsNothingTwice(t *testing.T) {
 	require.NoError(t, err)
 	cfg = fmt.Appendf(cfg, `alerts:
   bearer_token: {env: T_ALERT}
+  generic:
+    alertname: rule
+    labels: {host: node}
   routes:
     - match: {alertname: StormProbe}
       runbook: sleep
@@ -76,6 +80,19 @@ func TestStormRestartLosesNoMessageAndRunsNothingTwice(t *testing.T) {
 	for i := range 5 {
 		r.stormAlerts(fmt.Sprintf("alone%d", i), 1)
 	}
+	// The generic webhook the config enables takes alerts too (this one
+	// matches no route: recorded, not run).
+	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/alerts/generic", r.port),
+		strings.NewReader(`{"rule": "DiskFull", "node": "gpu-1"}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+stormToken)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	ack, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close() // read in full
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(ack))
+	require.Contains(t, string(ack), `"unrouted":1`)
 	r.until("some runs finished while Slack fails", func() bool {
 		n := 0
 		for _, run := range r.allRuns() {

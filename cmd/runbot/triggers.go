@@ -28,6 +28,12 @@ func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *
 			DedupWindow: a.DedupWindow, MaxQueue: a.MaxQueue, MaxBody: a.MaxBody, Channel: a.Channel,
 			Messages: alerts.Messages(a.Messages),
 		}
+		if g := a.Generic; g != nil {
+			ac.Generic = &alerts.GenericMapping{
+				Alerts: g.Alerts, Alertname: g.Alertname, Fingerprint: g.Fingerprint, Status: g.Status, ResolvedValues: g.ResolvedValues,
+				Labels: g.Labels, LabelsFrom: g.LabelsFrom, Annotations: g.Annotations, AnnotationsFrom: g.AnnotationsFrom, StartsAt: g.StartsAt,
+			}
+		}
 		for _, r := range a.Routes {
 			ac.Routes = append(ac.Routes, alerts.Route{Match: r.Match, Runbook: r.Runbook, Params: r.Params})
 		}
