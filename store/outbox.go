@@ -143,8 +143,8 @@ func (s *sqlStore) QueueChatMessage(ctx context.Context, m ChatMessage) (ChatMes
 	if m.Channel == "" {
 		return ChatMessage{}, false, errors.New("queue chat message: a channel is required")
 	}
-	if err := checkJSON("content", m.Content); err != nil || len(m.Content) == 0 {
-		return ChatMessage{}, false, fmt.Errorf("queue chat message: content must be JSON: %v", err)
+	if err := checkContent(m.Content); err != nil {
+		return ChatMessage{}, false, fmt.Errorf("queue chat message: %w", err)
 	}
 	if err := checkJSON("on_refusal", m.OnRefusal); err != nil {
 		return ChatMessage{}, false, fmt.Errorf("queue chat message: %w", err)
@@ -185,8 +185,8 @@ func (s *sqlStore) QueueChatMessage(ctx context.Context, m ChatMessage) (ChatMes
 // due again. A message whose post the platform refused stays failed: there
 // is nothing to update.
 func (s *sqlStore) SetChatMessageContent(ctx context.Context, id string, content json.RawMessage) (ChatMessage, error) {
-	if err := checkJSON("content", content); err != nil || len(content) == 0 {
-		return ChatMessage{}, fmt.Errorf("set content of chat message %s: content must be JSON: %v", id, err)
+	if err := checkContent(content); err != nil {
+		return ChatMessage{}, fmt.Errorf("set content of chat message %s: %w", id, err)
 	}
 	now := s.clock()
 	var out ChatMessage
@@ -235,7 +235,7 @@ func (s *sqlStore) ClaimChatMessages(ctx context.Context, limit int, lease time.
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
+		defer func() { _ = rows.Close() }() // rows.Err reports how reading went
 		for rows.Next() {
 			var c claimed
 			var err error
@@ -257,6 +257,14 @@ func (s *sqlStore) ClaimChatMessages(ctx context.Context, limit int, lease time.
 		out[i] = c.m
 	}
 	return out, nil
+}
+
+// checkContent requires a message's content: JSON, not empty.
+func checkContent(b []byte) error {
+	if len(b) == 0 || !json.Valid(b) {
+		return errors.New("content must be JSON")
+	}
+	return nil
 }
 
 // seqScanner scans a row that has seq before the message's columns.
