@@ -42,6 +42,8 @@ type testSetup struct {
 	defaultPacing bool
 	// maxRuns bounds concurrent runs (the default, 8).
 	maxRuns int
+	// wrap, when set, is the store the dispatcher sees, around the real one.
+	wrap func(store.Store) store.Store
 }
 
 // newChatDispatcherWith is newChatDispatcher as setup says.
@@ -64,11 +66,15 @@ func newChatDispatcherWith(t *testing.T, c chat.Chat, setup testSetup) (*Dispatc
 	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
 	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}
 	cfg := Config{Channel: opsChan, UpdateInterval: 10 * time.Millisecond, MaxConcurrentRuns: setup.maxRuns}
+	var ds store.Store = st
+	if setup.wrap != nil {
+		ds = setup.wrap(st)
+	}
 	if setup.defaultPacing {
 		cfg.UpdateInterval = 0
 	}
 	d, err := New(cfg, Deps{
-		Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Chat: c, Logger: slog.New(slog.NewTextHandler(setup.logs, nil)), Timeline: setup.timeline,
+		Catalog: catalog, Engine: engine, Remediator: rem, Store: ds, Chat: c, Logger: slog.New(slog.NewTextHandler(setup.logs, nil)), Timeline: setup.timeline,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {

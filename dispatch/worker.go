@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/runbooks"
@@ -28,15 +30,22 @@ func recording(ctx context.Context, what string) (context.Context, context.Cance
 // work is still marked done only after the message is up to date.
 func (d *Dispatcher) execute(ctx context.Context, w store.Work, free func()) {
 	log := d.log.With("work", w.ID, "runbook", w.Runbook)
+	// unrecorded is the end of the run when the store did not take it.
+	var unrecorded *runbooks.RunEnd
 	defer func() {
 		// Marked done last: a process that dies before this line leaves
 		// the work started, and the next start's recovery sees from the
 		// run whether its report was stored.
-		rctx, cancel := recording(ctx, "marking work "+w.ID+" done")
-		defer cancel()
-		if _, err := d.store.CompleteWork(rctx, w.ID); err != nil {
-			log.Error("mark work done", "err", err)
+		if unrecorded == nil {
+			rctx, cancel := recording(ctx, "marking work "+w.ID+" done")
+			_, err := d.store.CompleteWork(rctx, w.ID)
+			cancel()
+			if err == nil {
+				return
+			}
+			log.Error("mark work done; trying again until the store takes it", "err", err)
 		}
+		d.recordLater(log, unrecorded, w.ID)
 	}()
 	var pl workPayload
 	if len(w.Payload) > 0 {
@@ -78,6 +87,7 @@ func (d *Dispatcher) execute(ctx context.Context, w store.Work, free func()) {
 	}
 	defer release()
 	log = log.With("run", out.Run.ID)
+	unrecorded = out.Unrecorded
 	if out.Err != nil {
 		log.Error("record run", "err", out.Err)
 	}
@@ -132,6 +142,70 @@ func (d *Dispatcher) announceEnd(rs *runState, w store.Work) {
 	}
 	rs.mu.Unlock()
 	d.runEnded(e)
+}
+
+// recordLater keeps trying, in the background, what the store did not take
+// when a run ended: its end (when end is set), then its work done. The run
+// it records already ended and was shown; leaving it running would make
+// the next start interrupt it and run it a second time. The slot of the
+// run is not held meanwhile.
+func (d *Dispatcher) recordLater(log *slog.Logger, end *runbooks.RunEnd, workID string) {
+	err := d.tasks.Go("recording the end of a run", recordLaterFor, func(ctx context.Context) {
+		for attempt := 0; ; attempt++ {
+			err := d.recordEnd(ctx, end)
+			if err == nil {
+				// Recorded: a later try only marks the work done.
+				end = nil
+				err = d.completeWork(ctx, workID)
+			}
+			if err == nil {
+				log.Info("the end of the run is recorded after all", "attempts", attempt+1)
+				return
+			}
+			wait := min(time.Second<<min(attempt, 5), 30*time.Second)
+			log.Warn("the end of the run is not recorded yet; the store still fails", "err", err, "retry_in", wait)
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				log.Error("the end of the run was never recorded: the next start interrupts it", "err", context.Cause(ctx))
+				return
+			}
+		}
+	})
+	if err != nil {
+		log.Error("the end of the run is not recorded: shutting down", "err", err)
+	}
+}
+
+// recordLaterFor is how long recordLater keeps trying.
+const recordLaterFor = 24 * time.Hour
+
+// recordEnd records a run's end; one recorded already (a write that
+// failed as far as this process could tell had gone through) is fine.
+func (d *Dispatcher) recordEnd(ctx context.Context, end *runbooks.RunEnd) error {
+	if end == nil {
+		return nil
+	}
+	_, err := runbooks.RecordEnd(ctx, d.store, *end)
+	var conflict *store.StateConflictError
+	if errors.As(err, &conflict) {
+		return nil
+	}
+	return err
+}
+
+// completeWork marks work done; work done already is fine.
+func (d *Dispatcher) completeWork(ctx context.Context, workID string) error {
+	rctx, cancel := recording(ctx, "marking work "+workID+" done")
+	defer cancel()
+	_, err := d.store.CompleteWork(rctx, workID)
+	var conflict *store.StateConflictError
+	if errors.As(err, &conflict) {
+		return nil
+	}
+	return err
 }
 
 // showFinal brings a run's message up to date after the run ended, under a

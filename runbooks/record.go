@@ -81,6 +81,26 @@ type Recorded struct {
 	// Err is a failure to record: creating the run, encoding its report
 	// or recording its end.
 	Err error
+	// Unrecorded is the end of a run the store did not take (it was full,
+	// read-only or down): the caller keeps it and records it later
+	// (RecordEnd), so that a run that ended is never left running, and
+	// never run again after a restart because of it.
+	Unrecorded *RunEnd
+}
+
+// RunEnd is how a run ended, as the store records it.
+type RunEnd struct {
+	RunID   string
+	Status  store.RunStatus
+	Outcome store.Outcome
+	Report  json.RawMessage
+}
+
+// RecordEnd records e in runs, under a RecordTimeout deadline.
+func RecordEnd(ctx context.Context, runs store.Runs, e RunEnd) (store.Run, error) {
+	rctx, cancel := RecordingContext(ctx, "recording the end of run "+e.RunID)
+	defer cancel()
+	return runs.FinishRun(rctx, e.RunID, e.Status, e.Outcome, e.Report)
 }
 
 // Recorder carries out Records: Engine runs them, Runs keeps them, and
@@ -150,13 +170,13 @@ func (r *Recorder) Record(ctx context.Context, rec Record) Recorded {
 	}
 	// The deadline starts now, not with the run: a run may take longer
 	// than recording its end may.
-	rctx, cancel := RecordingContext(ctx, "recording the end of run "+run.ID)
-	fin, ferr := r.Runs.FinishRun(rctx, run.ID, status, store.Outcome(rep.Outcome), raw)
-	cancel()
+	end := RunEnd{RunID: run.ID, Status: status, Outcome: store.Outcome(rep.Outcome), Report: raw}
+	fin, ferr := RecordEnd(ctx, r.Runs, end)
 	if ferr != nil {
 		if out.Err == nil {
 			out.Err = fmt.Errorf("record run result: %w", ferr)
 		}
+		out.Unrecorded = &end
 	} else {
 		out.Run = fin
 	}
