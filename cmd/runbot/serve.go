@@ -9,8 +9,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
@@ -115,6 +117,22 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 	log := newLogger(cfg.Log)
 	slog.SetDefault(log)
 	d := &daemonParts{log: log}
+	// SIGHUP must not kill the daemon (its default action): operators
+	// send it by habit (systemctl reload, logrotate). Reloading runbooks
+	// and inventory in place is not built yet, so it says so instead.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				log.Warn("SIGHUP received: runbot does not reload its config in place yet; restart it (systemctl restart runbot) to apply changes")
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	var storeOpts []store.Option
 	if cfg.Alerts != nil {
 		storeOpts = append(storeOpts, store.WithDedupWindow(cfg.Alerts.DedupWindow))
