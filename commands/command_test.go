@@ -167,3 +167,16 @@ func TestConfigRefusesMistakes(t *testing.T) {
 		})
 	}
 }
+
+// rearm needs a deployment and a diagnosis, and says when there is no
+// open breaker to re-arm; the re-arm itself is the Remediator's (its
+// tests in runbooks cover who may and what it changes).
+func TestRearmAnswers(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	usage := h.cmds.Command(t.Context(), h.commandOf(requester, opsChan, "rearm dsv4")).Text()
+	require.Contains(t, usage, "rearm DEPLOYMENT DIAGNOSIS")
+	none := h.cmds.Command(t.Context(), h.commandOf(requester, opsChan, "rearm dsv4 decode_hung")).Text()
+	require.Contains(t, none, "Nothing to re-arm: no failed fix for decode_hung on dsv4 keeps the breaker open.")
+	require.Contains(t, h.cmds.Command(t.Context(), h.commandOf(requester, opsChan, "help")).Text(), "rearm DEPLOYMENT DIAGNOSIS")
+}

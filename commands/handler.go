@@ -108,7 +108,7 @@ func (c Config) validate() error {
 
 // builtinCommands are the words the command knows besides runbooks'
 // trigger words.
-var builtinCommands = []string{"run", "list", "status", "history", "explain", "help"}
+var builtinCommands = []string{"run", "list", "status", "history", "explain", "rearm", "help"}
 
 // Command implements chat.Handler. The answer is the immediate reply only
 // its author sees; a run it starts reports in the channel on its own.
@@ -130,6 +130,8 @@ func (h *Handler) Command(ctx context.Context, c chat.Command) chat.Message {
 		return h.status(ctx, words[1:])
 	case "explain":
 		return h.explain(ctx, words[1:])
+	case "rearm":
+		return h.rearm(ctx, c, words[1:])
 	case "run":
 		if len(words) < 2 {
 			return errorReply("Which runbook? `"+h.cfg.Command+" run RUNBOOK [key=value …]`.", h.runbookList())

@@ -21,6 +21,7 @@ func (h *Handler) help() chat.Message {
 		{Text: c + " explain RUNBOOK [key=value …]  what it checks and would run", Code: true},
 		{Text: c + " status [RUN_ID]  a run, or what is running", Code: true},
 		{Text: c + " history  recent runs", Code: true},
+		{Text: c + " rearm DEPLOYMENT DIAGNOSIS  re-arm the breaker a failed fix opened (approvers only)", Code: true},
 	}})
 	var lines []chat.Line
 	for _, rb := range h.catalog.All() {

@@ -215,6 +215,16 @@ func (d *Dispatcher) MayApprove(ctx context.Context, approvers []string, user st
 	return d.rem.MayApprove(ctx, approvers, user)
 }
 
+// Rearm closes the circuit breaker a failed fix opened for a diagnosis on
+// a deployment (runbooks.Remediator.Rearm): user must be one who may
+// approve the plan that failed.
+func (d *Dispatcher) Rearm(ctx context.Context, deployment, diagnosis, user string) (store.Plan, error) {
+	if d.rem == nil {
+		return store.Plan{}, errors.New("re-arm: remediation is not configured")
+	}
+	return d.rem.Rearm(ctx, deployment, diagnosis, user)
+}
+
 // Check validates a request as Submit does (the runbook exists, its params
 // are valid and its targets resolve) without queueing it.
 func (d *Dispatcher) Check(ctx context.Context, runbook string, params map[string]string) error {

@@ -503,27 +503,14 @@ func (r *Remediator) guardrails(ctx context.Context, plan store.Plan, body PlanB
 	}
 	// The circuit breaker looks at the last plan for this diagnosis that
 	// actually ran actions: if it did not fix things, repeating it is
-	// refused until a human looks.
-	prior, err := r.Store.ListPlans(ctx, store.PlanFilter{Deployment: body.Deployment,
-		States: []store.PlanState{store.PlanDone, store.PlanRolledBack, store.PlanFailed}})
+	// refused until a human looks and re-arms it (Rearm).
+	open, err := r.openBreaker(ctx, body.Deployment, body.Diagnosis, plan.ID)
 	if err != nil {
 		return fmt.Errorf("check circuit breaker: %w", err)
 	}
-	for _, last := range prior {
-		if last.ID == plan.ID || last.Diagnosis != body.Diagnosis || last.AppliedAt.IsZero() {
-			continue
-		}
-		acts, err := r.Store.Actions(ctx, last.ID)
-		if err != nil {
-			return fmt.Errorf("check circuit breaker: %w", err)
-		}
-		if len(acts) == 0 {
-			continue
-		}
-		if last.State != store.PlanDone {
-			return fmt.Errorf("%w (plan %s ended %s)", ErrCircuitOpen, last.ID, last.State)
-		}
-		break
+	if open != nil {
+		return fmt.Errorf("%w (plan %s ended %s; once someone has looked, `/runbot rearm %[4]s %[5]s` or `runbot rearm %[4]s %[5]s` re-arms it)",
+			ErrCircuitOpen, open.ID, open.State, body.Deployment, body.Diagnosis)
 	}
 	return nil
 }

@@ -288,7 +288,48 @@ func TestCircuitBreakerAfterFailedFix(t *testing.T) {
 	e.approve(t, prop2, "bob")
 	res, err = e.rem.Apply(t.Context(), prop2.Plan.ID, "bob", nil)
 	require.ErrorIs(t, err, runbooks.ErrCircuitOpen)
+	require.Contains(t, err.Error(), "rearm "+prop.Plan.Deployment+" "+prop.Plan.Diagnosis, "the refusal says how to re-arm")
 	require.Equal(t, store.PlanFailed, res.State)
+}
+
+// A breaker a failed fix opened stays open until someone who may approve
+// that fix re-arms it; the re-arm is audited, and opens no door a second
+// failure does not close again.
+func TestCircuitBreakerRearm(t *testing.T) {
+	e := newRemedy(t, "app-hopeless.sh")
+	prop := e.propose(t)
+	_, err := e.rem.Rearm(t.Context(), prop.Plan.Deployment, prop.Plan.Diagnosis, "bob")
+	require.ErrorIs(t, err, runbooks.ErrBreakerClosed, "nothing to re-arm before a fix failed")
+	e.approve(t, prop, "bob")
+	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil)
+	require.NoError(t, err)
+	require.Equal(t, store.PlanRolledBack, res.State)
+
+	_, err = e.rem.Rearm(t.Context(), prop.Plan.Deployment, prop.Plan.Diagnosis, "mallory")
+	var ae *runbooks.ApprovalError
+	require.ErrorAs(t, err, &ae)
+	require.ErrorIs(t, err, runbooks.ErrMayNotRearm)
+	opened, err := e.rem.Rearm(t.Context(), prop.Plan.Deployment, prop.Plan.Diagnosis, "bob")
+	require.NoError(t, err)
+	require.Equal(t, prop.Plan.ID, opened.ID)
+	audit, err := e.st.Audit(t.Context(), store.AuditFilter{PlanID: prop.Plan.ID, Kind: runbooks.AuditBreakerRearmed})
+	require.NoError(t, err)
+	require.Len(t, audit, 1)
+	require.Equal(t, "bob", audit[0].Actor)
+
+	// Re-armed: the next approved fix is applied (and fails again, which
+	// opens the breaker again).
+	e.now = e.now.Add(time.Minute)
+	prop2 := e.propose(t)
+	e.approve(t, prop2, "bob")
+	res, err = e.rem.Apply(t.Context(), prop2.Plan.ID, "bob", nil)
+	require.NoError(t, err)
+	require.Equal(t, store.PlanRolledBack, res.State)
+	e.now = e.now.Add(time.Hour) // past the rate limit of 2 an hour
+	prop3 := e.propose(t)
+	e.approve(t, prop3, "bob")
+	_, err = e.rem.Apply(t.Context(), prop3.Plan.ID, "bob", nil)
+	require.ErrorIs(t, err, runbooks.ErrCircuitOpen, "a second failure opens it again")
 }
 
 func TestRateLimit(t *testing.T) {

@@ -59,7 +59,7 @@ func newRootCmd() *cobra.Command {
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringSliceVar(&g.runbookDirs, "runbooks", envList("RUNBOT_RUNBOOKS"), "directories of runbooks besides the built-ins (env RUNBOT_RUNBOOKS, comma-separated)")
 	root.PersistentFlags().StringVar(&g.store, "store", defaultStorePath(), "where runs, plans and the audit log are kept: a SQLite file (or sqlite:///path), or a postgres:// URL (env RUNBOT_STORE)")
-	root.AddCommand(newLintCmd(g), newListCmd(g), newExplainCmd(g), newRunCmd(g), newHistoryCmd(g), newShowCmd(g), newDemoCmd(g), newServeCmd(g), newTestCmd(g), newVersionCmd())
+	root.AddCommand(newLintCmd(g), newListCmd(g), newExplainCmd(g), newRunCmd(g), newHistoryCmd(g), newShowCmd(g), newDemoCmd(g), newServeCmd(g), newTestCmd(g), newRearmCmd(g), newVersionCmd())
 	return root
 }
 
