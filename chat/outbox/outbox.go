@@ -254,3 +254,25 @@ func (o *Outbox) kick() {
 func (o *Outbox) Backlog(ctx context.Context) (store.ChatBacklog, error) {
 	return o.st.ChatBacklog(ctx)
 }
+
+// Drain waits until nothing waits for delivery, or ctx ends: a clean
+// shutdown gives the sender its grace period to deliver the last messages
+// (what it does not deliver waits in the store for the next start).
+func (o *Outbox) Drain(ctx context.Context) error {
+	for {
+		b, err := o.st.ChatBacklog(ctx)
+		if err == nil && b.Due == 0 {
+			return nil
+		}
+		t := time.NewTimer(threadWait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			if err != nil {
+				return fmt.Errorf("drain chat messages: %w", err)
+			}
+			return fmt.Errorf("drain chat messages: %d not delivered: %w", b.Due, context.Cause(ctx))
+		}
+	}
+}

@@ -272,3 +272,21 @@ func TestRestartDeliversWhatWasQueued(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	require.Len(t, up.snapshot(), 5, "each message once")
 }
+
+// Drain returns once everything queued was delivered, and says how much
+// was not when its deadline comes first.
+func TestDrain(t *testing.T) {
+	p := &platform{}
+	s := openStore(t, filepath.Join(t.TempDir(), "runbot.db"))
+	o := outbox.New(p, s, outbox.Config{Platform: "test"}, nil, nil)
+	for i := range 2 {
+		_, err := o.Post(t.Context(), "C1", "", chat.Message{Title: fmt.Sprintf("m%d", i)})
+		require.NoError(t, err)
+	}
+	short, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	require.ErrorContains(t, o.Drain(short), "2 not delivered", "nothing sends before Run")
+	start(t, p, s)
+	require.NoError(t, o.Drain(t.Context()))
+	require.Len(t, p.snapshot(), 2)
+}

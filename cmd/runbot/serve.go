@@ -109,6 +109,8 @@ type daemonParts struct {
 	inv    *inventory.Inventory // runs resolve against it; fleet audits pick from it
 	disp   *dispatch.Dispatcher
 	server *http.Server
+	// outbox delivers chat messages; nil without Slack.
+	outbox *outbox.Outbox
 	loops  sync.WaitGroup
 }
 
@@ -205,6 +207,7 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 		// first, delivered at Slack's pace, retried until Slack takes
 		// it, so that no run waits for Slack and no outage loses a post.
 		ob := outbox.New(sl, st, outbox.Config{Platform: "slack"}, log, nil)
+		d.outbox = ob
 		d.loops.Go(func() { _ = ob.Run(runCtx) })
 		reg.MustRegister(ob)
 		ddeps.Chat, ddeps.RedactReport = ob, sl.RedactReport
@@ -309,6 +312,12 @@ func (d *daemonParts) shutdown(grace time.Duration, notify notifier, stopLoops c
 	if d.disp != nil {
 		if err := d.disp.Shutdown(ctx); err != nil {
 			d.log.Warn("work still in flight at the end of the grace period was cancelled", "err", err)
+		}
+	}
+	if d.outbox != nil {
+		// What is left of the grace period delivers the last messages.
+		if err := d.outbox.Drain(ctx); err != nil {
+			d.log.Warn("chat messages wait in the store for the next start", "err", err)
 		}
 	}
 	stopLoops()
