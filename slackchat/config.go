@@ -40,6 +40,12 @@ type Config struct {
 	// redacts only the groups.
 	Redact []string
 
+	// Secrets are the config's other secrets (the alert webhook's
+	// credentials, the web link secret, a store DSN): a command that
+	// prints one must not post it, so they are redacted like the bot's
+	// own tokens.
+	Secrets []SecretRef
+
 	// APIURL overrides Slack's Web API base URL (tests, proxies); it must
 	// end with a slash.
 	APIURL string

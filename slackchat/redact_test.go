@@ -2,6 +2,8 @@ package slackchat
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -43,6 +45,25 @@ func TestMessagesAreRedactedBeforePosting(t *testing.T) {
 	require.NotContains(t, text, "hunter2")
 	require.Contains(t, text, "note = password is [redacted]", "command output is redacted")
 	require.Contains(t, text, "note=password is [redacted]", "params are redacted")
+}
+
+// The config's other secrets (an alert webhook's bearer token, the web
+// link secret) are redacted from everything posted like the bot's own: a
+// command that prints one does not put it in the channel.
+func TestConfigSecretsAreRedacted(t *testing.T) {
+	t.Parallel()
+	const planted = "alert-bearer-7f3c9d1e2b"
+	path := filepath.Join(t.TempDir(), "bearer")
+	require.NoError(t, os.WriteFile(path, []byte(planted+"\n"), 0o600))
+	h := newHarness(t, func(c *Config) { c.Secrets = []SecretRef{{File: path}} })
+	_, ts := h.runOnce(`note="the token is ` + planted + `"`)
+	text := h.lastMessage(ts).Text()
+	require.NotContains(t, text, planted)
+	require.Contains(t, text, "note=the token is [redacted]")
+	for _, c := range h.rec.Calls() {
+		require.NotContains(t, string(c.Body), planted, "%s", c.Method)
+		require.NotContains(t, c.Form.Encode(), planted, "%s", c.Method)
+	}
 }
 
 // The timeline picture shows text from the report, so the report it is

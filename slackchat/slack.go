@@ -65,6 +65,13 @@ func New(cfg Config, log *slog.Logger, now func() time.Time) (*Slack, error) {
 		opts = append(opts, slack.OptionAppLevelToken(s.appToken.Reveal()))
 		secrets = append(secrets, s.appToken)
 	}
+	for _, ref := range cfg.Secrets {
+		v, err := ref.Load()
+		if err != nil {
+			return nil, fmt.Errorf("secret to redact (%s): %w", ref, err)
+		}
+		secrets = append(secrets, v)
+	}
 	if cfg.APIURL != "" {
 		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -388,7 +389,23 @@ func slackConfig(cfg *config.Config) slackchat.Config {
 	return slackchat.Config{
 		Transport: slackchat.Transport(s.Mode), SlackUsergroups: cfg.SlackUsergroups,
 		BotToken: s.BotToken, SigningSecret: s.SigningSecret, AppToken: s.AppToken, Redact: s.Redact, APIURL: s.APIURL,
+		Secrets: otherSecrets(cfg),
 	}
+}
+
+// otherSecrets are the secrets the config names besides Slack's own, for
+// the redaction of everything posted: a command that prints the alert
+// webhook's token or the link secret must not put it in a channel.
+func otherSecrets(cfg *config.Config) []config.Secret {
+	var out []config.Secret
+	if a := cfg.Alerts; a != nil {
+		out = append(out, a.BearerToken, a.BasicPass)
+	}
+	if w := cfg.Web; w != nil {
+		out = append(out, w.LinkSecret)
+	}
+	out = append(out, cfg.StoreDSN)
+	return slices.DeleteFunc(out, func(s config.Secret) bool { return s.IsZero() })
 }
 
 // commandsConfig maps the serve config onto the chat commands': the
