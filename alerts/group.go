@@ -42,10 +42,10 @@ type alertGroup struct {
 	// the others wait for its reference.
 	post sync.Mutex
 	ref  chat.Ref
-	live *dispatch.Live
 	err  error
 
-	// members are read and written under Receiver.mu.
+	// live and members are read and written under Receiver.mu.
+	live    *dispatch.Live
 	members []*alertTrack
 }
 
@@ -107,7 +107,10 @@ func (a *Receiver) join(ctx context.Context, g *alertGroup, t *alertTrack) (chat
 		a.log.Warn("alert group summary not posted; its runs post on their own", "group", g.key, "err", err)
 		return chat.Ref{}, err
 	}
-	g.live = a.liveMessage(g.ref)
+	live := a.liveMessage(g.ref)
+	a.mu.Lock()
+	g.live = live
+	a.mu.Unlock()
 	// Members that joined while the summary was posted are in it by
 	// the next update.
 	a.showGroup(g)
@@ -116,8 +119,11 @@ func (a *Receiver) join(ctx context.Context, g *alertGroup, t *alertTrack) (chat
 
 // showGroup brings the group's summary up to date; updates coalesce.
 func (a *Receiver) showGroup(g *alertGroup) {
-	if g.live != nil {
-		g.live.Set(a.groupView(g))
+	a.mu.Lock()
+	live := g.live
+	a.mu.Unlock()
+	if live != nil {
+		live.Set(a.groupView(g))
 	}
 }
 
