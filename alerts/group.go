@@ -98,7 +98,11 @@ func (a *Receiver) join(ctx context.Context, g *alertGroup, t *alertTrack) (chat
 	view := a.groupView(g)
 	var err error
 	if op, ok := a.chat.(oncePoster); ok {
-		g.ref, _, err = op.PostOnce(ctx, "alert-group "+g.channel+" "+g.key, g.channel, "", view)
+		// One summary per group and dedup window, whichever replica
+		// posts it; a group that fires again a day later gets a new one
+		// at the bottom of the channel, not an update far above.
+		window := a.now().Truncate(a.cfg.DedupWindow).Unix()
+		g.ref, _, err = op.PostOnce(ctx, fmt.Sprintf("alert-group %s %d %s", g.channel, window, g.key), g.channel, "", view)
 	} else {
 		g.ref, err = a.chat.Post(ctx, g.channel, "", view)
 	}

@@ -689,4 +689,18 @@ func (a *Receiver) housekeep(ctx context.Context) {
 			delete(a.byWork, t.workID)
 		}
 	}
+	// A group is forgotten with the last of its alerts: a later
+	// notification with its key starts a new summary.
+	for key, g := range a.groups {
+		current := false
+		for _, t := range g.members {
+			if a.tracks[t.alert.Fingerprint] == t {
+				current = true
+				break
+			}
+		}
+		if !current {
+			delete(a.groups, key)
+		}
+	}
 }
