@@ -31,7 +31,7 @@ func recording(ctx context.Context, what string) (context.Context, context.Cance
 func (d *Dispatcher) execute(ctx context.Context, w store.Work, free func()) {
 	log := d.log.With("work", w.ID, "runbook", w.Runbook)
 	// unrecorded is the end of the run when the store did not take it.
-	var unrecorded *runbooks.RunEnd
+	var unrecorded *runbooks.EndRecord
 	defer func() {
 		// Marked done last: a process that dies before this line leaves
 		// the work started, and the next start's recovery sees from the
@@ -149,7 +149,7 @@ func (d *Dispatcher) announceEnd(rs *runState, w store.Work) {
 // it records already ended and was shown; leaving it running would make
 // the next start interrupt it and run it a second time. The slot of the
 // run is not held meanwhile.
-func (d *Dispatcher) recordLater(log *slog.Logger, end *runbooks.RunEnd, workID string) {
+func (d *Dispatcher) recordLater(log *slog.Logger, end *runbooks.EndRecord, workID string) {
 	err := d.tasks.Go("recording the end of a run", recordLaterFor, func(ctx context.Context) {
 		for attempt := 0; ; attempt++ {
 			err := d.recordEnd(ctx, end)
@@ -184,7 +184,7 @@ const recordLaterFor = 24 * time.Hour
 
 // recordEnd records a run's end; one recorded already (a write that
 // failed as far as this process could tell had gone through) is fine.
-func (d *Dispatcher) recordEnd(ctx context.Context, end *runbooks.RunEnd) error {
+func (d *Dispatcher) recordEnd(ctx context.Context, end *runbooks.EndRecord) error {
 	if end == nil {
 		return nil
 	}

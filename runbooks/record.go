@@ -85,11 +85,11 @@ type Recorded struct {
 	// read-only or down): the caller keeps it and records it later
 	// (RecordEnd), so that a run that ended is never left running, and
 	// never run again after a restart because of it.
-	Unrecorded *RunEnd
+	Unrecorded *EndRecord
 }
 
-// RunEnd is how a run ended, as the store records it.
-type RunEnd struct {
+// EndRecord is how a run ended, as the store records it.
+type EndRecord struct {
 	RunID   string
 	Status  store.RunStatus
 	Outcome store.Outcome
@@ -97,7 +97,7 @@ type RunEnd struct {
 }
 
 // RecordEnd records e in runs, under a RecordTimeout deadline.
-func RecordEnd(ctx context.Context, runs store.Runs, e RunEnd) (store.Run, error) {
+func RecordEnd(ctx context.Context, runs store.Runs, e EndRecord) (store.Run, error) {
 	rctx, cancel := RecordingContext(ctx, "recording the end of run "+e.RunID)
 	defer cancel()
 	return runs.FinishRun(rctx, e.RunID, e.Status, e.Outcome, e.Report)
@@ -170,7 +170,7 @@ func (r *Recorder) Record(ctx context.Context, rec Record) Recorded {
 	}
 	// The deadline starts now, not with the run: a run may take longer
 	// than recording its end may.
-	end := RunEnd{RunID: run.ID, Status: status, Outcome: store.Outcome(rep.Outcome), Report: raw}
+	end := EndRecord{RunID: run.ID, Status: status, Outcome: store.Outcome(rep.Outcome), Report: raw}
 	fin, ferr := RecordEnd(ctx, r.Runs, end)
 	if ferr != nil {
 		if out.Err == nil {

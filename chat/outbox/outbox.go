@@ -216,7 +216,7 @@ func (o *Outbox) UserGroupMembers(ctx context.Context, id string) ([]string, err
 	return g.UserGroupMembers(ctx, id)
 }
 
-// PlatformID returns the platform's id of a posted message, waiting until
+// platformID returns the platform's id of a posted message, waiting until
 // it is posted; an id that is not the outbox's is the platform's already.
 func (o *Outbox) platformID(ctx context.Context, id string) (string, error) {
 	if !strings.HasPrefix(id, store.ChatMessagePrefix) {
