@@ -10,7 +10,7 @@ ALERTMANAGER  := github.com/prometheus/alertmanager/cmd/alertmanager@v0.31.1
 GOBIN         := $(shell $(GO) env GOPATH)/bin
 export PATH   := $(GOBIN):$(PATH)
 
-.PHONY: all build test test-deps lint generate demo bench clean e2e e2e-down release recordings matrix-full
+.PHONY: all build test test-deps lint generate demo bench clean e2e e2e-down release recordings matrix-full image image-test
 
 all: build
 
@@ -84,6 +84,21 @@ demo: build
 # in dist/, with SHA256SUMS; VERSION defaults to `git describe`.
 release:
 	scripts/release.sh dist
+
+# image: the container image (deploy/image/Containerfile, docs/deploy.md):
+# FROM scratch, a static runbot, the build machine's CA bundle and the
+# non-root user runbot (uid 65532), built offline with podman as
+# localhost/runbot:VERSION and :latest (IMAGE=NAME names it otherwise;
+# VERSION defaults to `git describe`). Installs podman via apt-get when root
+# and missing.
+image:
+	@deploy/image/deps.sh
+	deploy/image/build.sh
+
+# image-test builds the image and runs it (as root): runbot version, serve
+# --check and serve answering /readyz with a mounted config and store.
+image-test:
+	$(GO) test -tags e2e -count=1 -timeout 10m -v -run '^TestImage$$' ./test/e2e/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./runbooks ./sim ./remote ./web

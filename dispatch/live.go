@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -14,7 +15,10 @@ import (
 // at most once per gap (Slack allows about one chat.update per second per
 // message), so intermediate states coalesce. When Slack answers 429, the
 // sender waits the Retry-After it was given and then sends whatever is
-// newest by then, so nothing is lost: the last state always arrives.
+// newest by then; when an update fails (the outbox's store cannot write,
+// the platform is down), it backs off and sends the newest content again,
+// so nothing is lost: the last state always arrives unless the platform
+// refuses the message for good or runbot shuts down first.
 type Live struct {
 	chat chat.Chat
 	goFn GoFunc
@@ -29,10 +33,21 @@ type Live struct {
 	next time.Time
 	// done is closed when the current sender exits.
 	done chan struct{}
+	// failures counts the updates that failed in a row, for the backoff.
+	failures int
 }
 
-// liveSendTimeout bounds one sender's life; it exits when idle anyway.
-const liveSendTimeout = 5 * time.Minute
+// liveSendTimeout bounds one sender's life; it exits when idle anyway. It
+// is long because a sender with content to deliver keeps trying through
+// an outage of the store or the platform: a run's verdict must reach its
+// message.
+const liveSendTimeout = 24 * time.Hour
+
+// liveCallTimeout bounds one update call.
+const liveCallTimeout = time.Minute
+
+// liveMaxBackoff caps the wait between tries after failed updates.
+const liveMaxBackoff = 30 * time.Second
 
 // GoFunc runs fn in the background, tracked for shutdown (tasks.Go,
 // Dispatcher.Go).
@@ -81,6 +96,9 @@ func (l *Live) send(ctx context.Context) {
 	for {
 		l.mu.Lock()
 		if l.pending == nil || ctx.Err() != nil {
+			if l.pending != nil {
+				l.log.Warn("chat message left without its newest content: runbot is shutting down", "channel", l.ref.Channel, "ts", l.ref.ID, "err", context.Cause(ctx))
+			}
 			l.sending = false
 			close(l.done)
 			l.mu.Unlock()
@@ -102,7 +120,9 @@ func (l *Live) send(ctx context.Context) {
 		l.pending = nil
 		l.mu.Unlock()
 
-		err := l.chat.Update(ctx, l.ref, m)
+		callCtx, cancel := context.WithTimeoutCause(ctx, liveCallTimeout, errors.New("a chat message update took too long"))
+		err := l.chat.Update(callCtx, l.ref, m)
+		cancel()
 
 		l.mu.Lock()
 		l.next = time.Now().Add(l.gap)
@@ -115,8 +135,20 @@ func (l *Live) send(ctx context.Context) {
 			}
 			l.log.Warn("chat rate limit on a message update; will send the newest content after Retry-After",
 				"channel", l.ref.Channel, "ts", l.ref.ID, "retry_after", retryAfter)
+		case err != nil && chat.Rejected(err):
+			l.failures = 0
+			l.log.Warn("chat message update refused; not tried again", "channel", l.ref.Channel, "ts", l.ref.ID, "err", err)
 		case err != nil:
-			l.log.Warn("chat message update failed", "channel", l.ref.Channel, "ts", l.ref.ID, "err", err)
+			// Tried again with the newest content, whatever came since.
+			wait := min(time.Second<<min(l.failures, 5), liveMaxBackoff)
+			l.failures++
+			l.next = time.Now().Add(max(wait, l.gap))
+			if l.pending == nil {
+				l.pending = &m
+			}
+			l.log.Warn("chat message update failed; will send the newest content again", "channel", l.ref.Channel, "ts", l.ref.ID, "err", err, "retry_in", wait)
+		default:
+			l.failures = 0
 		}
 		l.mu.Unlock()
 	}

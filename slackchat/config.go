@@ -35,16 +35,17 @@ type Config struct {
 	// run, belong to the group too. Give the Remediator Slack.Approvers().
 	SlackUsergroups map[string]string
 
-	// Redact are extra regular expressions whose matches are replaced by
-	// [redacted] in everything posted; a pattern with capture groups
-	// redacts only the groups.
-	Redact []string
+	// Redactor, when set, is the one redaction of everything runbot
+	// shows (serve builds it from every secret its config names and
+	// slack.redact): Slack applies it, with the bot's own tokens, to
+	// everything posted. When nil, Slack builds its own from the default
+	// patterns, Redact and its tokens.
+	Redactor *Redactor
 
-	// Secrets are the config's other secrets (the alert webhook's
-	// credentials, the web link secret, a store DSN): a command that
-	// prints one must not post it, so they are redacted like the bot's
-	// own tokens.
-	Secrets []SecretRef
+	// Redact are extra regular expressions whose matches are replaced by
+	// [redacted] in everything posted, when Redactor is nil; a pattern
+	// with capture groups redacts only the groups.
+	Redact []string
 
 	// APIURL overrides Slack's Web API base URL (tests, proxies); it must
 	// end with a slash.

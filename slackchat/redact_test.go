@@ -2,8 +2,6 @@ package slackchat
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,15 +45,15 @@ func TestMessagesAreRedactedBeforePosting(t *testing.T) {
 	require.Contains(t, text, "note=password is [redacted]", "params are redacted")
 }
 
-// The config's other secrets (an alert webhook's bearer token, the web
-// link secret) are redacted from everything posted like the bot's own: a
-// command that prints one does not put it in the channel.
+// The redactor serve gives Slack (every secret the config names) is
+// applied to everything posted, with the bot's own tokens: a command that
+// prints the alert webhook's bearer token does not put it in the channel.
 func TestConfigSecretsAreRedacted(t *testing.T) {
 	t.Parallel()
 	const planted = "alert-bearer-7f3c9d1e2b"
-	path := filepath.Join(t.TempDir(), "bearer")
-	require.NoError(t, os.WriteFile(path, []byte(planted+"\n"), 0o600))
-	h := newHarness(t, func(c *Config) { c.Secrets = []SecretRef{{File: path}} })
+	red, err := NewRedactor(nil, secret.New(planted))
+	require.NoError(t, err)
+	h := newHarness(t, func(c *Config) { c.Redactor = red })
 	_, ts := h.runOnce(`note="the token is ` + planted + `"`)
 	text := h.lastMessage(ts).Text()
 	require.NotContains(t, text, planted)

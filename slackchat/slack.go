@@ -65,18 +65,17 @@ func New(cfg Config, log *slog.Logger, now func() time.Time) (*Slack, error) {
 		opts = append(opts, slack.OptionAppLevelToken(s.appToken.Reveal()))
 		secrets = append(secrets, s.appToken)
 	}
-	for _, ref := range cfg.Secrets {
-		v, err := ref.Load()
-		if err != nil {
-			return nil, fmt.Errorf("secret to redact (%s): %w", ref, err)
-		}
-		secrets = append(secrets, v)
-	}
 	if cfg.APIURL != "" {
 		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
 	}
 	s.api = slack.New(botToken.Reveal(), opts...)
-	if s.redactor, err = NewRedactor(cfg.Redact, secrets...); err != nil {
+	base := cfg.Redactor
+	if base == nil {
+		if base, err = NewRedactor(cfg.Redact); err != nil {
+			return nil, fmt.Errorf("slack config: %w", err)
+		}
+	}
+	if s.redactor, err = base.With(nil, secrets...); err != nil {
 		return nil, fmt.Errorf("slack config: %w", err)
 	}
 	s.metrics = newSlackMetrics()

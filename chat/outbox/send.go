@@ -24,6 +24,10 @@ type lane struct {
 	ready chan struct{}
 	// next is the earliest time the next call may be made.
 	next time.Time
+	// parkedUntil is when the messages the lane gave back to the store
+	// (see deliver) are due again: a message claimed for the lane before
+	// then goes back with them rather than ahead of them.
+	parkedUntil time.Time
 }
 
 // claimed is a message this process holds the claim of, since at.
@@ -32,14 +36,22 @@ type claimed struct {
 	at time.Time
 }
 
-func (l *lane) push(c claimed) {
+// push queues c, unless the lane is parked at now, the time before c was
+// claimed: then c is not queued and push returns when it is due again.
+func (l *lane) push(c claimed, now time.Time) (until time.Time, parked bool) {
 	l.mu.Lock()
+	if now.Before(l.parkedUntil) {
+		until = l.parkedUntil
+		l.mu.Unlock()
+		return until, true
+	}
 	l.queue = append(l.queue, c)
 	l.mu.Unlock()
 	select {
 	case l.ready <- struct{}{}:
 	default:
 	}
+	return time.Time{}, false
 }
 
 func (l *lane) pop() (claimed, bool) {
@@ -59,6 +71,17 @@ func (l *lane) drain() []claimed {
 	defer l.mu.Unlock()
 	out := l.queue
 	l.queue = nil
+	return out
+}
+
+// park empties the lane's queue, as drain, and keeps what is claimed for
+// the lane before until out of it (see push).
+func (l *lane) park(until time.Time) []claimed {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.queue
+	l.queue = nil
+	l.parkedUntil = until
 	return out
 }
 
@@ -92,6 +115,10 @@ func (o *Outbox) claim(ctx context.Context, wg *sync.WaitGroup) {
 	if room <= 0 {
 		return
 	}
+	// The time is read before the claim: a lane parked at that time was
+	// parked for the whole claim, so the messages the store returned for
+	// it were queued after the ones it gave back and must wait for them.
+	before := o.now()
 	cctx, cancel := context.WithTimeoutCause(ctx, storeTimeout, errors.New("claiming chat messages took too long"))
 	msgs, err := o.st.ClaimChatMessages(cctx, room, claimLease)
 	cancel()
@@ -120,7 +147,16 @@ func (o *Outbox) claim(ctx context.Context, wg *sync.WaitGroup) {
 			}()
 		}
 		o.mu.Unlock()
-		l.push(claimed{m: m, at: at})
+		if until, parked := l.push(claimed{m: m, at: at}, before); parked {
+			// The lane gave the messages before this one back to the
+			// store, due at until: this one goes back with them, so that
+			// it is claimed again after them, not delivered ahead of
+			// them.
+			o.release(claimed{m: m, at: at}, until, "", false)
+			o.mu.Lock()
+			o.inflight--
+			o.mu.Unlock()
+		}
 	}
 }
 
@@ -211,10 +247,12 @@ func (o *Outbox) deliver(ctx context.Context, l *lane, c claimed) {
 		log.Warn("chat message not delivered; will try again", "err", err, "retry_in", wait, "attempt", attempt+1)
 		if o.now().Sub(c.at) > claimLease/2 {
 			// Give the claim back before it runs out: with the rest of
-			// the lane, so that the order holds when it is claimed again.
+			// the lane, and with what is claimed for the lane until
+			// then, so that the order holds when it is claimed again.
 			until := l.next
+			rest := l.park(until)
 			o.release(c, until, err.Error(), true)
-			for _, q := range l.drain() {
+			for _, q := range rest {
 				o.release(q, until, "", false)
 				o.mu.Lock()
 				o.inflight--

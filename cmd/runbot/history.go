@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/runbooks"
-	"github.com/runbot/runbot/slackchat"
 	"github.com/runbot/runbot/store"
 	"github.com/runbot/runbot/timeline"
 )
@@ -26,6 +25,14 @@ func newHistoryCmd(g *globalFlags) *cobra.Command {
 		Short: "List recorded runs, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			// Params and requesters come from people and alerts: they
+			// are redacted as in Slack.
+			red, notice, err := g.cliRedactor(cmd, nil)
+			if err != nil {
+				return err
+			}
+			_, flush := redactOutput(cmd, red, notice, format == "json")
+			defer flush(&err)
 			st, err := openStore(cmd.Context(), g.store)
 			if err != nil {
 				return err
@@ -107,10 +114,16 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 				if err := emptyDir(exportDir); err != nil {
 					return fmt.Errorf("--export: %w", err)
 				}
-				if _, err := slackchat.NewRedactor(redact); err != nil {
-					return fmt.Errorf("--redact: %w", err)
-				}
 			}
+			red, notice, err := g.cliRedactor(cmd, redact)
+			if err != nil {
+				return err
+			}
+			// Everything printed about the run is redacted as Slack's
+			// messages are: a terminal is shared (a screen share, a
+			// paste into a ticket) like a channel.
+			_, flush := redactOutput(cmd, red, notice, format == "json")
+			defer flush(&err)
 			st, err := openStore(cmd.Context(), g.store)
 			if err != nil {
 				return err
@@ -121,7 +134,7 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			if format == "markdown" {
-				return writePostmortem(cmd, st, run.ID)
+				return writePostmortem(cmd, st, run.ID, red)
 			}
 			plans, err := st.ListPlans(cmd.Context(), store.PlanFilter{RunID: run.ID})
 			if err != nil {
@@ -140,7 +153,7 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if err := saveRecording(rec, exportDir, rep, redact); err != nil {
+				if err := saveRecording(rec, exportDir, rep, red); err != nil {
 					return err
 				}
 				note(cmd.ErrOrStderr(), "recording: %s (results only: the store keeps no raw observations)\n", exportDir)
@@ -150,7 +163,11 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				writeTimeline(cmd, timelinePath, rep, remediationMarkers(cmd, st, plans))
+				shown := new(runbooks.Report)
+				if err := red.Copy(rep, shown); err != nil {
+					return err
+				}
+				writeTimeline(cmd, timelinePath, shown, remediationMarkers(cmd, st, plans))
 			}
 			if format == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -180,7 +197,7 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text, json, or markdown (a postmortem draft, redacted)")
 	cmd.Flags().StringVar(&timelinePath, "timeline", "", "draw the run's evidence timeline into this PNG file")
 	cmd.Flags().StringVar(&exportDir, "export", "", "write the run's results into this directory as a recording (for runbot test)")
-	cmd.Flags().StringArrayVar(&redact, "redact", nil, "with --export: also redact matches of this regular expression (repeatable)")
+	cmd.Flags().StringArrayVar(&redact, "redact", nil, "also redact matches of this regular expression in what is printed and exported (repeatable)")
 	return cmd
 }
 

@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/runbot/runbot/internal/redact"
 	"github.com/runbot/runbot/runbooks"
-	"github.com/runbot/runbot/slackchat"
 )
 
 // emptyDir checks, before a run starts, that a recording can be written
@@ -26,15 +26,10 @@ func emptyDir(dir string) error {
 	return nil
 }
 
-// saveRecording writes rec with the redaction that every Slack message
-// gets (slackchat's default patterns: tokens, keys, password=…, plus the
-// extra patterns given, as slack.redact adds them in serve), because a
-// recording is meant to be checked in and shared like a message.
-func saveRecording(rec *runbooks.Recording, dir string, rep *runbooks.Report, patterns []string) error {
-	r, err := slackchat.NewRedactor(patterns)
-	if err != nil {
-		return fmt.Errorf("save recording: %w", err)
-	}
+// saveRecording writes rec redacted by r (the CLI's redaction: serve's
+// when given --config), because a recording is meant to be checked in and
+// shared like a message.
+func saveRecording(rec *runbooks.Recording, dir string, rep *runbooks.Report, r *redact.Redactor) error {
 	if err := rec.Save(dir, rep, runbooks.SaveOptions{Redact: r.Redact}); err != nil {
 		return fmt.Errorf("save recording: %w", err)
 	}

@@ -36,6 +36,8 @@ type restartRig struct {
 	logs   *syncBuffer
 	// triggers numbers slash commands, for distinct trigger_ids.
 	triggers int
+	// env is added to serve's environment, after the rig's own.
+	env []string
 }
 
 const restartSigning = "restart-signing-secret"
@@ -71,7 +73,7 @@ slack:
 func (r *restartRig) start() {
 	r.t.Helper()
 	r.cmd = exec.Command(r.runbot, "serve", "--config", r.cfg)
-	r.cmd.Env = append(os.Environ(), "T_BOT=xoxb-test", "T_SIGN="+restartSigning)
+	r.cmd.Env = append(append(os.Environ(), "T_BOT=xoxb-test", "T_SIGN="+restartSigning), r.env...)
 	r.logs = &syncBuffer{}
 	r.cmd.Stdout, r.cmd.Stderr = r.logs, r.logs
 	require.NoError(r.t, r.cmd.Start())
@@ -145,7 +147,7 @@ func (r *restartRig) runs() map[string][]store.Run {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, r.db)
+	st, err := store.OpenURL(ctx, r.db)
 	require.NoError(r.t, err)
 	defer func() { _ = st.Close() }() // a read-only look; nothing to lose on close
 	all, err := st.ListRuns(ctx, store.RunFilter{Limit: 100})

@@ -12,7 +12,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/runbot/runbot/runbooks"
-	"github.com/runbot/runbot/slackchat"
 	"github.com/runbot/runbot/timeline"
 )
 
@@ -64,6 +63,15 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// What the run prints (and records) is redacted as Slack's
+			// messages are; a bad --redact pattern is found before the
+			// run, not after it.
+			red, notice, err := g.cliRedactor(cmd, redact)
+			if err != nil {
+				return err
+			}
+			stdout, flush := redactOutput(cmd, red, notice, format == "json")
+			defer flush(&err)
 			if ff.on() {
 				if rf.remediate || rf.dryRun || timelinePath != "" || recordDir != "" {
 					return fmt.Errorf("--remediate, --dry-run, --timeline and --record apply to one deployment's run, not a fleet run")
@@ -103,10 +111,6 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 				if err := emptyDir(recordDir); err != nil {
 					return fmt.Errorf("--record: %w", err)
 				}
-				// A bad pattern is found before the run, not after it.
-				if _, err := slackchat.NewRedactor(redact); err != nil {
-					return fmt.Errorf("--redact: %w", err)
-				}
 				rec = runbooks.NewRecording()
 				pr.engine.Tape = rec
 			}
@@ -121,7 +125,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			if rec != nil {
-				if err := saveRecording(rec, recordDir, rep, redact); err != nil {
+				if err := saveRecording(rec, recordDir, rep, red); err != nil {
 					return err
 				}
 				note(cmd.ErrOrStderr(), "recording: %s\n", recordDir)
@@ -132,11 +136,21 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 				}
 			}
 			if timelinePath != "" {
-				writeTimeline(cmd, timelinePath, rep, nil)
+				shown := new(runbooks.Report)
+				if err := red.Copy(rep, shown); err != nil {
+					return err
+				}
+				writeTimeline(cmd, timelinePath, shown, nil)
 			}
 			code := exitFor(rep)
 			var remOut *remediationOutcome
 			if rf.remediate || rf.dryRun {
+				// The plan must show before the approval prompt.
+				if format == "text" {
+					if err := stdout.Direct(); err != nil {
+						return fmt.Errorf("write report: %w", err)
+					}
+				}
 				rem := &runbooks.Remediator{Engine: pr.engine, Store: st, Catalog: pr.catalog, Groups: groups}
 				if remOut, err = remediate(cmd, rem, pr.p, rep, rf, format); err != nil {
 					return err
@@ -167,7 +181,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	cmd.Flags().StringVar(&timelinePath, "timeline", "", "also draw the run's evidence timeline into this PNG file")
 	cmd.Flags().StringVar(&recordDir, "record", "", "write what the checks observed into this directory (for runbot test)")
-	cmd.Flags().StringArrayVar(&redact, "redact", nil, "with --record: also redact matches of this regular expression (repeatable; a group redacts only itself)")
+	cmd.Flags().StringArrayVar(&redact, "redact", nil, "also redact matches of this regular expression in what is printed and recorded (repeatable; a group redacts only itself)")
 	cmd.Flags().BoolVar(&rf.remediate, "remediate", false, "propose the diagnosis' remediation, ask for approval, apply, verify")
 	cmd.Flags().BoolVar(&rf.dryRun, "dry-run", false, "show the remediation plan and diff; change nothing")
 	cmd.Flags().StringVar(&rf.approveAs, "approve-as", "", "approve as this user without a prompt (scripted use; the policy still applies)")

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,6 +26,7 @@ import (
 	"github.com/runbot/runbot/config"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/heartbeat"
+	"github.com/runbot/runbot/internal/redact"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote"
 	"github.com/runbot/runbot/runbooks"
@@ -38,7 +38,6 @@ import (
 
 func newServeCmd(g *globalFlags) *cobra.Command {
 	var (
-		cfgPath string
 		check   bool
 		secrets bool
 		over    checkOverrides
@@ -58,6 +57,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			"--secrets (run it as the service user, in its environment); values are never shown.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfgPath := g.config
 			if cfgPath == "" {
 				return errors.New("serve needs --config FILE")
 			}
@@ -84,7 +84,6 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			return serve(cmd.Context(), plan, sdNotify)
 		},
 	}
-	cmd.Flags().StringVarP(&cfgPath, "config", "c", os.Getenv("RUNBOT_CONFIG"), "config file (env RUNBOT_CONFIG)")
 	cmd.Flags().BoolVar(&check, "check", false, "check the config and everything it names, start nothing; exit 1 on errors")
 	cmd.Flags().BoolVar(&secrets, "secrets", false, "with --check: a secret reference or TLS file that does not load is an error, not a warning")
 	cmd.Flags().StringVar(&over.inventory, "inventory", "", "with --check: the inventory to check against instead of the config's")
@@ -92,14 +91,18 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
-func newLogger(c config.Log) *slog.Logger {
+// newLogger writes serve's log to stderr (the journal), redacted by red:
+// errors and summaries quote command output, and a log is read by more
+// people than the store.
+func newLogger(c config.Log, red *redact.Redactor) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Level))
 	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, opts)
 	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+		h = slog.NewJSONHandler(os.Stderr, opts)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	return slog.New(redact.NewHandler(h, red))
 }
 
 // daemon is everything serve started, for an orderly shutdown.
@@ -117,7 +120,13 @@ type daemonParts struct {
 
 func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 	cfg, catalog, inv := plan.cfg, plan.catalog, plan.inv
-	log := newLogger(cfg.Log)
+	// One redaction for everything serve shows: Slack, the pages, the
+	// logs.
+	red, err := serveRedactor(cfg, inv)
+	if err != nil {
+		return fmt.Errorf("config %s: %w", cfg.File, err)
+	}
+	log := newLogger(cfg.Log, red)
 	slog.SetDefault(log)
 	d := &daemonParts{log: log}
 	// SIGHUP must not kill the daemon (its default action): operators
@@ -200,7 +209,7 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 	var sl *slackchat.Slack
 	var site *web.Site
 	if cfg.Slack != nil {
-		if sl, err = slackchat.New(withReportLinks(slackConfig(cfg), &site), log, nil); err != nil {
+		if sl, err = slackchat.New(withReportLinks(slackConfig(cfg, red), &site), log, nil); err != nil {
 			return fmt.Errorf("config %s: %w", cfg.File, err)
 		}
 		dcfg.Channel = cfg.Slack.Channel
@@ -216,7 +225,7 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 		reg.MustRegister(sl)
 	}
 	// The report pages, when configured, before anything posts a link.
-	if site, err = newWebSite(cfg, st, sl, log); err != nil {
+	if site, err = newWebSite(cfg, st, red, log); err != nil {
 		return fmt.Errorf("config %s: %w", cfg.File, err)
 	}
 	if site != nil {
@@ -384,28 +393,13 @@ func (d *daemonParts) housekeeping(ctx context.Context, live *heartbeat.Monitor)
 }
 
 // slackConfig maps the serve config onto the Slack platform's.
-func slackConfig(cfg *config.Config) slackchat.Config {
+func slackConfig(cfg *config.Config, red *redact.Redactor) slackchat.Config {
 	s := cfg.Slack
 	return slackchat.Config{
 		Transport: slackchat.Transport(s.Mode), SlackUsergroups: cfg.SlackUsergroups,
 		BotToken: s.BotToken, SigningSecret: s.SigningSecret, AppToken: s.AppToken, Redact: s.Redact, APIURL: s.APIURL,
-		Secrets: otherSecrets(cfg),
+		Redactor: red,
 	}
-}
-
-// otherSecrets are the secrets the config names besides Slack's own, for
-// the redaction of everything posted: a command that prints the alert
-// webhook's token or the link secret must not put it in a channel.
-func otherSecrets(cfg *config.Config) []config.Secret {
-	var out []config.Secret
-	if a := cfg.Alerts; a != nil {
-		out = append(out, a.BearerToken, a.BasicPass)
-	}
-	if w := cfg.Web; w != nil {
-		out = append(out, w.LinkSecret)
-	}
-	out = append(out, cfg.StoreDSN)
-	return slices.DeleteFunc(out, func(s config.Secret) bool { return s.IsZero() })
 }
 
 // commandsConfig maps the serve config onto the chat commands': the

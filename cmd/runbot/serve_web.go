@@ -7,23 +7,20 @@ import (
 
 	"github.com/runbot/runbot/config"
 	"github.com/runbot/runbot/internal/redact"
-	"github.com/runbot/runbot/internal/secret"
 	"github.com/runbot/runbot/slackchat"
 	"github.com/runbot/runbot/store"
 	"github.com/runbot/runbot/web"
 )
 
 // newWebSite builds the incident report site the config's web: block
-// describes, nil when there is none. Its pages are redacted exactly as
-// Slack's messages are (Slack's redactor, the bot's tokens included), and
-// the link secret is hidden on them too.
-func newWebSite(cfg *config.Config, st store.Store, sl *slackchat.Slack, log *slog.Logger) (*web.Site, error) {
+// describes, nil when there is none. Its pages are redacted by red, the
+// redaction of everything serve shows (Slack's messages included).
+func newWebSite(cfg *config.Config, st store.Store, red *redact.Redactor, log *slog.Logger) (*web.Site, error) {
 	w := cfg.Web
 	if w == nil {
 		return nil, nil
 	}
 	wc := web.Config{BaseURL: w.URL, Logger: log}
-	var hide []secret.Value
 	if !w.LinkSecret.IsZero() {
 		key, err := w.LinkSecret.Load()
 		if err != nil {
@@ -32,20 +29,9 @@ func newWebSite(cfg *config.Config, st store.Store, sl *slackchat.Slack, log *sl
 		if wc.Signer, err = web.NewSigner([]byte(key.Reveal()), w.LinkTTL, nil); err != nil {
 			return nil, fmt.Errorf("web link secret (%s): %w", w.LinkSecret, err)
 		}
-		hide = append(hide, key)
 	}
 	if w.TrustHeader != "" {
 		wc.Proxy = &web.ProxyTrust{Header: w.TrustHeader, From: w.TrustedProxies}
-	}
-	// Slack's redactor knows slack.redact and the bot's own tokens; the
-	// pages hide what it hides, and the link secret besides.
-	var base *redact.Redactor
-	if sl != nil {
-		base = sl.Redactor()
-	}
-	red, err := base.With(nil, hide...)
-	if err != nil {
-		return nil, fmt.Errorf("web redaction: %w", err)
 	}
 	wc.Redactor = red
 	return web.New(wc, st)

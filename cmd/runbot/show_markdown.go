@@ -18,15 +18,11 @@ const postmortemTimeout = 30 * time.Second
 
 // writePostmortem prints `runbot show RUN --format markdown`: the run's
 // postmortem draft, the same the report page offers. A draft is made to be
-// pasted into documents, so it is redacted with the default patterns (the
-// CLI does not read the daemon's config and its slack.redact).
-func writePostmortem(cmd *cobra.Command, st store.Store, runID string) error {
+// pasted into documents, so it is redacted by red (the CLI's redaction:
+// serve's when given --config).
+func writePostmortem(cmd *cobra.Command, st store.Store, runID string, red *redact.Redactor) error {
 	ctx, cancel := context.WithTimeoutCause(cmd.Context(), postmortemTimeout, errors.New("reading the run for its postmortem took too long"))
 	defer cancel()
-	red, err := redact.New(nil)
-	if err != nil {
-		return err
-	}
 	inc, err := incident.LoadRedacted(ctx, st, runID, red)
 	if err != nil {
 		return err

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/runbot/runbot/config"
+	"github.com/runbot/runbot/internal/redact"
+	"github.com/runbot/runbot/internal/secret"
+	"github.com/runbot/runbot/inventory"
+)
+
+// serveRedactor is the one redaction of everything serve shows people:
+// Slack's messages, the report pages and postmortems, the timeline
+// pictures and the logs. It knows the default patterns, slack.redact, every
+// secret the config names (Slack's tokens, the alert webhook's
+// credentials, the link secret, the store's DSN and its password) and the
+// passphrases of the inventory's SSH keys. A config secret that does not
+// load stops serve here, as it would stop it a moment later anyway.
+func serveRedactor(cfg *config.Config, inv *inventory.Inventory) (*redact.Redactor, error) {
+	values, err := cfg.SecretValues()
+	if err != nil {
+		return nil, fmt.Errorf("load the secrets to redact: %w", err)
+	}
+	return newConfigRedactor(cfg, inv, values)
+}
+
+func newConfigRedactor(cfg *config.Config, inv *inventory.Inventory, values []secret.Value) (*redact.Redactor, error) {
+	var patterns []string
+	if cfg.Slack != nil {
+		patterns = cfg.Slack.Redact
+	}
+	r, err := redact.New(patterns, append(values, passphrases(inv)...)...)
+	if err != nil {
+		return nil, fmt.Errorf("slack.redact: %w", err)
+	}
+	return r, nil
+}
+
+// passphrases are the SSH key passphrases the inventory names that load
+// here. One that does not load is left out: its key cannot be used either,
+// so nothing it unlocks is printed.
+func passphrases(inv *inventory.Inventory) []secret.Value {
+	if inv == nil {
+		return nil
+	}
+	var out []secret.Value
+	for _, h := range inv.Hosts {
+		if h.PassphraseEnv != "" {
+			out = append(out, secret.New(os.Getenv(h.PassphraseEnv)))
+		}
+		if h.PassphraseFile != "" {
+			if f, err := os.Open(h.PassphraseFile); err == nil {
+				// The passphrase is the file's first line, as the SSH
+				// transport reads it.
+				line, _ := bufio.NewReader(f).ReadString('\n')
+				_ = f.Close() // read only
+				out = append(out, secret.New(strings.TrimRight(line, "\r\n")))
+			}
+		}
+	}
+	return out
+}
+
+// cliRedactor is the redaction of what the CLI prints and records about
+// runs. Given --config (or RUNBOT_CONFIG), it is serve's: the same secrets
+// are hidden at the terminal as in Slack. Without it the CLI knows only the
+// default patterns and the --redact ones: the notice returned says so, to
+// be shown with the output, since the config's secrets would print as they
+// are. A config secret the user cannot read (the CLI run as someone else
+// than the service) is named on stderr and the rest is still hidden.
+func (g *globalFlags) cliRedactor(cmd *cobra.Command, extra []string) (_ *redact.Redactor, notice string, _ error) {
+	if g.config == "" {
+		r, err := redact.New(extra)
+		if err != nil {
+			return nil, "", fmt.Errorf("--redact: %w", err)
+		}
+		return r, "note: no --config (or RUNBOT_CONFIG): only the default patterns and --redact are redacted; the config's secrets are not known here\n", nil
+	}
+	cfg, err := config.Load(g.config)
+	if err != nil {
+		return nil, "", fmt.Errorf("--config: %w", err)
+	}
+	var inv *inventory.Inventory
+	if cfg.Inventory != "" {
+		if inv, err = inventory.Load(cfg.Inventory); err != nil {
+			note(cmd.ErrOrStderr(), "note: the inventory %s does not load (%v): SSH key passphrases are not redacted\n", cfg.Inventory, err)
+		}
+	}
+	values, err := cfg.SecretValues()
+	if err != nil {
+		note(cmd.ErrOrStderr(), "note: not redacted, as they could not be read here: %v\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	r, err := newConfigRedactor(cfg, inv, values)
+	if err != nil {
+		return nil, "", err
+	}
+	if r, err = r.With(extra); err != nil {
+		return nil, "", fmt.Errorf("--redact: %w", err)
+	}
+	return r, "", nil
+}
+
+// redactedOut is a command's standard output, redacted. It holds what is
+// written until Flush, so that a secret printed in pieces (a private key
+// line by line, a token split by a table's columns) is matched whole; JSON
+// is redacted string by string, so that it stays valid. Once Direct, each
+// write is redacted and passed on at once, for output that must appear
+// before a prompt. A notice, when set, goes to notices (stderr) once,
+// when something is first written out: a command that fails before it
+// shows anything is not cluttered with it.
+type redactedOut struct {
+	dst     io.Writer
+	r       *redact.Redactor
+	json    bool
+	direct  bool
+	buf     bytes.Buffer
+	notice  string
+	notices io.Writer
+}
+
+func (o *redactedOut) noticeOnce() {
+	if o.notice != "" {
+		note(o.notices, "%s", o.notice)
+		o.notice = ""
+	}
+}
+
+func (o *redactedOut) Write(p []byte) (int, error) {
+	if !o.direct {
+		return o.buf.Write(p)
+	}
+	o.noticeOnce()
+	if _, err := io.WriteString(o.dst, o.r.Redact(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Direct flushes what is held and passes every later write on at once.
+func (o *redactedOut) Direct() error {
+	err := o.Flush()
+	o.direct = true
+	return err
+}
+
+// Flush writes what is held, redacted.
+func (o *redactedOut) Flush() error {
+	if o.buf.Len() == 0 {
+		return nil
+	}
+	defer o.buf.Reset()
+	o.noticeOnce()
+	if o.json {
+		out, err := o.r.JSON(o.buf.Bytes())
+		if err != nil {
+			return fmt.Errorf("redact the output: %w", err)
+		}
+		_, err = o.dst.Write(out)
+		return err
+	}
+	_, err := io.WriteString(o.dst, o.r.Redact(o.buf.String()))
+	return err
+}
+
+// redactOutput has cmd's standard output redacted by r until the returned
+// function, deferred with the command's error, writes it out; notice goes
+// to stderr with the output.
+func redactOutput(cmd *cobra.Command, r *redact.Redactor, notice string, json bool) (*redactedOut, func(*error)) {
+	o := &redactedOut{dst: cmd.OutOrStdout(), r: r, json: json, notice: notice, notices: cmd.ErrOrStderr()}
+	cmd.SetOut(o)
+	return o, func(err *error) {
+		if ferr := o.Flush(); ferr != nil {
+			*err = errors.Join(*err, fmt.Errorf("write the output: %w", ferr))
+		}
+	}
+}
