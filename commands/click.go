@@ -84,7 +84,7 @@ func (h *Handler) dryRun(ctx context.Context, c chat.Click, planID string) {
 		h.tell(ctx, c, errorReply("Could not read the plan's run: "+err.Error()))
 		return
 	}
-	mayRun, err := h.access.allowed(ctx, run.Runbook, c.User, c.Channel)
+	mayRun, err := h.access.Load().allowed(ctx, run.Runbook, c.User, c.Channel)
 	mayApprove := false
 	if err == nil && !mayRun {
 		mayApprove, err = h.disp.MayApprove(ctx, plan.Policy.Approvers, c.User)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/dispatch"
@@ -33,7 +34,9 @@ type Config struct {
 
 // Deps are what the commands read besides the dispatch core.
 type Deps struct {
-	// Store answers status and history; Engine explains runbooks.
+	// Store answers status and history. Engine, when set, explains
+	// runbooks; the dispatcher's current one (Dispatcher.Current) when nil,
+	// which follows a reload.
 	Store  store.Store
 	Engine *runbooks.Engine
 	// Replier tells a clicker what became of their click; without it,
@@ -51,22 +54,25 @@ type Deps struct {
 // trigger words) and the Approve / Deny / Dry-run buttons of a proposed
 // remediation. It builds requests and votes for the dispatch core.
 type Handler struct {
-	cfg     Config
-	disp    *dispatch.Dispatcher
-	catalog *runbooks.Catalog
-	engine  *runbooks.Engine
-	store   store.Store
-	replier chat.Replier
-	access  *access
-	log     *slog.Logger
+	cfg  Config
+	disp *dispatch.Dispatcher
+	// fixedEngine is Deps.Engine; nil follows the dispatcher's.
+	fixedEngine *runbooks.Engine
+	store       store.Store
+	replier     chat.Replier
+	userGroups  chat.UserGroups
+	// access is who may run what; SetAccess replaces it on a reload, so
+	// each command reads it once.
+	access atomic.Pointer[access]
+	log    *slog.Logger
 }
 
 var _ chat.Handler = (*Handler)(nil)
 
 // New checks the configuration and builds the commands over d.
 func New(cfg Config, d *dispatch.Dispatcher, deps Deps) (*Handler, error) {
-	if d == nil || deps.Store == nil || deps.Engine == nil {
-		return nil, errors.New("chat commands: a dispatcher, a store and an engine are required")
+	if d == nil || deps.Store == nil {
+		return nil, errors.New("chat commands: a dispatcher and a store are required")
 	}
 	if cfg.Command == "" {
 		cfg.Command = DefaultCommand
@@ -78,11 +84,37 @@ func New(cfg Config, d *dispatch.Dispatcher, deps Deps) (*Handler, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Handler{
-		cfg: cfg, disp: d, catalog: d.Catalog(), engine: deps.Engine, store: deps.Store, replier: deps.Replier,
-		access: &access{rules: cfg.Access, groups: cfg.Groups, chat: deps.UserGroups},
-		log:    log.With("component", "commands"),
-	}, nil
+	h := &Handler{
+		cfg: cfg, disp: d, fixedEngine: deps.Engine, store: deps.Store, replier: deps.Replier, userGroups: deps.UserGroups,
+		log: log.With("component", "commands"),
+	}
+	h.access.Store(&access{rules: cfg.Access, groups: cfg.Groups, chat: deps.UserGroups})
+	return h, nil
+}
+
+// SetAccess replaces who may run what (cfg.Access and cfg.Groups) for the
+// commands that arrive from now on, as a reload of the config does; the
+// command's name stays what New was given, since the chat platform knows
+// the command by it. A cfg that New would refuse changes nothing.
+func (h *Handler) SetAccess(cfg Config) error {
+	cfg.Command = h.cfg.Command
+	if err := cfg.validate(); err != nil {
+		return fmt.Errorf("chat commands config: %w", err)
+	}
+	h.access.Store(&access{rules: cfg.Access, groups: cfg.Groups, chat: h.userGroups})
+	return nil
+}
+
+// catalog is the runbooks the dispatcher has now.
+func (h *Handler) catalog() *runbooks.Catalog { return h.disp.Catalog() }
+
+// engine explains and prepares runbooks: Deps.Engine, or the
+// dispatcher's current one.
+func (h *Handler) engine() *runbooks.Engine {
+	if h.fixedEngine != nil {
+		return h.fixedEngine
+	}
+	return h.disp.Current().Engine
 }
 
 func (c Config) validate() error {
@@ -142,10 +174,10 @@ func (h *Handler) Command(ctx context.Context, c chat.Command) chat.Message {
 		}
 		return h.run(ctx, c, rb, words[2:])
 	}
-	if rb := h.catalog.ByCommand(words[0]); rb != nil {
+	if rb := h.catalog().ByCommand(words[0]); rb != nil {
 		return h.run(ctx, c, rb, words[1:])
 	}
-	if slices.Contains(h.catalog.Names(), words[0]) {
+	if slices.Contains(h.catalog().Names(), words[0]) {
 		return errorReply(fmt.Sprintf("%q is a runbook; run it with `%s run %s …`.", words[0], h.cfg.Command, words[0]))
 	}
 	hint := yamlnode.DidYouMean(words[0], h.commandWords())
@@ -155,7 +187,7 @@ func (h *Handler) Command(ctx context.Context, c chat.Command) chat.Message {
 // commandWords are every word the slash command accepts first.
 func (h *Handler) commandWords() []string {
 	words := slices.Clone(builtinCommands)
-	for _, rb := range h.catalog.All() {
+	for _, rb := range h.catalog().All() {
 		if rb.Triggers.Command != "" {
 			words = append(words, rb.Triggers.Command)
 		}

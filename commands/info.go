@@ -24,7 +24,7 @@ func (h *Handler) help() chat.Message {
 		{Text: c + " rearm DEPLOYMENT DIAGNOSIS  re-arm the breaker a failed fix opened (approvers only)", Code: true},
 	}})
 	var lines []chat.Line
-	for _, rb := range h.catalog.All() {
+	for _, rb := range h.catalog().All() {
 		if rb.Triggers.Command == "" {
 			continue
 		}
@@ -50,7 +50,7 @@ func (h *Handler) list() chat.Message {
 
 func (h *Handler) runbookList() string {
 	var names []string
-	for _, rb := range h.catalog.All() {
+	for _, rb := range h.catalog().All() {
 		names = append(names, rb.Name)
 	}
 	return "Runbooks: " + strings.Join(names, ", ") + "."
@@ -58,7 +58,7 @@ func (h *Handler) runbookList() string {
 
 func (h *Handler) runbookLines() []chat.Line {
 	var lines []chat.Line
-	for _, rb := range h.catalog.All() {
+	for _, rb := range h.catalog().All() {
 		lines = append(lines, chat.Line{Text: rb.Name + ": " + titleOf(rb) + ". " + h.usageOf(rb)})
 	}
 	return lines
@@ -146,13 +146,13 @@ func (h *Handler) planned(ctx context.Context, rb *runbooks.Runbook, words []str
 		s.Status, s.Text = chat.StatusError, err.Error()
 		return s
 	}
-	p, err := h.engine.Prepare(ctx, rb, params)
+	p, err := h.engine().Prepare(ctx, rb, params)
 	if err != nil {
 		s.Status, s.Text = chat.StatusError, err.Error()
 		return s
 	}
 	var code []string
-	for _, ps := range h.engine.Explain(p) {
+	for _, ps := range h.engine().Explain(p) {
 		code = append(code, fmt.Sprintf("%s (%s) on %s, timeout %s", ps.Step, ps.Check, ps.Target, ps.Timeout))
 		for _, l := range ps.Lines {
 			code = append(code, "    "+l)

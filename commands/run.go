@@ -19,7 +19,7 @@ func (h *Handler) run(ctx context.Context, c chat.Command, rb *runbooks.Runbook,
 	if err != nil {
 		return errorReply(fmt.Sprintf("%s: %v.", rb.Name, err), "Usage: "+h.usageOf(rb))
 	}
-	ok, err := h.access.allowed(ctx, rb.Name, c.User, c.Channel)
+	ok, err := h.access.Load().allowed(ctx, rb.Name, c.User, c.Channel)
 	if err != nil {
 		h.log.Warn("access check failed", "user", c.User, "runbook", rb.Name, "err", err)
 		return errorReply("Could not check whether you may run " + rb.Name + "; try again in a moment.")

@@ -37,7 +37,7 @@ func (h *Handler) status(ctx context.Context, words []string) chat.Message {
 	}
 	m, ok := h.disp.ActiveView(run.ID)
 	if !ok {
-		rb, _ := h.catalog.Get(run.Runbook)
+		rb, _ := h.catalog().Get(run.Runbook)
 		if m, err = dispatch.StoredView(run, rb); err != nil {
 			return errorReply(err.Error())
 		}

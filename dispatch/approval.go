@@ -47,7 +47,7 @@ type RecordedVote struct {
 // applies a plan it settled. The store's compare-and-set makes a double
 // click count once.
 func (d *Dispatcher) RecordVote(ctx context.Context, v Vote) RecordedVote {
-	res, err := d.rem.Vote(ctx, v.PlanID, v.User, v.Approve, v.Hash)
+	res, err := d.current().rem.Vote(ctx, v.PlanID, v.User, v.Approve, v.Hash)
 	return RecordedVote{vote: v, res: res, err: err}
 }
 
@@ -98,7 +98,10 @@ func (d *Dispatcher) apply(ctx context.Context, rs *runState, planID, actor stri
 	rs.applying = true
 	rs.mu.Unlock()
 	rs.publish()
-	res, err := d.rem.Apply(ctx, planID, actor, func(ev runbooks.ApplyEvent) {
+	// The apply takes the set current when it starts (the runbook and the
+	// inventory a reload since the proposal installed: Apply re-plans and
+	// compares the hash with what was approved) and keeps it to its end.
+	res, err := d.current().rem.Apply(ctx, planID, actor, func(ev runbooks.ApplyEvent) {
 		rs.mu.Lock()
 		rs.apply = append(rs.apply, ev)
 		rs.mu.Unlock()
@@ -131,7 +134,8 @@ func (d *Dispatcher) apply(ctx context.Context, rs *runState, planID, actor stri
 
 // loadPlanState rebuilds the state of the run that proposed a plan.
 func (d *Dispatcher) loadPlanState(ctx context.Context, planID string) (*runState, error) {
-	prop, err := d.rem.LoadProposal(ctx, planID)
+	set := d.current()
+	prop, err := set.rem.LoadProposal(ctx, planID)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +143,7 @@ func (d *Dispatcher) loadPlanState(ctx context.Context, planID string) (*runStat
 	if err != nil {
 		return nil, err
 	}
-	rb, _ := d.catalog.Get(run.Runbook)
+	rb, _ := set.catalog.Get(run.Runbook)
 	rs, err := loadRunState(run, rb, prop)
 	if err != nil {
 		return nil, err

@@ -63,8 +63,11 @@ func (d *Dispatcher) RunNow(ctx context.Context, req Direct) DirectResult {
 			post, note = req.Post(ctx, run, rep)
 		}
 	}
-	rb, nf := d.runbook(req.Runbook)
-	out := d.recorder.Record(ctx, runbooks.Record{
+	// The run keeps the set current now to its end, whatever a reload
+	// installs meanwhile.
+	set := d.current()
+	rb, nf := set.runbook(req.Runbook)
+	out := set.recorder.Record(ctx, runbooks.Record{
 		ID: runbooks.NewRunID(d.now()), Runbook: req.Runbook, Book: rb, NotFound: nf, Params: req.Params,
 		Trigger: req.Source, RequestedBy: req.RequestedBy,
 		Propose: func(ctx context.Context, soFar runbooks.Recorded) bool {
@@ -113,15 +116,16 @@ func (d *Dispatcher) RunNow(ctx context.Context, req Direct) DirectResult {
 // The run's message becomes the reply, so that votes and the apply update
 // it there.
 func (d *Dispatcher) ProposeInThread(ctx context.Context, run store.Run, rep *runbooks.Report, channel, thread string) (bool, error) {
-	rb, nf := d.runbook(run.Runbook)
+	set := d.current()
+	rb, nf := set.runbook(run.Runbook)
 	if nf != nil {
 		return false, nf
 	}
-	p, err := d.engine.Prepare(ctx, rb, run.Params)
+	p, err := set.engine.Prepare(ctx, rb, run.Params)
 	if err != nil {
 		return false, fmt.Errorf("propose for run %s: %w", run.ID, err)
 	}
-	prop, perr := d.rem.Propose(ctx, p, rep, run.RequestedBy)
+	prop, perr := set.rem.Propose(ctx, p, rep, run.RequestedBy)
 	if prop == nil && perr == nil {
 		return false, nil
 	}

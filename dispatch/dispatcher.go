@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/runbot/runbot/chat"
-	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
@@ -74,12 +73,11 @@ func (e *UnknownRunbookError) Error() string {
 // remediation its diagnosis asks for. Approvals of that remediation come
 // back through Vote.
 type Dispatcher struct {
-	catalog *runbooks.Catalog
-	engine  *runbooks.Engine
-	rem     *runbooks.Remediator
-	store   store.Store
-	// recorder is the one path that runs are recorded through.
-	recorder *runbooks.Recorder
+	// set is the catalog, engine, remediator and the recorder over them
+	// (the one path that runs are recorded through) that work starting
+	// now uses; Swap replaces it.
+	set   atomic.Pointer[runSet]
+	store store.Store
 	// chat posts the runs' messages; nil when no chat platform is
 	// configured: runs are recorded and logged.
 	chat  chat.Chat
@@ -125,6 +123,7 @@ type Config struct {
 
 // Deps are what a Dispatcher drives. Chat is optional: without
 // one, runs from every trigger are still queued, run, recorded and logged.
+// Catalog, Engine and Remediator are the first Set; Swap replaces them.
 type Deps struct {
 	Catalog    *runbooks.Catalog
 	Engine     *runbooks.Engine
@@ -144,8 +143,12 @@ type Deps struct {
 // New builds the core every trigger submits to. It knows no chat
 // platform: it posts through deps.Chat when there is one.
 func New(cfg Config, deps Deps) (*Dispatcher, error) {
-	if deps.Catalog == nil || deps.Engine == nil || deps.Remediator == nil || deps.Store == nil {
+	if deps.Store == nil {
 		return nil, errors.New("dispatcher: catalog, engine, remediator and store are required")
+	}
+	set, err := newRunSet(Set{Catalog: deps.Catalog, Engine: deps.Engine, Remediator: deps.Remediator}, deps.Store)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.MaxConcurrentRuns <= 0 {
 		cfg.MaxConcurrentRuns = 8
@@ -167,18 +170,20 @@ func New(cfg Config, deps Deps) (*Dispatcher, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Dispatcher{
-		catalog: deps.Catalog, engine: deps.Engine, rem: deps.Remediator, store: deps.Store,
-		recorder: &runbooks.Recorder{Engine: deps.Engine, Runs: deps.Store, Remediator: deps.Remediator},
-		chat:     deps.Chat, tasks: newTasks(log), log: log, now: now,
+	d := &Dispatcher{
+		store: deps.Store,
+		chat:  deps.Chat, tasks: newTasks(log), log: log, now: now,
 		channel: cfg.Channel, runTimeout: cfg.RunTimeout, applyTimeout: cfg.ApplyTimeout, gap: cfg.UpdateInterval,
 		slots: make(chan struct{}, cfg.MaxConcurrentRuns), runs: map[string]*runState{},
 		timeline: deps.Timeline, redact: deps.RedactReport,
-	}, nil
+	}
+	d.set.Store(set)
+	return d, nil
 }
 
-// Catalog is the runbooks requests may name.
-func (d *Dispatcher) Catalog() *runbooks.Catalog { return d.catalog }
+// Catalog is the runbooks requests may name now; a reload (Swap) may
+// replace it.
+func (d *Dispatcher) Catalog() *runbooks.Catalog { return d.current().catalog }
 
 // Channel is where runs post when their request names no channel.
 func (d *Dispatcher) Channel() string { return d.channel }
@@ -207,32 +212,36 @@ func (d *Dispatcher) Go(name string, timeout time.Duration, fn func(context.Cont
 func (d *Dispatcher) Shutdown(ctx context.Context) error { return d.tasks.Shutdown(ctx) }
 
 // Runbook returns the named runbook, or an *UnknownRunbookError.
-func (d *Dispatcher) Runbook(name string) (*runbooks.Runbook, error) { return d.runbook(name) }
+func (d *Dispatcher) Runbook(name string) (*runbooks.Runbook, error) {
+	return d.current().runbook(name)
+}
 
 // MayApprove says whether user is one of approvers, groups resolved as the
 // Remediator resolves them.
 func (d *Dispatcher) MayApprove(ctx context.Context, approvers []string, user string) (bool, error) {
-	return d.rem.MayApprove(ctx, approvers, user)
+	return d.current().rem.MayApprove(ctx, approvers, user)
 }
 
 // Rearm closes the circuit breaker a failed fix opened for a diagnosis on
 // a deployment (runbooks.Remediator.Rearm): user must be one who may
 // approve the plan that failed.
 func (d *Dispatcher) Rearm(ctx context.Context, deployment, diagnosis, user string) (store.Plan, error) {
-	if d.rem == nil {
+	rem := d.current().rem
+	if rem == nil {
 		return store.Plan{}, errors.New("re-arm: remediation is not configured")
 	}
-	return d.rem.Rearm(ctx, deployment, diagnosis, user)
+	return rem.Rearm(ctx, deployment, diagnosis, user)
 }
 
 // Check validates a request as Submit does (the runbook exists, its params
 // are valid and its targets resolve) without queueing it.
 func (d *Dispatcher) Check(ctx context.Context, runbook string, params map[string]string) error {
-	rb, err := d.runbook(runbook)
+	set := d.current()
+	rb, err := set.runbook(runbook)
 	if err != nil {
 		return err
 	}
-	_, err = d.engine.Prepare(ctx, rb, params)
+	_, err = set.engine.Prepare(ctx, rb, params)
 	return err
 }
 
@@ -285,11 +294,12 @@ func (d *Dispatcher) Submit(ctx context.Context, req Request) (Accepted, error) 
 	if !req.Source.Valid() {
 		return Accepted{}, fmt.Errorf("submit %s: invalid source %q", req.Runbook, req.Source)
 	}
-	rb, err := d.runbook(req.Runbook)
+	set := d.current()
+	rb, err := set.runbook(req.Runbook)
 	if err != nil {
 		return Accepted{}, err
 	}
-	if _, err := d.engine.Prepare(ctx, rb, req.Params); err != nil {
+	if _, err := set.engine.Prepare(ctx, rb, req.Params); err != nil {
 		return Accepted{}, err
 	}
 	return d.enqueue(ctx, rb, req)
@@ -302,7 +312,7 @@ func (d *Dispatcher) Enqueue(ctx context.Context, req Request) (Accepted, error)
 	if !req.Source.Valid() {
 		return Accepted{}, fmt.Errorf("submit %s: invalid source %q", req.Runbook, req.Source)
 	}
-	rb, err := d.runbook(req.Runbook)
+	rb, err := d.current().runbook(req.Runbook)
 	if err != nil {
 		return Accepted{}, err
 	}
@@ -331,14 +341,6 @@ func (d *Dispatcher) enqueue(ctx context.Context, rb *runbooks.Runbook, req Requ
 		return Accepted{WorkID: w.ID}, fmt.Errorf("submit %s: queued as %s but not started: %w", rb.Name, w.ID, err)
 	}
 	return Accepted{WorkID: w.ID}, nil
-}
-
-func (d *Dispatcher) runbook(name string) (*runbooks.Runbook, error) {
-	rb, err := d.catalog.Get(name)
-	if err != nil {
-		return nil, &UnknownRunbookError{Name: name, Suggestion: yamlnode.Suggest(name, d.catalog.Names())}
-	}
-	return rb, nil
 }
 
 // Resume starts workers for work queued before a restart (run

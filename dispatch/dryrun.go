@@ -13,7 +13,7 @@ import (
 // stored plan's diff and commands, checked against a fresh plan made from
 // the targets' current state.
 func (d *Dispatcher) DryRun(ctx context.Context, planID string) (chat.Message, error) {
-	prop, err := d.rem.LoadProposal(ctx, planID)
+	prop, err := d.current().rem.LoadProposal(ctx, planID)
 	if err != nil {
 		return chat.Message{}, fmt.Errorf("dry run of plan %s: %w", planID, err)
 	}
@@ -34,11 +34,12 @@ func (d *Dispatcher) recheck(ctx context.Context, prop *runbooks.Proposal) strin
 	if err != nil {
 		return "could not re-check the targets: " + err.Error()
 	}
-	rb, err := d.catalog.Get(prop.Body.Runbook)
+	set := d.current()
+	rb, err := set.catalog.Get(prop.Body.Runbook)
 	if err != nil {
 		return "could not re-check the targets: " + err.Error()
 	}
-	p, err := d.engine.Prepare(ctx, rb, prop.Body.Params)
+	p, err := set.engine.Prepare(ctx, rb, prop.Body.Params)
 	if err != nil {
 		return "could not re-check the targets: " + err.Error()
 	}
@@ -46,7 +47,7 @@ func (d *Dispatcher) recheck(ctx context.Context, prop *runbooks.Proposal) strin
 	if err != nil {
 		return "could not re-check the targets: " + err.Error()
 	}
-	fresh, err := d.rem.Plan(ctx, p, rep)
+	fresh, err := set.rem.Plan(ctx, p, rep)
 	switch {
 	case err != nil:
 		return "could not re-check the targets: " + err.Error()

@@ -95,13 +95,14 @@ func (d *Dispatcher) recoveredState(ctx context.Context, runID string, rec store
 			plan = newest[0]
 		}
 	}
+	set := d.current()
 	var prop *runbooks.Proposal
 	if plan.ID != "" {
-		if prop, err = d.rem.LoadProposal(ctx, plan.ID); err != nil {
+		if prop, err = set.rem.LoadProposal(ctx, plan.ID); err != nil {
 			return nil, err
 		}
 	}
-	rb, _ := d.catalog.Get(run.Runbook)
+	rb, _ := set.catalog.Get(run.Runbook)
 	rs, err := loadRunState(run, rb, prop)
 	if err != nil {
 		return nil, err

@@ -45,7 +45,7 @@ func newReplicaPair(t *testing.T) replicaPair {
 func replicaDispatcher(t *testing.T, st store.Store) *Dispatcher {
 	t.Helper()
 	d := sweepDispatcher(t, st)
-	d.rem.Groups = runbooks.Groups{"oncall": {"U0AAA", "U0BBB"}}
+	d.current().rem.Groups = runbooks.Groups{"oncall": {"U0AAA", "U0BBB"}}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeoutCause(context.Background(), 30*time.Second, errors.New("replica shutdown took too long"))
 		defer cancel()

@@ -134,7 +134,7 @@ func TestSweepAppliesAPlanStrandedByADeadReplica(t *testing.T) {
 		require.NoError(t, err)
 		defer func() { require.NoError(t, st.Close()) }()
 		d := sweepDispatcher(t, st)
-		d.rem.Groups = runbooks.Groups{"oncall": {"U0AAA", "U0BBB"}}
+		d.current().rem.Groups = runbooks.Groups{"oncall": {"U0AAA", "U0BBB"}}
 		dir := t.TempDir()
 		_, err = d.Submit(ctx, Request{Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": dir}, RequestedBy: requester, Source: store.TriggerSlack})
 		require.NoError(t, err)

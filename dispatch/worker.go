@@ -58,11 +58,14 @@ func (d *Dispatcher) execute(ctx context.Context, w store.Work, free func()) {
 	}
 
 	// Validate again (Record prepares): the runbook or the inventory may
-	// have changed since the request was queued (or before a restart).
-	rb, nf := d.runbook(w.Runbook)
+	// have changed since the request was queued (a reload, or a restart).
+	// The run keeps the set current now to its end, whatever a reload
+	// installs meanwhile.
+	set := d.current()
+	rb, nf := set.runbook(w.Runbook)
 	var rs *runState
 	var release func()
-	out := d.recorder.Record(ctx, runbooks.Record{
+	out := set.recorder.Record(ctx, runbooks.Record{
 		ID: runbooks.NewRunID(d.now()), Runbook: w.Runbook, Book: rb, NotFound: nf, Params: w.Params,
 		Trigger: w.Trigger, RequestedBy: w.RequestedBy, WorkID: w.ID,
 		Created: func(ctx context.Context, run store.Run) {

@@ -18,6 +18,7 @@ import (
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/heartbeat"
+	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
@@ -101,6 +102,11 @@ type Options struct {
 	// each tick runs once across them, and a tick whose claimer died is
 	// caught up (cluster.go). Without it, each process runs every tick.
 	Ticks store.ScheduleTicks
+	// Catalog, when set, is the runbooks the schedules are checked
+	// against and that declare schedules of their own; the dispatcher's
+	// when nil. A reload builds the Successor against the catalog it is
+	// about to install, before the dispatcher has it.
+	Catalog *runbooks.Catalog
 }
 
 // SchedulerHeartbeat is the heartbeat name of the cron loop.
@@ -115,6 +121,18 @@ const (
 type scheduled struct {
 	Schedule
 	sched cron.Schedule
+	// tickState is shared with the schedule of the same name in a
+	// Successor, so that an audit that a reload finds running still keeps
+	// the next tick from overlapping it.
+	*tickState
+	// fleet, for a fleet audit, is the deployments each firing runs on,
+	// sorted, and depParam the runbook's param set to each.
+	fleet    []string
+	depParam string
+}
+
+// tickState is what one schedule's firings share.
+type tickState struct {
 	// running is set while a run of the schedule goes; a tick meanwhile
 	// is skipped, so a slow audit never overlaps itself.
 	running atomic.Bool
@@ -125,10 +143,6 @@ type scheduled struct {
 	// skipped and panicked count since the last summary.
 	skipped  atomic.Int64
 	panicked atomic.Int64
-	// fleet, for a fleet audit, is the deployments each firing runs on,
-	// sorted, and depParam the runbook's param set to each.
-	fleet    []string
-	depParam string
 }
 
 // Scheduler runs audits on cron schedules through the dispatch.Dispatcher's
@@ -148,6 +162,8 @@ type Scheduler struct {
 	beat    *heartbeat.Monitor
 	metrics *scheduleMetrics
 	ticks   store.ScheduleTicks
+	// catalog is what the schedules were compiled against.
+	catalog *runbooks.Catalog
 
 	// audit runs one scheduled audit; tests replace it.
 	audit func(ctx context.Context, e *scheduled) auditResult
@@ -156,11 +172,32 @@ type Scheduler struct {
 // New checks every schedule: the runbook exists, its params are
 // valid, the cron spec and time zone parse.
 func New(cfg Config, d *dispatch.Dispatcher, opts Options) (*Scheduler, error) {
+	return newScheduler(cfg, d, opts, nil)
+}
+
+// Successor builds the scheduler that replaces s after a reload: cfg and
+// opts as New takes them (the new schedules, and opts.Fleet the new
+// inventory), checked against the dispatcher's current catalog. It counts
+// into s's metrics, and a schedule that keeps its name keeps its state: an
+// audit of s still running skips the successor's ticks until it ends. The
+// caller stops s's Run before it starts the successor's; s's audits in
+// flight are the dispatcher's work and finish on their own.
+func (s *Scheduler) Successor(cfg Config, opts Options) (*Scheduler, error) {
+	return newScheduler(cfg, s.disp, opts, s)
+}
+
+func newScheduler(cfg Config, d *dispatch.Dispatcher, opts Options, prev *Scheduler) (*Scheduler, error) {
 	if d == nil {
 		return nil, errors.New("scheduler: a dispatcher is required")
 	}
 	deps := d.ForTrigger(opts.TriggerDeps, "scheduler")
 	s := &Scheduler{cfg: cfg, disp: d, store: deps.Store, chat: deps.Chat, fleet: opts.Fleet, log: deps.Logger, now: deps.Now, beat: deps.Heartbeat, metrics: newScheduleMetrics(), ticks: opts.Ticks}
+	if prev != nil {
+		s.metrics = prev.metrics
+	}
+	if s.catalog = opts.Catalog; s.catalog == nil {
+		s.catalog = d.Catalog()
+	}
 	s.audit = s.runAudit
 	s.loc = time.Local
 	if cfg.TimeZone != "" {
@@ -183,6 +220,11 @@ func New(cfg Config, d *dispatch.Dispatcher, opts Options) (*Scheduler, error) {
 			continue
 		}
 		names[e.Name] = true
+		if prev != nil {
+			if i := slices.IndexFunc(prev.entries, func(p *scheduled) bool { return p.Name == e.Name }); i >= 0 {
+				e.tickState = prev.entries[i].tickState
+			}
+		}
 		s.entries = append(s.entries, e)
 	}
 	if cfg.Summary != "" {
@@ -195,7 +237,9 @@ func New(cfg Config, d *dispatch.Dispatcher, opts Options) (*Scheduler, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if s.beat != nil {
+	// A successor beats under the name its predecessor registered:
+	// registering again would make readiness wait for its first beat.
+	if s.beat != nil && prev == nil {
 		s.beat.Register(SchedulerHeartbeat, schedulerMaxGap)
 	}
 	return s, nil
@@ -209,7 +253,7 @@ func (s *Scheduler) allSchedules() []Schedule {
 	for _, sc := range out {
 		configured[sc.Runbook] = true
 	}
-	for _, rb := range s.disp.Catalog().All() {
+	for _, rb := range s.catalog.All() {
 		if rb.Triggers.Schedule == "" || configured[rb.Name] {
 			continue
 		}
@@ -240,9 +284,9 @@ func (s *Scheduler) checkDeployment(rb *runbooks.Runbook, params map[string]stri
 }
 
 func (s *Scheduler) compile(sc Schedule) (*scheduled, error) {
-	rb, err := s.disp.Runbook(sc.Runbook)
+	rb, err := s.catalog.Get(sc.Runbook)
 	if err != nil {
-		return nil, err
+		return nil, &dispatch.UnknownRunbookError{Name: sc.Runbook, Suggestion: yamlnode.Suggest(sc.Runbook, s.catalog.Names())}
 	}
 	var (
 		fleet    []string
@@ -292,7 +336,7 @@ func (s *Scheduler) compile(sc Schedule) (*scheduled, error) {
 		}
 	}
 	sc.Params = maps.Clone(sc.Params)
-	return &scheduled{Schedule: sc, sched: sched, fleet: fleet, depParam: depParam}, nil
+	return &scheduled{Schedule: sc, sched: sched, tickState: &tickState{}, fleet: fleet, depParam: depParam}, nil
 }
 
 // Schedules lists the schedules, configured and declared, with their

@@ -403,3 +403,42 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	return total
 }
+
+// A reload's Successor keeps what a schedule of the same name was doing:
+// the run a reload finds going still skips the successor's ticks, and both
+// count into the same metrics; a schedule it adds starts idle, and one
+// naming a runbook the new catalog lacks is refused.
+func TestSuccessorKeepsTheStateOfSchedulesThatStay(t *testing.T) {
+	t.Parallel()
+	h := newScheduleHarness(t, func(dir string) Config {
+		return Config{Schedules: []Schedule{serviceSchedule("kept", dir, PostAlways)}}
+	})
+	h.entry("kept").running.Store(true)
+	h.sched.metrics.runs.WithLabelValues("kept", "ok").Inc()
+
+	next, err := h.sched.Successor(Config{Schedules: []Schedule{serviceSchedule("kept", h.dir, PostAlways), serviceSchedule("added", h.dir, PostAlways)}},
+		Options{TriggerDeps: dispatch.TriggerDeps{Store: h.store, Chat: h.chat}})
+	require.NoError(t, err)
+	byName := map[string]*scheduled{}
+	for _, e := range next.entries {
+		byName[e.Name] = e
+	}
+	require.True(t, byName["kept"].running.Load(), "the run going at the reload still counts as running")
+	require.False(t, byName["added"].running.Load())
+	require.Same(t, h.sched.metrics, next.metrics, "the successor counts into the same metrics")
+
+	cases := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"unknown runbook", Config{Schedules: []Schedule{{Runbook: "nope", Cron: "@hourly"}}}, `unknown runbook "nope"`},
+		{"bad cron", Config{Schedules: []Schedule{{Name: "bad", Runbook: "service-errors", Cron: "every day", Params: serviceSchedule("x", h.dir, "").Params}}}, `cron "every day"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := h.sched.Successor(tc.cfg, Options{TriggerDeps: dispatch.TriggerDeps{Store: h.store, Chat: h.chat}})
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}

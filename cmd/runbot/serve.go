@@ -110,12 +110,18 @@ type daemonParts struct {
 	log    *slog.Logger
 	st     store.Store
 	pool   *remote.Pool
-	inv    *inventory.Inventory // runs resolve against it; fleet audits pick from it
+	inv    *inventory.Inventory // as at start; a reload's is in the dispatcher's set and the scheduler
 	disp   *dispatch.Dispatcher
 	server *http.Server
 	// outbox delivers chat messages; nil without Slack.
 	outbox *outbox.Outbox
-	loops  sync.WaitGroup
+	// cmds are the chat commands, nil without Slack; sched is the
+	// running scheduler. A reload replaces their access rules and the
+	// scheduler (reload.go).
+	cmds  *commands.Handler
+	sched *schedulerRun
+
+	loops sync.WaitGroup
 }
 
 func serve(ctx context.Context, plan *servePlan, notify notifier) error {
@@ -129,22 +135,13 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 	log := newLogger(cfg.Log, red)
 	slog.SetDefault(log)
 	d := &daemonParts{log: log}
-	// SIGHUP must not kill the daemon (its default action): operators
-	// send it by habit (systemctl reload, logrotate). Reloading runbooks
-	// and inventory in place is not built yet, so it says so instead.
+	// SIGHUP (systemctl reload) reloads the config, the inventory and the
+	// runbooks (reload.go). It is caught from the very start, since its
+	// default action kills the process; one that arrives while serve
+	// starts waits in the channel and is served once everything is wired.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	go func() {
-		for {
-			select {
-			case <-hup:
-				log.Warn("SIGHUP received: runbot does not reload its config in place yet; restart it (systemctl restart runbot) to apply changes")
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
 	var storeOpts []store.Option
 	if cfg.Alerts != nil {
 		storeOpts = append(storeOpts, store.WithDedupWindow(cfg.Alerts.DedupWindow))
@@ -184,6 +181,7 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := newMetrics(reg, st)
+	reloadM := newReloadMetrics(reg, time.Now())
 	d.pool.OnDial = m.Dialed
 	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: d.pool}}, Observer: m}
 	rem := &runbooks.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: cfg.Groups}
@@ -245,7 +243,10 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 	// expired.
 	d.loops.Go(func() { d.disp.SweepEvery(runCtx, store.DefaultRecoveryInterval, nil) })
 	if sl != nil {
-		cmds, err := commands.New(commandsConfig(cfg), d.disp, commands.Deps{Store: st, Engine: eng, Replier: sl, UserGroups: sl, Logger: log})
+		// No Engine: the commands explain runbooks with the dispatcher's
+		// current one, which follows a reload.
+		cmds, err := commands.New(commandsConfig(cfg), d.disp, commands.Deps{Store: st, Replier: sl, UserGroups: sl, Logger: log})
+		d.cmds = cmds
 		if err != nil {
 			// serve --check's rules report these at their position first;
 			// what is left names the file at least.
@@ -297,6 +298,11 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 	if err := notify("READY=1\nSTATUS=serving on " + ln.Addr().String()); err != nil {
 		log.Warn("sd_notify READY failed", "err", err)
 	}
+	// Reloads start once serve is ready: systemd takes RELOADING=1 only
+	// from a service that is running.
+	rl := &reloader{d: d, extraRunbooks: plan.extraRunbooks, plan: plan, notify: notify, metrics: reloadM, ready: ready,
+		status: "serving on " + ln.Addr().String(), now: time.Now}
+	d.loops.Go(func() { rl.loop(runCtx, ctx.Done(), hup) })
 	if interval, err := daemon.SdWatchdogEnabled(false); err == nil && interval > 0 {
 		d.loops.Go(func() { watchdog(runCtx, interval/2, joined(live, ready), notify, log) })
 	}

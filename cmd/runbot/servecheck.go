@@ -22,6 +22,9 @@ type servePlan struct {
 	cfg     *config.Config
 	catalog *runbooks.Catalog
 	inv     *inventory.Inventory
+	// extraRunbooks are the runbook directories read before the config's
+	// (--runbook-dir), which a reload reads again.
+	extraRunbooks []string
 }
 
 // checkOverrides replace the config's paths for `serve --check`, so that a
@@ -45,7 +48,7 @@ func loadServePlan(cfgPath string, extraRunbooks []string, o checkOverrides) (*s
 		// References cannot be followed from a file that is not YAML.
 		return nil, all, nil
 	}
-	p := &servePlan{cfg: cfg}
+	p := &servePlan{cfg: cfg, extraRunbooks: extraRunbooks}
 	dirs := cfg.Runbooks
 	if o.runbooks != nil {
 		dirs = o.runbooks

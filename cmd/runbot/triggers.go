@@ -50,11 +50,7 @@ func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *
 		})
 	}
 	// The scheduler always runs: runbooks may schedule themselves.
-	sc := schedule.Config{}
-	for _, s := range cfg.Schedules {
-		sc.Schedules = append(sc.Schedules, schedule.Schedule{Runbook: s.Runbook, Cron: s.Cron, TimeZone: s.TimeZone, Params: s.Params, Post: schedule.PostPolicy(s.Post), Channel: s.Channel,
-			Deployments: s.Deployments, Parallel: s.Parallel})
-	}
+	sc := scheduleConfig(cfg)
 	// Every replica schedules every audit; the tick claims in the store
 	// make each tick run once across them.
 	sched, err := schedule.New(sc, disp, schedule.Options{TriggerDeps: dispatch.TriggerDeps{Store: d.st, Chat: disp.Chat(), Heartbeat: ready, Logger: d.log},
@@ -63,11 +59,7 @@ func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *
 		return err
 	}
 	reg.MustRegister(sched)
-	d.loops.Go(func() {
-		if err := sched.Run(ctx); err != nil && ctx.Err() == nil {
-			d.log.Error("scheduler stopped", "err", err)
-		}
-	})
+	d.runScheduler(ctx, sched)
 	return nil
 }
 

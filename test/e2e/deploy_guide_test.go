@@ -244,6 +244,89 @@ func TestDeployGuide(t *testing.T) {
 		hist := h.Run(t, "runbot history --format json --store /var/lib/runbot/runbot.db")
 		return strings.Contains(hist, `"sglang-pd-wedge"`) && strings.Contains(hist, `"host-basics"`) && strings.Contains(hist, `"alert"`) && strings.Contains(hist, `"slack"`), hist
 	})
+
+	reloadGuide(t, c, h, runbotURL, func(text string) {
+		slash(t, runbotURL, url.Values{
+			"command": {"/runbot"}, "text": {text},
+			"user_id": {guideApprover}, "user_name": {"alice"}, "channel_id": {guideChannel}, "team_id": {"T0TEAM"},
+			"trigger_id":   {strconv.FormatInt(time.Now().UnixNano(), 10)},
+			"response_url": {strings.Replace(rec.ResponseURL("slash"), strings.TrimSuffix(rec.APIURL(), "/"), strings.TrimSuffix(slackURL, "/"), 1)},
+		})
+	})
+}
+
+// reloadProbe is a runbook the guide's "Reloading" paragraph has the
+// operator add: it runs on the host it is given.
+const reloadProbe = `name: reload-probe
+title: Reload probe
+params:
+  host: {type: host, required: true}
+steps:
+  - {id: hello, check: command, target: host, timeout: 30s, with: {cmd: 'echo reloaded-probe'}}
+findings:
+  - {id: said, severity: info, when: 'steps.hello.stdout != ""', summary: The probe ran.}
+`
+
+// reloadGuide does what docs/deploy.md's "Reloading" paragraph says, on
+// the service the guide installed: systemctl reload with a new runbook
+// makes it runnable from Slack, and with a broken one keeps the running
+// set and says why, each time in the same process, still active.
+func reloadGuide(t *testing.T, c *testhost.Cluster, h *testhost.Host, runbotURL string, slashText func(string)) {
+	t.Helper()
+	pid := h.UnitState(t, "runbot")["MainPID"]
+	require.NotEqual(t, "0", pid)
+	journalHas := func(what, text string) {
+		t.Helper()
+		testhost.Eventually(t, time.Minute, "the journal says "+what, func() (bool, string) {
+			j := h.Run(t, "journalctl -u runbot --no-pager -o cat")
+			return strings.Contains(j, text), j
+		})
+	}
+	stillServing := func() {
+		t.Helper()
+		testhost.Eventually(t, time.Minute, "runbot is active in the same process", func() (bool, string) {
+			st := h.UnitState(t, "runbot")
+			return st["ActiveState"] == "active" && st["SubState"] == "running" && st["MainPID"] == pid, fmt.Sprint(st)
+		})
+		require.Equal(t, "ok\n", httpGet(t, runbotURL+"/readyz"))
+	}
+
+	c.Step(t, h, "systemctl reload runbot with a new runbook")
+	putNewFile(t, h, "/etc/runbot/runbooks/reload-probe.yaml", reloadProbe)
+	h.Run(t, "systemctl reload runbot")
+	journalHas("reloaded", `"msg":"config reloaded"`)
+	stillServing()
+	require.Contains(t, httpGet(t, runbotURL+"/metrics"), "runbot_config_reload_success 1")
+	slashText("run reload-probe host=" + h.Name)
+	testhost.Eventually(t, 2*time.Minute, "the new runbook's run is in the store", func() (bool, string) {
+		hist := h.Run(t, "runbot history --format json --store /var/lib/runbot/runbot.db")
+		return strings.Contains(hist, `"reload-probe"`), hist
+	})
+
+	c.Step(t, h, "systemctl reload runbot with a broken runbook")
+	putNewFile(t, h, "/etc/runbot/runbooks/broken.yaml", "name: broken\nbogus: 1\nsteps: []\n")
+	h.Run(t, "systemctl reload runbot")
+	journalHas("the reload failed", "config reload failed: kept the running config, inventory and runbooks")
+	journalHas("where the problem is", "/etc/runbot/runbooks/broken.yaml:2:1: ")
+	stillServing()
+	require.Contains(t, httpGet(t, runbotURL+"/metrics"), "runbot_config_reload_success 0")
+
+	c.Step(t, h, "systemctl reload runbot once the runbook is fixed")
+	h.Run(t, "rm /etc/runbot/runbooks/broken.yaml")
+	h.Run(t, "systemctl reload runbot")
+	testhost.Eventually(t, time.Minute, "the reload succeeds again", func() (bool, string) {
+		m := httpGet(t, runbotURL+"/metrics")
+		return strings.Contains(m, "runbot_config_reload_success 1"), m
+	})
+	stillServing()
+}
+
+// putNewFile writes text to a new file at path on the host, readable by
+// the runbot group as the guide's step 4 makes /etc/runbot.
+func putNewFile(t *testing.T, h *testhost.Host, path, text string) {
+	t.Helper()
+	h.Run(t, fmt.Sprintf("echo %s | base64 -d > %s && chown root:runbot %s && chmod 0640 %s",
+		base64.StdEncoding.EncodeToString([]byte(text)), path, path, path))
 }
 
 // proxyToHosts serves target on the test network's gateway, where the

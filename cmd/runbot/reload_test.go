@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/config"
+	"github.com/runbot/runbot/store"
+)
+
+// reloadRunbook is a runbook whose step takes secs and prints version, so
+// that a run's report says which version of the runbook it followed.
+func reloadRunbook(name, version string, secs int) string {
+	return fmt.Sprintf(`name: %s
+params:
+  host: {type: host, default: here}
+steps:
+  - {id: work, check: command, target: host, timeout: 2m, with: {cmd: 'sleep %d; echo %s'}}
+findings:
+  - {id: done, severity: info, when: 'steps.work.stdout != ""', summary: done}
+`, name, secs, version)
+}
+
+// TestSIGHUPReloadsRunbooksAndKeepsTheOldSetWhenBroken runs the real
+// runbot serve under a notify socket, as systemd runs it, and reloads it
+// with real SIGHUPs. A reload that adds a runbook and its schedule makes
+// it run, while the run in flight during the reload finishes on the
+// runbook it started with; a reload with a broken runbook keeps the
+// running set, logs each problem as serve --check prints it, sets the
+// reload metric to 0, and runbot goes on serving.
+func TestSIGHUPReloadsRunbooksAndKeepsTheOldSetWhenBroken(t *testing.T) {
+	runbot, _ := buildBinaries(t)
+	dir := t.TempDir()
+	books := filepath.Join(dir, "runbooks")
+	require.NoError(t, os.Mkdir(books, 0o755))
+	abs, err := filepath.Abs("testdata")
+	require.NoError(t, err)
+	db := filepath.Join(dir, "runbot.db")
+	port := freePort(t)
+	cfgPath := filepath.Join(dir, "runbot.yaml")
+	writeConfig := func(schedules ...string) {
+		t.Helper()
+		cfg := fmt.Sprintf("listen: 127.0.0.1:%d\nstore: %s\ninventory: %s/local.yaml\nrunbooks: [%s]\nschedules:\n", port, db, abs, books)
+		for _, s := range schedules {
+			cfg += fmt.Sprintf("  - {runbook: %s, cron: \"@every 1s\", post: always}\n", s)
+		}
+		require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
+	}
+	writeBook := func(file, text string) {
+		t.Helper()
+		require.NoError(t, os.WriteFile(filepath.Join(books, file), []byte(text), 0o600))
+	}
+	// The probe runs long enough for a reload to happen during its run.
+	writeBook("probe.yaml", reloadRunbook("probe", "version-one", 6))
+	writeConfig("probe")
+
+	sock := filepath.Join(dir, "notify.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	require.NoError(t, err)
+	defer func() { _ = conn.Close() }() // test cleanup
+	msgs := make(chan string, 64)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				close(msgs)
+				return
+			}
+			msgs <- string(buf[:n])
+		}
+	}()
+
+	cmd := exec.Command(runbot, "serve", "--config", cfgPath)
+	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock)
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill() }()
+	next := func(want string) {
+		t.Helper()
+		select {
+		case m := <-msgs:
+			require.True(t, strings.HasPrefix(m, want), "notification %q, want %s; runbot said:\n%s", m, want, logs.String())
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no %s notification; runbot said:\n%s", want, logs.String())
+		}
+	}
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for !cond() {
+			require.True(t, time.Now().Before(deadline), "%s; runbot said:\n%s", what, logs.String())
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	next("READY=1")
+
+	// A probe run is in flight when the reload comes.
+	var inFlight store.Run
+	eventually("a probe run starts", func() bool {
+		runs := runsOf(t, db, "probe")
+		if len(runs) > 0 && runs[0].Status == store.RunRunning {
+			inFlight = runs[0]
+			return true
+		}
+		return false
+	})
+
+	// A good reload: the probe changes, a runbook and its schedule are
+	// added.
+	writeBook("probe.yaml", reloadRunbook("probe", "version-two", 1))
+	writeBook("fresh.yaml", reloadRunbook("fresh", "fresh", 0))
+	writeConfig("probe", "fresh")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
+	next("RELOADING=1")
+	next("READY=1")
+	// The log comes through a pipe: it may trail the notification.
+	eventually("the log says reloaded", func() bool { return strings.Contains(logs.String(), "config reloaded") })
+	require.Equal(t, "1", metric(t, port, "runbot_config_reload_success"))
+
+	eventually("the new runbook runs on its schedule", func() bool { return finished(runsOf(t, db, "fresh")) > 0 })
+	eventually("the run in flight during the reload ends", func() bool {
+		return getRun(t, db, inFlight.ID).Status.Final()
+	})
+	old := getRun(t, db, inFlight.ID)
+	require.Contains(t, string(old.Report), "version-one", "the run in flight finishes on the runbook it started with")
+	require.NotContains(t, string(old.Report), "version-two")
+	eventually("the probe runs its new version", func() bool {
+		for _, r := range runsOf(t, db, "probe") {
+			if r.Status.Final() && strings.Contains(string(r.Report), "version-two") {
+				return true
+			}
+		}
+		return false
+	})
+
+	// A broken reload: a runbook that does not load, and a config that
+	// drops the fresh schedule. Nothing of it is installed.
+	writeBook("broken.yaml", "name: broken\nsteps:\n  - {id: x, check: no-such-check}\nbogus: 1\n")
+	writeConfig("probe")
+	check, _ := exec.Command(runbot, "serve", "--check", "--config", cfgPath).Output() // exit 1: it found the errors
+	problems := strings.Split(strings.TrimSpace(string(check)), "\n")
+	require.NotEmpty(t, problems[0], "serve --check finds the broken runbook")
+	for _, p := range problems {
+		require.Contains(t, p, filepath.Join(books, "broken.yaml")+":", "each problem is in the broken runbook")
+	}
+	before := finished(runsOf(t, db, "fresh"))
+	require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
+	next("RELOADING=1")
+	next("READY=1")
+	eventually("the log says the reload failed", func() bool {
+		return strings.Contains(logs.String(), "config reload failed: kept the running config, inventory and runbooks")
+	})
+	text := logs.String()
+	for _, p := range problems {
+		// The message is quoted in the log; where it is, is not.
+		at, _, ok := strings.Cut(p, ": ")
+		require.True(t, ok, p)
+		require.Contains(t, text, at+": ", "the log names each problem where serve --check does")
+	}
+	require.Equal(t, "0", metric(t, port, "runbot_config_reload_success"))
+	eventually("the schedule the broken config drops still runs", func() bool { return finished(runsOf(t, db, "fresh")) > before+1 })
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
+	require.NoError(t, err)
+	_ = resp.Body.Close() // only the status matters
+	require.Equal(t, http.StatusOK, resp.StatusCode, "runbot still serves")
+
+	// Fixed: the next reload installs the set, and SIGTERM still drains.
+	require.NoError(t, os.Remove(filepath.Join(books, "broken.yaml")))
+	require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
+	next("RELOADING=1")
+	next("READY=1")
+	require.Equal(t, "1", metric(t, port, "runbot_config_reload_success"))
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait(), logs.String())
+}
+
+// runsOf lists a runbook's runs, newest first, reading the store as
+// another process would.
+func runsOf(t *testing.T, db, runbook string) []store.Run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, db)
+	require.NoError(t, err)
+	defer func() { _ = st.Close() }() // a read-only look; nothing to lose on close
+	runs, err := st.ListRuns(ctx, store.RunFilter{Runbook: runbook})
+	require.NoError(t, err)
+	return runs
+}
+
+func getRun(t *testing.T, db, id string) store.Run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, db)
+	require.NoError(t, err)
+	defer func() { _ = st.Close() }() // a read-only look; nothing to lose on close
+	run, err := st.GetRun(ctx, id)
+	require.NoError(t, err)
+	return run
+}
+
+func finished(runs []store.Run) int {
+	n := 0
+	for _, r := range runs {
+		if r.Status.Final() {
+			n++
+		}
+	}
+	return n
+}
+
+// metric reads one unlabelled metric's value from /metrics.
+func metric(t *testing.T, port int, name string) string {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }() // read to the end below
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return v
+		}
+	}
+	t.Fatalf("no metric %s in /metrics", name)
+	return ""
+}
+
+// TestReloadableKeepsWhatNeedsARestart: a reload installs the runbooks,
+// the inventory, the schedules, the groups and slack.authorize, and keeps
+// the running value of every other setting, naming it; a setting written
+// on another line is not a change.
+func TestReloadableKeepsWhatNeedsARestart(t *testing.T) {
+	base := func() *config.Config {
+		return &config.Config{
+			File: "runbot.yaml", Listen: "127.0.0.1:8080", Store: "/var/lib/runbot/runbot.db", Inventory: "inv.yaml", Runbooks: []string{"books"},
+			Log: config.Log{Format: "text", Level: "info"}, Groups: map[string][]string{"sre": {"U1"}}, SlackUsergroups: map[string]string{},
+			Slack:         &config.Slack{Mode: "http", Channel: "C1", Command: "/runbot", Authorize: []config.Rule{{Runbooks: []string{"*"}, Groups: []string{"sre"}}}, At: config.Positions{"mode": {Line: 3}}},
+			Schedules:     []config.Schedule{{Runbook: "probe", Cron: "@hourly"}},
+			ShutdownGrace: 30 * time.Second, Parallel: 4, At: config.Positions{"listen": {Line: 1}},
+		}
+	}
+	cases := []struct {
+		name    string
+		edit    func(*config.Config)
+		restart []string
+		check   func(t *testing.T, running, got *config.Config)
+	}{
+		{"nothing changed", func(*config.Config) {}, nil, nil},
+		{"moved lines only", func(c *config.Config) {
+			c.At = config.Positions{"listen": {Line: 7}}
+			c.Slack.At = config.Positions{"mode": {Line: 9}}
+		}, nil, nil},
+		{"reloadable settings", func(c *config.Config) {
+			c.Inventory, c.Runbooks = "other.yaml", []string{"books", "more"}
+			c.Groups = map[string][]string{"sre": {"U1", "U2"}}
+			c.Schedules = append(c.Schedules, config.Schedule{Runbook: "fresh", Cron: "@daily"})
+			c.Slack.Authorize = nil
+		}, nil, func(t *testing.T, _, got *config.Config) {
+			require.Equal(t, "other.yaml", got.Inventory)
+			require.Equal(t, []string{"books", "more"}, got.Runbooks)
+			require.Len(t, got.Schedules, 2)
+			require.Equal(t, []string{"U1", "U2"}, got.Groups["sre"])
+			require.Empty(t, got.Slack.Authorize)
+		}},
+		{"listen and store", func(c *config.Config) {
+			c.Listen, c.Store = "0.0.0.0:9090", "/tmp/other.db"
+			c.Inventory = "other.yaml"
+		}, []string{"listen", "store"}, func(t *testing.T, running, got *config.Config) {
+			require.Equal(t, running.Listen, got.Listen)
+			require.Equal(t, running.Store, got.Store)
+			require.Equal(t, "other.yaml", got.Inventory, "what can change still does")
+		}},
+		{"slack mode keeps the whole section", func(c *config.Config) {
+			c.Slack.Mode = "socket"
+			c.Slack.Authorize = nil
+		}, []string{"slack"}, func(t *testing.T, running, got *config.Config) {
+			require.Same(t, running.Slack, got.Slack, "slack is kept whole, its authorize rules too")
+		}},
+		{"the rest", func(c *config.Config) {
+			c.TLS = &config.TLS{Cert: "c", Key: "k"}
+			c.Log.Level = "debug"
+			c.Web = &config.Web{TrustHeader: "X-User"}
+			c.Alerts = &config.Alerts{Channel: "C2"}
+			c.ShutdownGrace, c.Parallel, c.SSHIdleTimeout = time.Minute, 8, time.Hour
+			c.SlackUsergroups = map[string]string{"sre": "S1"}
+		}, []string{"tls", "log", "slack_usergroups", "alerts", "web", "shutdown_grace", "parallel", "ssh_idle_timeout"},
+			func(t *testing.T, running, got *config.Config) {
+				require.Nil(t, got.TLS)
+				require.Nil(t, got.Web)
+				require.Nil(t, got.Alerts)
+				require.Equal(t, running.Log, got.Log)
+				require.Equal(t, running.Parallel, got.Parallel)
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			running, next := base(), base()
+			tc.edit(next)
+			got, restart := reloadable(running, next)
+			require.Equal(t, tc.restart, restart)
+			if tc.check != nil {
+				tc.check(t, running, got)
+			}
+		})
+	}
+}
