@@ -32,7 +32,8 @@ type storeFault struct {
 }
 
 // TestStoreFaultsMidRunLoseNothing breaks the store while a run is in
-// flight in a real serve: a SQLite file whose filesystem fills up, and a
+// flight in a real serve: a SQLite file whose filesystem fills up or whose
+// files are made immutable, and a
 // PostgreSQL that stops answering (every connection dropped, new ones
 // refused) for 12 s. Readiness must say the store cannot write; the run's
 // end must be recorded once the store is back, with one message per run
@@ -45,6 +46,7 @@ func TestStoreFaultsMidRunLoseNothing(t *testing.T) {
 	}
 	faults := []storeFault{
 		{name: "sqlite on a full filesystem", setup: fullFilesystem},
+		{name: "sqlite files made immutable", setup: immutableFiles},
 		{name: "postgres unreachable mid-run", setup: unreachablePostgres},
 	}
 	for _, f := range faults {
@@ -156,6 +158,30 @@ func fullFilesystem(t *testing.T, dir string) (string, []string, func(), func())
 	}
 	free := func() { require.NoError(t, os.Remove(filler)) }
 	return filepath.Join(dir, "runbot.db"), nil, fill, free
+}
+
+// immutableFiles puts the SQLite store on a small ext4 filesystem (a loop
+// mount: tmpfs has no immutable flag); breaking it sets the immutable flag
+// on the database and its write-ahead log, so that every write fails with
+// EPERM as on a file an operator or a backup tool locked, and mending
+// clears it. The shared-memory index is left alone: SQLite writes it
+// through a mapping, where a refused write would be a SIGBUS, not an
+// error.
+func immutableFiles(t *testing.T, dir string) (string, []string, func(), func()) {
+	img := filepath.Join(t.TempDir(), "store.img")
+	for _, c := range [][]string{{"truncate", "-s", "16M", img}, {"mkfs.ext4", "-q", "-F", img}, {"mount", "-o", "loop", img, dir}} {
+		out, err := exec.Command(c[0], c[1:]...).CombinedOutput()
+		require.NoError(t, err, "%s: %s", strings.Join(c, " "), out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	db := filepath.Join(dir, "runbot.db")
+	chattr := func(flag string) func() {
+		return func() {
+			out, err := exec.Command("chattr", flag, db, db+"-wal").CombinedOutput()
+			require.NoError(t, err, string(out))
+		}
+	}
+	return db, nil, chattr("+i"), chattr("-i")
 }
 
 // unreachablePostgres gives serve a database on the test binary's
