@@ -64,5 +64,5 @@ func (m Message) Text() string {
 		b.WriteString("│ " + n + "\n")
 	}
 	b.WriteString("└\n")
-	return b.String()
+	return codeMarks.Replace(b.String())
 }

@@ -166,11 +166,11 @@ func (h *Handler) Command(ctx context.Context, c chat.Command) chat.Message {
 		return h.rearm(ctx, c, words[1:])
 	case "run":
 		if len(words) < 2 {
-			return errorReply("Which runbook? `"+h.cfg.Command+" run RUNBOOK [key=value …]`.", h.runbookList())
+			return errorReply("Which runbook? "+chat.Code(h.cfg.Command+" run RUNBOOK [key=value …]")+".", h.runbookList())
 		}
 		rb, err := h.disp.Runbook(words[1])
 		if err != nil {
-			return errorReply(err.Error()+".", "`"+h.cfg.Command+" list` shows them all.")
+			return errorReply(err.Error()+".", chat.Code(h.cfg.Command+" list")+" shows them all.")
 		}
 		return h.run(ctx, c, rb, words[2:])
 	}
@@ -178,10 +178,10 @@ func (h *Handler) Command(ctx context.Context, c chat.Command) chat.Message {
 		return h.run(ctx, c, rb, words[1:])
 	}
 	if slices.Contains(h.catalog().Names(), words[0]) {
-		return errorReply(fmt.Sprintf("%q is a runbook; run it with `%s run %s …`.", words[0], h.cfg.Command, words[0]))
+		return errorReply(fmt.Sprintf("%q is a runbook; run it with %s.", words[0], chat.Code(h.cfg.Command+" run "+words[0]+" …")))
 	}
 	hint := yamlnode.DidYouMean(words[0], h.commandWords())
-	return errorReply(fmt.Sprintf("Unknown command %q%s.", words[0], hint), "`"+h.cfg.Command+" help` lists the commands.")
+	return errorReply(fmt.Sprintf("Unknown command %q%s.", words[0], hint), chat.Code(h.cfg.Command+" help")+" lists the commands.")
 }
 
 // commandWords are every word the slash command accepts first.
@@ -247,7 +247,7 @@ func bindArgs(rb *runbooks.Runbook, words []string) (map[string]string, error) {
 func (h *Handler) usageOf(rb *runbooks.Runbook) string {
 	var parts []string
 	if rb.Triggers.Command != "" {
-		parts = append(parts, strings.TrimSpace("`"+h.cfg.Command+" "+rb.Triggers.Command+" "+argNames(rb)+"`"))
+		parts = append(parts, chat.Code(strings.TrimSpace(h.cfg.Command+" "+rb.Triggers.Command+" "+argNames(rb))))
 	}
 	var kv []string
 	for _, p := range rb.Params {
@@ -255,7 +255,7 @@ func (h *Handler) usageOf(rb *runbooks.Runbook) string {
 			kv = append(kv, p.Name+"=…")
 		}
 	}
-	parts = append(parts, "`"+strings.TrimSpace(h.cfg.Command+" run "+rb.Name+" "+strings.Join(kv, " "))+" [key=value …]`")
+	parts = append(parts, chat.Code(strings.TrimSpace(h.cfg.Command+" run "+rb.Name+" "+strings.Join(kv, " "))+" [key=value …]"))
 	return strings.Join(parts, " or ")
 }
 
@@ -268,5 +268,5 @@ func argNames(rb *runbooks.Runbook) string {
 }
 
 func (h *Handler) usage() string {
-	return "`" + h.cfg.Command + " help` shows how to use it."
+	return chat.Code(h.cfg.Command+" help") + " shows how to use it."
 }

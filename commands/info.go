@@ -68,7 +68,7 @@ func (h *Handler) runbookLines() []chat.Line {
 // lists every command and request a run would make, running nothing.
 func (h *Handler) explain(ctx context.Context, words []string) chat.Message {
 	if len(words) == 0 {
-		return errorReply("Which runbook? `"+h.cfg.Command+" explain RUNBOOK`.", h.runbookList())
+		return errorReply("Which runbook? "+chat.Code(h.cfg.Command+" explain RUNBOOK")+".", h.runbookList())
 	}
 	rb, err := h.disp.Runbook(words[0])
 	if err != nil {

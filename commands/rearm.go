@@ -12,7 +12,7 @@ import (
 // rearm answers "rearm DEPLOYMENT DIAGNOSIS": it closes the circuit
 // breaker a failed fix opened, for someone who may approve that fix.
 func (h *Handler) rearm(ctx context.Context, c chat.Command, words []string) chat.Message {
-	usage := "`" + h.cfg.Command + " rearm DEPLOYMENT DIAGNOSIS` re-arms the circuit breaker a failed fix opened."
+	usage := chat.Code(h.cfg.Command+" rearm DEPLOYMENT DIAGNOSIS") + " re-arms the circuit breaker a failed fix opened."
 	if len(words) != 2 {
 		return errorReply("Which breaker? "+usage, "The message of the refused fix names both.")
 	}

@@ -41,7 +41,7 @@ func (h *Handler) run(ctx context.Context, c chat.Command, rb *runbooks.Runbook,
 	var pe *runbooks.ParamError
 	switch {
 	case errors.As(err, &pe):
-		return errorReply(pe.Error()+".", "Usage: "+h.usageOf(rb), "`"+h.cfg.Command+" explain "+rb.Name+"` describes its params.")
+		return errorReply(pe.Error()+".", "Usage: "+h.usageOf(rb), chat.Code(h.cfg.Command+" explain "+rb.Name)+" describes its params.")
 	case err != nil:
 		h.log.Warn("run not queued", "runbook", rb.Name, "err", err)
 		return errorReply(fmt.Sprintf("Could not start %s: %v.", rb.Name, err))
@@ -49,7 +49,7 @@ func (h *Handler) run(ctx context.Context, c chat.Command, rb *runbooks.Runbook,
 		// Slack delivered the same command again after its run ended:
 		// the answer is where that run is, not that it runs.
 		return chat.Message{Title: rb.Name + " already ran for this command", Status: chat.StatusInfo,
-			Facts: []chat.Fact{{Label: "Run", Text: acc.RunID, Code: true}}, Notes: []string{"`" + h.cfg.Command + " status " + acc.RunID + "` shows its result."}}
+			Facts: []chat.Fact{{Label: "Run", Text: acc.RunID, Code: true}}, Notes: []string{chat.Code(h.cfg.Command+" status "+acc.RunID) + " shows its result."}}
 	case acc.Duplicate && acc.RunID != "":
 		return chat.Message{Title: rb.Name + " is already running", Status: chat.StatusRunning, Facts: []chat.Fact{{Label: "Run", Text: acc.RunID, Code: true}}}
 	case acc.Duplicate:

@@ -21,7 +21,7 @@ func (h *Handler) status(ctx context.Context, words []string) chat.Message {
 			return errorReply("Could not read the runs: " + err.Error())
 		}
 		if len(runs) == 0 {
-			return chat.Message{Title: "Nothing is running", Status: chat.StatusOK, Notes: []string{"`" + h.cfg.Command + " history` shows recent runs."}}
+			return chat.Message{Title: "Nothing is running", Status: chat.StatusOK, Notes: []string{chat.Code(h.cfg.Command+" history") + " shows recent runs."}}
 		}
 		return chat.Message{Title: "Running now", Status: chat.StatusRunning, Sections: []chat.Section{{Lines: runLines(runs)}}}
 	}
@@ -29,7 +29,7 @@ func (h *Handler) status(ctx context.Context, words []string) chat.Message {
 	var amb *store.AmbiguousIDError
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return errorReply(fmt.Sprintf("No run %q.", words[0]), "`"+h.cfg.Command+" history` shows recent runs.")
+		return errorReply(fmt.Sprintf("No run %q.", words[0]), chat.Code(h.cfg.Command+" history")+" shows recent runs.")
 	case errors.As(err, &amb):
 		return errorReply(fmt.Sprintf("%q matches several runs: %s.", words[0], strings.Join(amb.Matches, ", ")))
 	case err != nil:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/slack-go/slack"
@@ -91,7 +92,7 @@ func moreNote(more string) string {
 	if more == "" {
 		return ""
 	}
-	return " Full output: `" + strings.ReplaceAll(esc(more), "`", "'") + "`"
+	return " Full output: " + code(more)
 }
 
 func factsBlock(facts []chat.Fact) slack.Block {
@@ -99,7 +100,7 @@ func factsBlock(facts []chat.Fact) slack.Block {
 	for _, f := range facts {
 		text := esc(f.Text)
 		if f.Code && f.Text != "" {
-			text = "`" + strings.ReplaceAll(text, "`", "'") + "`"
+			text = code(f.Text)
 		}
 		if f.User != "" {
 			text = strings.TrimSpace(text + " " + mention(f.User))
@@ -149,8 +150,10 @@ func sectionBlocks(s chat.Section, more string) []slack.Block {
 		}
 	}
 	if s.Code != "" {
-		code := strings.ReplaceAll(esc(strings.TrimRight(s.Code, "\n")), "```", "`\u200b`\u200b`")
-		for _, chunk := range chunkCode(strings.Split(code, "\n"), maxBlocksPerCode, more) {
+		// A fence shows its text as it is, but for the entities and a
+		// fence in the text, which would end it.
+		block := strings.ReplaceAll(escEntities(strings.TrimRight(s.Code, "\n")), "```", "`\u200b`\u200b`")
+		for _, chunk := range chunkCode(strings.Split(block, "\n"), maxBlocksPerCode, more) {
 			out = append(out, textSection(chunk))
 		}
 	}
@@ -159,8 +162,8 @@ func sectionBlocks(s chat.Section, more string) []slack.Block {
 
 func renderLine(l chat.Line) string {
 	text := esc(l.Text)
-	if l.Code {
-		text = "`" + strings.ReplaceAll(text, "`", "'") + "`"
+	if l.Code && l.Text != "" {
+		text = code(l.Text)
 	}
 	var ms []string
 	for _, u := range l.Users {
@@ -279,10 +282,123 @@ func mrkdwn(text string) *slack.TextBlockObject {
 	return slack.NewTextBlockObject(slack.MarkdownType, text, false, false)
 }
 
-// esc escapes the three characters Slack's mrkdwn gives meaning to, so
-// that untrusted text cannot make a mention, a channel ping or a link.
+// esc makes untrusted text (command output, params, who asked, alert
+// labels) show in mrkdwn as itself. Slack gives meaning to &, < and >
+// (mentions, channel pings, links): they become the entities Slack's
+// formatting reference asks for. Slack also formats *bold*, _italic_,
+// ~strike~ and `code`, and quotes a line that starts with >, and has no
+// escape for those. It formats a marker only at the edge of a word
+// ("Super_cali_fragilistic" shows as it is), so a marker between two
+// letters or digits (probe_timeout, the underscores of an emoji code) is
+// left alone; any other becomes a look-alike, those jsx-slack's Escape
+// uses: ∗ (U+2217), ˍ (U+02CD), ∼ (U+223C), ˋ (U+02CB). A backtick is
+// always replaced, as a code span needs no word edge. A look-alike reads
+// as the marker to the on-call engineer; text they copy holds a visible
+// difference, where an inserted zero-width joiner would be an invisible
+// one. A line's leading > gets a soft hyphen (U+00AD) before it, which
+// shows nothing and keeps Slack from quoting the line. runbot's own
+// formatting (bold labels and headings, code spans, notes in italics) is
+// added around the escaped text, never passed through esc; within a
+// text, a span runbot marked with chat.Code becomes a code span.
 func esc(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+	if strings.ContainsRune(s, chat.CodeOpen) {
+		return escSpans(s)
+	}
+	if !strings.ContainsAny(s, mrkdwnSpecial) && !strings.ContainsRune(s, chat.CodeClose) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + len(s)/8)
+	prev := rune(-1) // the rune before r; -1 at the start
+	for i := 0; i < len(s); {
+		r, w := utf8.DecodeRuneInString(s[i:])
+		next := rune(-1)
+		if i+w < len(s) {
+			next, _ = utf8.DecodeRuneInString(s[i+w:])
+		}
+		switch r {
+		case '&':
+			b.WriteString("&amp;")
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			if prev == -1 || prev == '\n' {
+				b.WriteString("\u00ad")
+			}
+			b.WriteString("&gt;")
+		case '`':
+			b.WriteRune('ˋ')
+		case chat.CodeOpen, chat.CodeClose:
+			// A stray mark (a half span, or one in data) shows nothing.
+		case '*', '_', '~':
+			if wordRune(prev) && wordRune(next) {
+				b.WriteRune(r)
+			} else {
+				b.WriteRune(lookAlike[r])
+			}
+		default:
+			// Bytes as they are, invalid UTF-8 included.
+			b.WriteString(s[i : i+w])
+		}
+		prev = r
+		i += w
+	}
+	return b.String()
+}
+
+// escSpans escapes s as esc does, but for the spans chat.Code marked,
+// which become code spans.
+func escSpans(s string) string {
+	var b strings.Builder
+	for s != "" {
+		open := strings.IndexRune(s, chat.CodeOpen)
+		if open < 0 {
+			b.WriteString(esc(s))
+			break
+		}
+		b.WriteString(esc(s[:open]))
+		s = s[open+utf8.RuneLen(chat.CodeOpen):]
+		end, next := strings.IndexRune(s, chat.CodeClose), len(s)
+		if end < 0 {
+			end = len(s)
+		} else {
+			next = end + utf8.RuneLen(chat.CodeClose)
+		}
+		if span := s[:end]; span != "" {
+			b.WriteString(code(span))
+		}
+		s = s[next:]
+	}
+	return b.String()
+}
+
+// mrkdwnSpecial are the characters esc may change.
+const mrkdwnSpecial = "&<>`*_~"
+
+// lookAlike are the look-alikes esc puts for the markers of bold, italic
+// and strikethrough.
+var lookAlike = map[rune]rune{'*': '∗', '_': 'ˍ', '~': '∼'}
+
+// wordRune reports whether r is a letter or a digit: a marker between two
+// of them is inside a word, where Slack does not format.
+func wordRune(r rune) bool {
+	return r >= 0 && (unicode.IsLetter(r) || unicode.IsDigit(r))
+}
+
+// escEntities escapes only Slack's three control characters, for text
+// in a code span or block, where Slack formats nothing else.
+func escEntities(s string) string {
+	return entities.Replace(s)
+}
+
+var entities = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// code shows untrusted text as an inline code span, in which Slack
+// formats nothing: the text shows exactly, but for a backtick, which
+// would end the span and becomes its look-alike ˋ (U+02CB).
+func code(s string) string {
+	s = strings.NewReplacer(string(chat.CodeOpen), "", string(chat.CodeClose), "").Replace(s)
+	return "`" + strings.ReplaceAll(escEntities(s), "`", "ˋ") + "`"
 }
 
 // plain keeps angle brackets out of plain_text: whether Slack decodes

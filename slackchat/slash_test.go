@@ -37,7 +37,9 @@ func TestSlashCommandRunsRunbookAndPostsDiagnosis(t *testing.T) {
 		":red_circle: Stuck worker",
 		"Diagnosis: The worker is wedged while its health check passes; a restart clears it.",
 		"Health says 200 but the worker made no progress for 600s.",
-		"[health@host] `echo status=200` exited 0",
+		// Evidence is plain text: its backticks show as look-alikes, as
+		// any value's do, not as a code span.
+		"[health@host] ˋecho status=200ˋ exited 0",
 		"[progress@host] gap = 600",
 		"Proposed remediation: restart on host/here",
 		"needs 2 approval(s) from @oncall; two-person rule",

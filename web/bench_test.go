@@ -53,22 +53,9 @@ func bigReport(lines int) *runbooks.Report {
 // under 50 ms a page: make bench runs it.
 func BenchmarkRunPage(b *testing.B) {
 	rep := bigReport(1000)
-	st, err := store.Open(b.Context(), filepath.Join(b.TempDir(), "runbot.db"))
-	require.NoError(b, err)
-	b.Cleanup(func() { _ = st.Close() })
-	run, err := st.CreateRun(b.Context(), store.Run{Runbook: rep.Runbook, Trigger: store.TriggerAlert, RequestedBy: "alertmanager", Params: rep.Params, StartedAt: rep.StartedAt})
-	require.NoError(b, err)
-	rep.RunID = run.ID
-	raw, err := json.Marshal(rep)
-	require.NoError(b, err)
-	_, err = st.FinishRun(b.Context(), run.ID, store.RunFinished, store.OutcomeCritical, raw)
-	require.NoError(b, err)
-	site, err := web.New(web.Config{Logger: quiet(),
-		Proxy: &web.ProxyTrust{Header: "X-Forwarded-User", From: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}}}, st)
-	require.NoError(b, err)
-
+	site, id := benchSite(b, rep)
 	get := func() string {
-		req := httptest.NewRequest("GET", "/runs/"+run.ID, nil)
+		req := httptest.NewRequest("GET", "/runs/"+id, nil)
 		req.Header.Set("X-Forwarded-User", "bench")
 		w := httptest.NewRecorder()
 		site.ServeHTTP(w, req)
@@ -104,6 +91,63 @@ func BenchmarkRunPage(b *testing.B) {
 	b.ReportMetric(float64(pageTime)/float64(jsonTime), "x-json")
 	b.ReportMetric(float64(len(page)), "page-bytes")
 	b.ReportMetric(float64(pageCPU.Nanoseconds())/float64(n), "cpu-ns/op")
+}
+
+// benchSite stores rep as a finished run in a real SQLite store and
+// returns a site over it, for a proxy user from 192.0.2.0/24 (as
+// httptest.NewRequest sends) or the loopback, with the run's id.
+func benchSite(tb testing.TB, rep *runbooks.Report) (*web.Site, string) {
+	tb.Helper()
+	st, id := storeReport(tb, rep)
+	return siteOver(tb, st), id
+}
+
+// storeReport stores rep as a finished run in a new SQLite store.
+func storeReport(tb testing.TB, rep *runbooks.Report) (*store.SQLite, string) {
+	tb.Helper()
+	st, err := store.Open(tb.Context(), filepath.Join(tb.TempDir(), "runbot.db"))
+	require.NoError(tb, err)
+	tb.Cleanup(func() { _ = st.Close() })
+	run, err := st.CreateRun(tb.Context(), store.Run{Runbook: rep.Runbook, Trigger: store.TriggerAlert, RequestedBy: "alertmanager", Params: rep.Params, StartedAt: rep.StartedAt})
+	require.NoError(tb, err)
+	rep.RunID = run.ID
+	raw, err := json.Marshal(rep)
+	require.NoError(tb, err)
+	_, err = st.FinishRun(tb.Context(), run.ID, store.RunFinished, store.OutcomeCritical, raw)
+	require.NoError(tb, err)
+	return st, run.ID
+}
+
+// siteProxy trusts the user header from httptest.NewRequest's address
+// and from the loopback (an httptest.Server's client).
+var siteProxy = &web.ProxyTrust{Header: "X-Forwarded-User",
+	From: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("127.0.0.1/32")}}
+
+func siteOver(tb testing.TB, st web.Store) *web.Site {
+	tb.Helper()
+	site, err := web.New(web.Config{Logger: quiet(), Proxy: siteProxy}, st)
+	require.NoError(tb, err)
+	return site
+}
+
+// BenchmarkRunPageLarge renders the page of a run whose one step logged
+// 100,000 lines, the size that left the daemon's RSS at 233 MB after ten
+// concurrent fetches (issue 33): bytes/op is what one fetch allocates.
+func BenchmarkRunPageLarge(b *testing.B) {
+	site, id := benchSite(b, bigReport(100_000))
+	var size int
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest("GET", "/runs/"+id, nil)
+		req.Header.Set("X-Forwarded-User", "bench")
+		w := httptest.NewRecorder()
+		site.ServeHTTP(w, req)
+		if w.Code != 200 {
+			b.Fatalf("status %d: %.500s", w.Code, w.Body.String())
+		}
+		size = w.Body.Len()
+	}
+	b.ReportMetric(float64(size), "page-bytes")
 }
 
 // cpuTime is the CPU time this process used so far: on a shared machine

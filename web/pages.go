@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/runbot/runbot/incident"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
 	"github.com/runbot/runbot/timeline"
 )
 
@@ -26,19 +28,40 @@ type runView struct {
 	Timeline    string
 	TimelineAlt string
 	Postmortem  string
+	// Findings are the report's findings with the part of their evidence
+	// the page shows.
+	Findings []findingView
 	// Steps are the report's step runs grouped by step id, in run order.
 	Steps []stepGroup
 }
 
-type stepGroup struct {
-	ID   string
-	Runs []*runbooks.TargetRun
+// findingView is a finding with how many evidence lines it has and which
+// of them the page shows.
+type findingView struct {
+	runbooks.FindingResult
+	Lines int
+	Shown shownLines
 }
 
-// load reads a run's incident, redacted. A visitor with a link sees only
-// the run the link was signed for, never one its id is a prefix of.
-func (s *Site) load(ctx context.Context, id string, v visitor) (*incident.Incident, error) {
-	inc, err := incident.LoadRedacted(ctx, s.st, id, s.redact)
+type stepGroup struct {
+	ID   string
+	Runs []stepRun
+}
+
+// stepRun is a step's run with the part of its evidence and events the
+// page shows.
+type stepRun struct {
+	*runbooks.TargetRun
+	Shown       shownLines
+	ShownEvents shownEvents
+}
+
+// load reads a run's incident, redacted, from st (the site's store, or
+// one that holds the report back: see loadPage). A visitor with a link
+// sees only the run the link was signed for, never one its id is a
+// prefix of.
+func (s *Site) load(ctx context.Context, st incident.Store, id string, v visitor) (*incident.Incident, error) {
+	inc, err := incident.LoadRedacted(ctx, st, id, s.redact)
 	if err != nil {
 		return nil, err
 	}
@@ -48,6 +71,69 @@ func (s *Site) load(ctx context.Context, id string, v visitor) (*incident.Incide
 	return inc, nil
 }
 
+// heldReport is a Store that hands incident a run without its report and
+// keeps the report for loadPage, which cuts it before it is redacted.
+type heldReport struct {
+	incident.Store
+	raw []byte
+}
+
+// GetRun implements incident.Store.
+func (h *heldReport) GetRun(ctx context.Context, id string) (store.Run, error) {
+	run, err := h.Store.GetRun(ctx, id)
+	h.raw, run.Report = run.Report, nil
+	return run, err
+}
+
+// loadPage reads a run for its page or its postmortem draft. Everything
+// but the report comes through incident.LoadRedacted; the report is cut
+// to what the page shows (shrinkReport) before it is redacted and
+// decoded, as LoadRedacted would the whole of it.
+func (s *Site) loadPage(ctx context.Context, id string, v visitor) (*incident.Incident, cuts, error) {
+	hold := &heldReport{Store: s.st}
+	inc, err := s.load(ctx, hold, id, v)
+	if err != nil {
+		return nil, cuts{}, err
+	}
+	raw := hold.raw
+	hold.raw = nil
+	if len(raw) == 0 {
+		return inc, cuts{}, nil
+	}
+	shown, c, err := shrinkReport(raw, s.redact)
+	if err != nil {
+		return nil, cuts{}, fmt.Errorf("load incident %s: %w", inc.Run.ID, err)
+	}
+	if shown, err = s.redact.JSON(shown); err != nil {
+		return nil, cuts{}, fmt.Errorf("load incident %s: %w", inc.Run.ID, err)
+	}
+	if inc.Report, err = runbooks.ReportOf(store.Run{ID: inc.Run.ID, Status: inc.Run.Status, Report: shown}); err != nil {
+		return nil, cuts{}, fmt.Errorf("load incident %s: %w", inc.Run.ID, err)
+	}
+	return inc, c, nil
+}
+
+// draftOf is inc as its postmortem draft is written from: with each
+// finding's evidence as long as it was, the lines the page left out blank.
+// The draft quotes a finding's first lines, which the page keeps, and
+// counts the rest.
+func draftOf(inc *incident.Incident, c cuts) *incident.Incident {
+	if inc.Report == nil || len(c.findings) == 0 {
+		return inc
+	}
+	d, rep := *inc, *inc.Report
+	rep.Findings = slices.Clone(rep.Findings)
+	for i, fc := range c.findings {
+		ev := rep.Findings[i].Evidence
+		full := make([]string, len(ev)+fc.Omitted)
+		copy(full, ev[:fc.At])
+		copy(full[fc.At+fc.Omitted:], ev[fc.At:])
+		rep.Findings[i].Evidence = full
+	}
+	d.Report = &rep
+	return &d
+}
+
 func (s *Site) runPage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	v, err := s.who(r, id)
@@ -55,14 +141,20 @@ func (s *Site) runPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	ctx, cancel := s.ctx(r)
-	defer cancel()
-	inc, err := s.load(ctx, id, v)
+	leave, err := s.enter(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	view, err := s.runView(inc, v)
+	defer leave()
+	ctx, cancel := s.ctx(r)
+	defer cancel()
+	inc, c, err := s.loadPage(ctx, id, v)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	view, err := s.runView(inc, c, v)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -70,12 +162,12 @@ func (s *Site) runPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, "run", view)
 }
 
-// runView prepares a redacted incident for the run page.
-func (s *Site) runView(inc *incident.Incident, v visitor) (*runView, error) {
+// runView prepares a redacted incident, cut as c says, for the run page.
+func (s *Site) runView(inc *incident.Incident, c cuts, v visitor) (*runView, error) {
 	id := url.PathEscape(inc.Run.ID)
 	view := &runView{Inc: inc, Visitor: v, Events: inc.Timeline(), Postmortem: withLink(id+"/postmortem.md", v)}
 	var md bytes.Buffer
-	if err := inc.Markdown(&md, s.pageURL(inc.Run.ID)); err != nil {
+	if err := draftOf(inc, c).Markdown(&md, s.pageURL(inc.Run.ID)); err != nil {
 		return nil, fmt.Errorf("postmortem of %s: %w", inc.Run.ID, err)
 	}
 	view.Markdown = md.String()
@@ -86,15 +178,20 @@ func (s *Site) runView(inc *incident.Incident, v visitor) (*runView, error) {
 		} else if !errors.Is(err, timeline.ErrNothingToDraw) {
 			return nil, fmt.Errorf("timeline of %s: %w", inc.Run.ID, err)
 		}
+		for i, f := range rep.Findings {
+			fc := c.findings[i]
+			view.Findings = append(view.Findings, findingView{FindingResult: f, Lines: len(f.Evidence) + fc.Omitted, Shown: showLines(f.Evidence, fc)})
+		}
 		index := map[string]int{}
-		for _, tr := range rep.Steps {
-			i, ok := index[tr.Step]
+		for i, tr := range rep.Steps {
+			g, ok := index[tr.Step]
 			if !ok {
-				i = len(view.Steps)
-				index[tr.Step] = i
+				g = len(view.Steps)
+				index[tr.Step] = g
 				view.Steps = append(view.Steps, stepGroup{ID: tr.Step})
 			}
-			view.Steps[i].Runs = append(view.Steps[i].Runs, tr)
+			view.Steps[g].Runs = append(view.Steps[g].Runs, stepRun{TargetRun: tr,
+				Shown: showLines(tr.Evidence, c.evidence[i]), ShownEvents: showEvents(tr.Events, c.events[i])})
 		}
 	}
 	return view, nil
@@ -144,9 +241,16 @@ func (s *Site) timelinePNG(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	leave, err := s.enter(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	defer leave()
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	inc, err := s.load(ctx, id, v)
+	// The picture draws every event of the report: it is read whole.
+	inc, err := s.load(ctx, s.st, id, v)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -176,15 +280,21 @@ func (s *Site) postmortem(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	leave, err := s.enter(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	defer leave()
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	inc, err := s.load(ctx, id, v)
+	inc, c, err := s.loadPage(ctx, id, v)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	var buf bytes.Buffer
-	if err := inc.Markdown(&buf, s.pageURL(inc.Run.ID)); err != nil {
+	if err := draftOf(inc, c).Markdown(&buf, s.pageURL(inc.Run.ID)); err != nil {
 		s.fail(w, r, fmt.Errorf("postmortem of %s: %w", inc.Run.ID, err))
 		return
 	}

@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +52,12 @@ type Config struct {
 	// RequestTimeout bounds the store reads and rendering of one request
 	// (default 15s).
 	RequestTimeout time.Duration
+	// MaxPages bounds how many run pages, timeline pictures and
+	// postmortem drafts are made at once (default 2); more wait, up to
+	// RequestTimeout, and are then answered 503 with a Retry-After. A run
+	// with a long output takes a few hundred megabytes to read: ten
+	// people opening it at once must not take the daemon's memory.
+	MaxPages int
 	// Logger is slog.Default() when nil; Now is time.Now when nil.
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -69,7 +76,18 @@ type Site struct {
 	now     func() time.Time
 	mux     *http.ServeMux
 	csp     string
+	// pages holds a token for each run page being made (see
+	// Config.MaxPages).
+	pages chan struct{}
 }
+
+// defaultMaxPages is Config.MaxPages when unset. Making a page keeps a CPU
+// busy, and a small daemon's host has two: more pages at once would not
+// be made sooner, only hold more memory while they are made.
+const defaultMaxPages = 2
+
+// errBusy is a page that waited for MaxPages others for too long.
+var errBusy = errors.New("too many run pages are being made at once")
 
 // New builds the site over st.
 func New(cfg Config, st Store) (*Site, error) {
@@ -99,6 +117,10 @@ func New(cfg Config, st Store) (*Site, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	if cfg.MaxPages <= 0 {
+		cfg.MaxPages = defaultMaxPages
+	}
+	s.pages = make(chan struct{}, cfg.MaxPages)
 	s.log = s.log.With("component", "web")
 	if s.now == nil {
 		s.now = time.Now
@@ -176,6 +198,12 @@ func (s *Site) fail(w http.ResponseWriter, r *http.Request, err error) {
 			Hint:    "A single run's report opens from the Full report link in its Slack message."}
 	case errors.Is(err, store.ErrNotFound):
 		p = errorPage{Status: http.StatusNotFound, Title: "No such run", Message: "runbot has no run " + shortened(r.PathValue("id")) + "."}
+	case errors.Is(err, errBusy):
+		p = errorPage{Status: http.StatusServiceUnavailable, Title: "Busy",
+			Message: "runbot is making other long run pages and could not start this one in time.",
+			Hint:    "Reload the page in a few seconds."}
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+		s.log.Warn("web page refused: busy", "path", shortened(r.URL.Path), "err", err)
 	case errors.Is(err, errBadFilter):
 		p = errorPage{Status: http.StatusBadRequest, Title: "Bad filter", Message: err.Error()}
 	default:
@@ -217,6 +245,25 @@ func withLink(rel string, v visitor) string {
 		sep = "&"
 	}
 	return rel + sep + linkParam + "=" + url.QueryEscape(v.Link)
+}
+
+// retryAfter is the seconds a busy site asks a client to wait.
+const retryAfter = 5
+
+// enter waits for a turn to make a run page (see Config.MaxPages), up to
+// the request timeout or until the client leaves, and returns the func
+// that ends the turn.
+func (s *Site) enter(r *http.Request) (func(), error) {
+	t := time.NewTimer(s.timeout)
+	defer t.Stop()
+	select {
+	case s.pages <- struct{}{}:
+		return func() { <-s.pages }, nil
+	case <-t.C:
+		return nil, fmt.Errorf("%w: waited %s", errBusy, s.timeout)
+	case <-r.Context().Done():
+		return nil, fmt.Errorf("%w: %w", errBusy, context.Cause(r.Context()))
+	}
 }
 
 func (s *Site) ctx(r *http.Request) (context.Context, context.CancelFunc) {
