@@ -632,7 +632,7 @@ func (a *Receiver) recoverOne(ctx context.Context, st store.AlertState, orphansO
 	if err := json.Unmarshal(last.Payload, &al); err != nil {
 		return fmt.Errorf("read delivery %d of alert %s: %w", last.ID, st.Fingerprint, err)
 	}
-	rt := routeAlert(a.routes, al)
+	rt := routeAlert(a.routes.Load().routes, al)
 	if rt == nil || rt.Err != nil {
 		return nil
 	}

@@ -10,12 +10,14 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/internal/secret"
+	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
 
@@ -104,12 +106,14 @@ const (
 // message ("seen N times, last at …"), and its resolution is posted in the
 // thread.
 type Receiver struct {
-	cfg     Config
-	disp    *dispatch.Dispatcher
-	store   store.Store
-	chat    chat.Chat
-	auth    alertAuth
-	routes  []route
+	cfg   Config
+	disp  *dispatch.Dispatcher
+	store store.Store
+	chat  chat.Chat
+	auth  alertAuth
+	// routes are the compiled routes alerts accepted from now on take; a
+	// reload replaces them (SetRouting).
+	routes  atomic.Pointer[Routing]
 	generic *genericParser
 	queue   *alertQueue
 	metrics *alertMetrics
@@ -138,6 +142,25 @@ type Receiver struct {
 	chatDown time.Time
 }
 
+// Routing is the alert routes compiled against one catalog of runbooks:
+// the configured routes, then the runbooks' triggers.alerts.
+type Routing struct{ routes []route }
+
+// Routing compiles the receiver's configured routes and catalog's
+// triggers, for a reload that installs a new catalog: an error means the
+// routes do not fit it, and nothing changed.
+func (a *Receiver) Routing(catalog *runbooks.Catalog) (*Routing, error) {
+	routes, err := compileRoutes(a.cfg.Routes, catalog)
+	if err != nil {
+		return nil, fmt.Errorf("alert routes: %w", err)
+	}
+	return &Routing{routes: routes}, nil
+}
+
+// SetRouting makes the alerts accepted from now on take r's routes;
+// alerts accepted before keep the route they were given.
+func (a *Receiver) SetRouting(r *Routing) { a.routes.Store(r) }
+
 // New checks the configuration, loads the credentials and compiles
 // the routes (the configured ones, then the catalog's triggers.alerts).
 func New(cfg Config, d *dispatch.Dispatcher, deps dispatch.TriggerDeps) (*Receiver, error) {
@@ -155,11 +178,12 @@ func New(cfg Config, d *dispatch.Dispatcher, deps dispatch.TriggerDeps) (*Receiv
 	}
 	deps = d.ForTrigger(deps, "alerts")
 	a := &Receiver{
-		cfg: cfg, disp: d, store: deps.Store, chat: deps.Chat, auth: auth, routes: routes, queue: newAlertQueue(cfg.MaxQueue),
+		cfg: cfg, disp: d, store: deps.Store, chat: deps.Chat, auth: auth, queue: newAlertQueue(cfg.MaxQueue),
 		log: deps.Logger, now: deps.Now, beat: deps.Heartbeat,
 		wake: make(chan struct{}, 1), tracks: map[string]*alertTrack{}, handled: make(chan struct{}),
 		byWork: map[string]*alertTrack{}, groups: map[string]*alertGroup{},
 	}
+	a.routes.Store(&Routing{routes: routes})
 	if cfg.Messages != MessagesGroup && cfg.Messages != MessagesAlert {
 		return nil, fmt.Errorf("alert messages: %q is neither %q nor %q", cfg.Messages, MessagesGroup, MessagesAlert)
 	}
@@ -280,7 +304,7 @@ func (a *Receiver) accept(ctx context.Context, alerts []Alert) (alertAck, error)
 	mayStart := make([]bool, len(alerts))
 	starts := 0
 	for i, al := range alerts {
-		routes[i] = routeAlert(a.routes, al)
+		routes[i] = routeAlert(a.routes.Load().routes, al)
 	}
 	a.mu.Lock()
 	for i, al := range alerts {

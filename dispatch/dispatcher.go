@@ -144,7 +144,7 @@ type Deps struct {
 // platform: it posts through deps.Chat when there is one.
 func New(cfg Config, deps Deps) (*Dispatcher, error) {
 	if deps.Store == nil {
-		return nil, errors.New("dispatcher: catalog, engine, remediator and store are required")
+		return nil, errors.New("dispatcher: a store is required")
 	}
 	set, err := newRunSet(Set{Catalog: deps.Catalog, Engine: deps.Engine, Remediator: deps.Remediator}, deps.Store)
 	if err != nil {

@@ -4,15 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/runbot/runbot/alerts"
 	"github.com/runbot/runbot/config"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/heartbeat"
@@ -24,7 +23,8 @@ import (
 // Reloading (SIGHUP, systemctl reload) reads the config, the inventory and
 // the runbooks again, checks them as serve --check does, and installs what
 // can change in a running daemon — the runbooks, the inventory, the
-// schedules, the groups and slack.authorize — all at once or not at all.
+// schedules, the groups, slack.authorize and the runbooks' alert
+// triggers — all at once or not at all.
 // A run in flight keeps the runbooks and the inventory it started with
 // (dispatch.Dispatcher.Swap). What the daemon opened or bound at start
 // (the listener, the store, Slack, the web pages, the alert webhook, the
@@ -172,11 +172,6 @@ func (r *reloader) apply(ctx context.Context, log *slog.Logger) error {
 			return fmt.Errorf("the settings kept until a restart do not fit the new runbooks and inventory: %w", ps.Err())
 		}
 	}
-	if changed := alertTriggersChanged(old.catalog, plan.catalog); len(changed) > 0 {
-		log.Warn("the alert triggers of these runbooks changed: the alert webhook routes as at start until a restart",
-			"runbooks", strings.Join(changed, ", "))
-	}
-
 	// Everything that can fail is built before anything is installed.
 	cur := r.d.disp.Current()
 	eng := *cur.Engine
@@ -191,6 +186,14 @@ func (r *reloader) apply(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("check the schedules: %w", err)
 	}
+	// The alert routes: the config's (kept until a restart when changed)
+	// and the new runbooks' triggers.alerts.
+	var routing *alerts.Routing
+	if r.d.alerts != nil {
+		if routing, err = r.d.alerts.Routing(plan.catalog); err != nil {
+			return fmt.Errorf("check the alert routes: %w", err)
+		}
+	}
 	if r.d.cmds != nil && cfg.Slack != nil {
 		// The first install: it checks the rules, and refusing them here
 		// leaves everything as it was.
@@ -200,6 +203,9 @@ func (r *reloader) apply(ctx context.Context, log *slog.Logger) error {
 	}
 	if err := r.d.disp.Swap(set); err != nil {
 		return fmt.Errorf("install the runbooks and the inventory: %w", err)
+	}
+	if routing != nil {
+		r.d.alerts.SetRouting(routing)
 	}
 	// The old scheduler stops before its successor starts, so that no
 	// tick fires on both; a tick due in between is caught up (the tick
@@ -336,44 +342,4 @@ func equalValues(a, b reflect.Value) bool {
 		return a.String() == b.String()
 	}
 	return false
-}
-
-// alertTriggersChanged names the runbooks whose triggers.alerts differ
-// between two catalogs (added, removed or edited): the alert webhook
-// compiled them at start and routes by them until a restart.
-func alertTriggersChanged(old, next *runbooks.Catalog) []string {
-	sig := func(c *runbooks.Catalog) map[string]string {
-		out := map[string]string{}
-		for _, rb := range c.All() {
-			var parts []string
-			for _, at := range rb.Triggers.Alerts {
-				var kv []string
-				for _, k := range slices.Sorted(maps.Keys(at.Match)) {
-					kv = append(kv, k+"="+at.Match[k])
-				}
-				for _, k := range slices.Sorted(maps.Keys(at.Params)) {
-					kv = append(kv, "param "+k+"="+at.Params[k].Source)
-				}
-				parts = append(parts, strings.Join(kv, "\x00"))
-			}
-			if len(parts) > 0 {
-				out[rb.Name] = strings.Join(parts, "\x01")
-			}
-		}
-		return out
-	}
-	a, b := sig(old), sig(next)
-	var changed []string
-	for name := range a {
-		if a[name] != b[name] {
-			changed = append(changed, name)
-		}
-	}
-	for name := range b {
-		if _, ok := a[name]; !ok {
-			changed = append(changed, name)
-		}
-	}
-	slices.Sort(changed)
-	return changed
 }

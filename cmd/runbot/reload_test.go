@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -319,4 +320,48 @@ func TestReloadableKeepsWhatNeedsARestart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSIGHUPReloadsAlertRoutes: a runbook added with an alert trigger
+// routes its alert after a reload, as an operator adding a runbook for a
+// new alert expects, without a restart.
+func TestSIGHUPReloadsAlertRoutes(t *testing.T) {
+	r := newRestartRig(t)
+	books := t.TempDir()
+	sleep, err := os.ReadFile("testdata/restartrunbooks/sleep.yaml")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(books, "sleep.yaml"), sleep, 0o600))
+	abs, err := filepath.Abs("testdata")
+	require.NoError(t, err)
+	cfg, err := os.ReadFile(r.cfg)
+	require.NoError(t, err)
+	cfg = bytes.Replace(cfg, []byte(abs+"/restartrunbooks"), []byte(books), 1)
+	cfg = fmt.Appendf(cfg, "alerts:\n  bearer_token: {env: T_ALERT}\n")
+	require.NoError(t, os.WriteFile(r.cfg, cfg, 0o600))
+	r.env = []string{"T_ALERT=" + stormToken}
+	r.start()
+	defer r.stop()
+
+	// Before: no runbook takes StormProbe.
+	r.stormAlerts("before", 1)
+	nap := strings.Replace(string(sleep), "name: sleep", "name: nap", 1)
+	nap = strings.Replace(nap, "triggers:\n  command: sleep", "triggers:\n  command: nap\n  alerts:\n    - match: {alertname: StormProbe}\n      params: {secs: \"0\"}", 1)
+	require.NotEqual(t, string(sleep), nap)
+	require.NoError(t, os.WriteFile(filepath.Join(books, "nap.yaml"), []byte(nap), 0o600))
+	require.NoError(t, r.cmd.Process.Signal(syscall.SIGHUP))
+	r.until("the reload is done", func() bool { return strings.Contains(r.logs.String(), "config reloaded") })
+
+	r.stormAlerts("after", 1)
+	r.until("the alert after the reload ran the new runbook", func() bool {
+		for _, run := range r.allRuns() {
+			if run.Runbook == "nap" && run.Status.Final() {
+				return true
+			}
+		}
+		return false
+	})
+	for _, run := range r.allRuns() {
+		require.Equal(t, "nap", run.Runbook)
+	}
+	require.Len(t, r.allRuns(), 1, "the alert before the reload had no route, and was not run later")
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/runbot/runbot/alerts"
 	"github.com/runbot/runbot/chat/outbox"
 	"github.com/runbot/runbot/commands"
 	"github.com/runbot/runbot/config"
@@ -118,8 +119,11 @@ type daemonParts struct {
 	// cmds are the chat commands, nil without Slack; sched is the
 	// running scheduler. A reload replaces their access rules and the
 	// scheduler (reload.go).
-	cmds  *commands.Handler
-	sched *schedulerRun
+	cmds *commands.Handler
+	// alerts is the alert webhook, nil without one; a reload gives it
+	// the new runbooks' routes.
+	alerts *alerts.Receiver
+	sched  *schedulerRun
 
 	loops sync.WaitGroup
 }

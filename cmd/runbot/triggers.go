@@ -41,6 +41,7 @@ func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *
 		if err != nil {
 			return err
 		}
+		d.alerts = rcv
 		mux.Handle("/alerts/", rcv.Handler())
 		reg.MustRegister(rcv)
 		d.loops.Go(func() {
