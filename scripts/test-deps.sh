@@ -14,6 +14,10 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_pkgs+=(postgresql)
 # The web report pages are tested in a real browser: Debian's headless
 # Chromium, driven by chromedp.
 command -v chromium >/dev/null 2>&1 || need_pkgs+=(chromium)
+# The store-fault tests put SQLite on a small ext4 loop mount and set the
+# immutable flag on its files (mkfs.ext4, chattr).
+command -v mkfs.ext4 >/dev/null 2>&1 || need_pkgs+=(e2fsprogs)
+command -v chattr >/dev/null 2>&1 || need_pkgs+=(e2fsprogs)
 
 if ((${#need_pkgs[@]})); then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
