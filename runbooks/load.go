@@ -50,12 +50,15 @@ type loader struct {
 	// positions of sections and ids, for cross-reference errors
 	stepPos    map[string]*yaml.Node
 	findingPos map[string]*yaml.Node
-	needsNodes map[string][]*yaml.Node
-	remediate  map[string]*yaml.Node
-	verifyNode map[string][]*yaml.Node
-	rootNode   *yaml.Node
-	whenNodes  []whenRef
-	summaries  []summaryRef
+	// diagnosisPos is where each diagnosis id was first written: a
+	// verdict names one diagnosis, so two may not share an id.
+	diagnosisPos map[string]*yaml.Node
+	needsNodes   map[string][]*yaml.Node
+	remediate    map[string]*yaml.Node
+	verifyNode   map[string][]*yaml.Node
+	rootNode     *yaml.Node
+	whenNodes    []whenRef
+	summaries    []summaryRef
 }
 
 var topKeys = []string{"name", "title", "doc", "params", "triggers", "ssh", "steps", "findings", "diagnoses", "remediations"}
@@ -63,7 +66,7 @@ var topKeys = []string{"name", "title", "doc", "params", "triggers", "ssh", "ste
 func (l *loader) decode(root *yaml.Node) {
 	d, rb := l.d, l.rb
 	l.rootNode = root
-	l.stepPos, l.findingPos = map[string]*yaml.Node{}, map[string]*yaml.Node{}
+	l.stepPos, l.findingPos, l.diagnosisPos = map[string]*yaml.Node{}, map[string]*yaml.Node{}, map[string]*yaml.Node{}
 	l.needsNodes, l.remediate, l.verifyNode = map[string][]*yaml.Node{}, map[string]*yaml.Node{}, map[string][]*yaml.Node{}
 	d.Fields(root, "runbook", topKeys, func(key string, k, v *yaml.Node) {
 		switch key {
@@ -458,9 +461,7 @@ func (l *loader) diagnosis(n *yaml.Node) {
 		switch key {
 		case "id":
 			dg.ID = d.String(v, "diagnosis id")
-			if !idRE.MatchString(dg.ID) {
-				d.Errorf(v, "diagnosis id %q: use lowercase letters, digits and '_'", dg.ID)
-			}
+			l.checkID(v, "diagnosis", dg.ID, l.diagnosisPos)
 		case "severity":
 			dg.Severity = l.severity(v)
 		case "when":
@@ -492,6 +493,9 @@ func (l *loader) diagnosis(n *yaml.Node) {
 			})
 		}
 	})
+	if dg.ID == "" {
+		d.Errorf(n, "diagnosis: id is required")
+	}
 	if whenNode == nil {
 		d.Errorf(n, "diagnosis %s: when is required", dg.ID)
 	}

@@ -110,7 +110,7 @@ func (g *globalFlags) cliRedactor(cmd *cobra.Command, extra []string) (_ *redact
 
 // redactedOut is a command's standard output, redacted. It holds what is
 // written until Flush, so that a secret printed in pieces (a private key
-// line by line, a token split by a table's columns) is matched whole; JSON
+// line by line) is matched whole; JSON
 // is redacted string by string, so that it stays valid. Once Direct, each
 // write is redacted and passed on at once, for output that must appear
 // before a prompt. A notice, when set, goes to notices (stderr) once,
