@@ -72,7 +72,7 @@ func TestImportsPointDown(t *testing.T) {
 		fields := strings.Fields(line)
 		pkg := strings.TrimPrefix(fields[0], mod)
 		rule, ok := ruleFor(pkg)
-		require.True(t, ok, "package %s has no layering rule; add it to this test and DESIGN.md", pkg)
+		require.True(t, ok, "package %s has no layering rule; add it to the table in this test", pkg)
 		for _, imp := range fields[1:] {
 			if !strings.HasPrefix(imp, mod) {
 				continue
