@@ -71,18 +71,7 @@ func TestSIGHUPReloadsRunbooksAndKeepsTheOldSetWhenBroken(t *testing.T) {
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
 	require.NoError(t, err)
 	defer func() { _ = conn.Close() }() // test cleanup
-	msgs := make(chan string, 64)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				close(msgs)
-				return
-			}
-			msgs <- string(buf[:n])
-		}
-	}()
+	msgs := notifications(conn)
 
 	cmd := exec.Command(runbot, "serve", "--config", cfgPath)
 	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock)

@@ -124,18 +124,7 @@ func TestServeSpeaksSdNotify(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	defer func() { _ = cmd.Process.Kill() }()
 
-	msgs := make(chan string, 64)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				close(msgs)
-				return
-			}
-			msgs <- string(buf[:n])
-		}
-	}()
+	msgs := notifications(conn)
 	next := func(what string) string {
 		select {
 		case m := <-msgs:
@@ -166,4 +155,22 @@ func freePort(t testing.TB) int {
 	require.NoError(t, err)
 	defer func() { _ = l.Close() }() // only the port was wanted
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// notifications delivers each datagram sent to conn (sd_notify's
+// messages) until conn is closed, when the channel is closed too.
+func notifications(conn *net.UnixConn) <-chan string {
+	msgs := make(chan string, 64)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				close(msgs)
+				return
+			}
+			msgs <- string(buf[:n])
+		}
+	}()
+	return msgs
 }
