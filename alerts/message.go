@@ -55,7 +55,7 @@ func (t *alertTrack) view() chat.Message {
 	m.Sections = append(m.Sections, labels)
 
 	run := chat.Section{Heading: "Runbook " + t.route.Runbook}
-	if p := dispatch.ParamText(t.route.Params); p != "" {
+	if p := dispatch.ParamText(t.route.Shown); p != "" {
 		run.Lines = append(run.Lines, chat.Line{Text: p, Code: true})
 	}
 	switch {

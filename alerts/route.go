@@ -34,6 +34,9 @@ type route struct {
 	runbook string
 	match   []matcher
 	params  map[string]*runbooks.Template
+	// book is the runbook, for masking its secret params where the
+	// alert's message shows the params.
+	book *runbooks.Runbook
 }
 
 type matcher struct {
@@ -55,6 +58,8 @@ func (m matcher) matches(labels map[string]string) bool {
 type routed struct {
 	Runbook string
 	Params  map[string]string
+	// Shown is Params as messages show them: secret ones masked.
+	Shown map[string]string
 	// Origin names the route, for messages and logs.
 	Origin string
 	Err    error
@@ -77,7 +82,7 @@ func compileRoutes(cfg []Route, catalog *runbooks.Catalog) ([]route, error) {
 		if len(r.Match) == 0 {
 			errs = append(errs, fmt.Errorf("%s: match needs at least one label", origin))
 		}
-		rt := route{origin: origin, runbook: rb.Name, params: map[string]*runbooks.Template{}}
+		rt := route{origin: origin, runbook: rb.Name, book: rb, params: map[string]*runbooks.Template{}}
 		if rt.match, err = compileMatchers(r.Match); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", origin, err))
 		}
@@ -103,7 +108,7 @@ func compileRoutes(cfg []Route, catalog *runbooks.Catalog) ([]route, error) {
 				errs = append(errs, fmt.Errorf("%s: %w", origin, err))
 				continue
 			}
-			out = append(out, route{origin: origin, runbook: rb.Name, match: ms, params: at.Params})
+			out = append(out, route{origin: origin, runbook: rb.Name, book: rb, match: ms, params: at.Params})
 		}
 	}
 	return out, errors.Join(errs...)
@@ -159,6 +164,10 @@ func routeAlert(routes []route, a Alert) *routed {
 			if v = strings.TrimSpace(v); v != "" {
 				out.Params[name] = v
 			}
+		}
+		out.Shown = out.Params
+		if r.book != nil {
+			out.Shown = r.book.MaskSecrets(out.Params)
 		}
 		return out
 	}

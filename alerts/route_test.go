@@ -66,6 +66,11 @@ func TestAlertRouting(t *testing.T) {
 		},
 	} {
 		got := routeAlert(routes, Alert{Labels: tc.labels, Annotations: tc.annotations})
+		if tc.want != nil {
+			// No runbook here has a secret param: messages show the params
+			// as they are.
+			tc.want.Shown = tc.want.Params
+		}
 		require.Equal(t, tc.want, got, name)
 	}
 }

@@ -114,14 +114,15 @@ func (d *Dispatcher) RunNow(ctx context.Context, req Direct) DirectResult {
 // deployment that needs a fix gets its own plan to approve. It posts
 // nothing and returns false when the diagnosis asks for no remediation.
 // The run's message becomes the reply, so that votes and the apply update
-// it there.
-func (d *Dispatcher) ProposeInThread(ctx context.Context, run store.Run, rep *runbooks.Report, channel, thread string) (bool, error) {
+// it there. params are the params the run was given: the stored run keeps
+// its secret ones masked.
+func (d *Dispatcher) ProposeInThread(ctx context.Context, run store.Run, params map[string]string, rep *runbooks.Report, channel, thread string) (bool, error) {
 	set := d.current()
 	rb, nf := set.runbook(run.Runbook)
 	if nf != nil {
 		return false, nf
 	}
-	p, err := set.engine.Prepare(ctx, rb, run.Params)
+	p, err := set.engine.Prepare(ctx, rb, params)
 	if err != nil {
 		return false, fmt.Errorf("propose for run %s: %w", run.ID, err)
 	}

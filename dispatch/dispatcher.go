@@ -334,9 +334,9 @@ func (d *Dispatcher) enqueue(ctx context.Context, rb *runbooks.Runbook, req Requ
 		d.log.Info("duplicate trigger ignored", "key", req.Key, "work", w.ID, "run", w.RunID)
 		return Accepted{WorkID: w.ID, Duplicate: true, RunID: w.RunID, Done: w.State == store.WorkDone}, nil
 	}
-	// The params say what was asked; serve's log handler redacts them
-	// as Slack does.
-	d.log.Info("run queued", "work", w.ID, "runbook", rb.Name, "source", req.Source, "requested_by", req.RequestedBy, "params", req.Params)
+	// The params say what was asked: secret ones masked, the rest
+	// redacted by serve's log handler as Slack does.
+	d.log.Info("run queued", "work", w.ID, "runbook", rb.Name, "source", req.Source, "requested_by", req.RequestedBy, "params", rb.MaskSecrets(req.Params))
 	if err := d.kick(); err != nil {
 		return Accepted{WorkID: w.ID}, fmt.Errorf("submit %s: queued as %s but not started: %w", rb.Name, w.ID, err)
 	}

@@ -24,7 +24,7 @@ func (d *Dispatcher) DryRun(ctx context.Context, planID string) (chat.Message, e
 		m.Sections = append(m.Sections, chat.Section{Status: chat.StatusWarning, Heading: "Re-check", Text: note})
 	}
 	m.Notes = []string{"Nothing was changed. Plan " + prop.Plan.ID + ", hash " + short(prop.Plan.Hash) + "."}
-	return m, nil
+	return m.Map(body.Scrubber()), nil
 }
 
 // recheck re-makes the plan from the targets' current state and says

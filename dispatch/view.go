@@ -44,6 +44,12 @@ func (rs *runState) view() chat.Message {
 		m.Sections = append(m.Sections, rs.applySection())
 	}
 	m.Notes = append(m.Notes, rs.notes...)
+	if rs.proposal != nil && len(rs.proposal.Body.Secret) > 0 {
+		// The plan holds its secret params' values, as applying it needs
+		// them; its commands, diffs and what applying printed may quote
+		// them. The run's report and params hide them already.
+		m = m.Map(rs.proposal.Body.Scrubber())
+	}
 	return m
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/runbot/runbot/internal/redact"
+	"github.com/runbot/runbot/internal/secret"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
@@ -146,7 +147,46 @@ func load(ctx context.Context, st Store, id string, r *redact.Redactor) (*Incide
 	if run.Trigger == store.TriggerAlert && run.WorkID != "" {
 		inc.Alert = loadAlert(ctx, st, run.WorkID)
 	}
+	if err := hidePlanSecrets(inc, runbooks.PlanSecrets(plans)); err != nil {
+		return nil, fmt.Errorf("load incident %s: %w", run.ID, err)
+	}
 	return inc, nil
+}
+
+// hidePlanSecrets hides the values of the plans' secret params in what is
+// shown of them. A plan keeps those values, as applying it needs them, and
+// what applying recorded (an action's output, a message, the audit trail)
+// may quote them; the run's own params and report are kept hidden already.
+func hidePlanSecrets(inc *Incident, secrets []secret.Value) error {
+	r := redact.Values(secrets...)
+	if r == nil {
+		return nil
+	}
+	for i := range inc.Plans {
+		ip := &inc.Plans[i]
+		if ip.Body != nil {
+			ip.Body = ip.Body.Shown()
+		}
+		var err error
+		if ip.Body, err = redactCopy(r, ip.Body); err != nil {
+			return err
+		}
+		if ip.Actions, err = redactCopy(r, ip.Actions); err != nil {
+			return err
+		}
+		ip.Outcome = r.Redact(ip.Outcome)
+	}
+	var err error
+	inc.Audit, err = redactCopy(r, inc.Audit)
+	return err
+}
+
+func redactCopy[T any](r *redact.Redactor, v T) (T, error) {
+	var out T
+	if err := r.Copy(v, &out); err != nil {
+		return v, fmt.Errorf("hide secret params: %w", err)
+	}
+	return out, nil
 }
 
 func loadPlan(ctx context.Context, st Store, p store.Plan, audit []store.AuditEvent) (Plan, error) {

@@ -129,6 +129,10 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *Report 
 	if opts.RunID == "" {
 		opts.RunID = NewRunID(start)
 	}
+	// Progress is told what may be shown; the report returned holds what
+	// the checks saw, for the expressions evaluated on it after the run
+	// (preconditions, verification): its shown form is Prepared.Shown.
+	opts.Progress = p.showing(opts.Progress)
 	rep := &Report{RunID: opts.RunID, Runbook: rb.Name, Title: rb.Title, Trigger: opts.Trigger, Params: p.Text, StartedAt: start}
 	selected := rb.closure(opts.Only)
 	var shells *runShells

@@ -109,7 +109,7 @@ func (l *loader) decode(root *yaml.Node) {
 
 var sshKeys = []string{"shared_session"}
 
-var paramKeys = []string{"type", "required", "default", "values", "pattern", "min", "max", "doc"}
+var paramKeys = []string{"type", "required", "default", "values", "pattern", "min", "max", "secret", "doc"}
 
 func (l *loader) param(name string, k, n *yaml.Node) {
 	d := l.d
@@ -117,7 +117,7 @@ func (l *loader) param(name string, k, n *yaml.Node) {
 		d.Errorf(k, "param name %q: use lowercase letters, digits and '_'", name)
 	}
 	p := &Param{Name: name, Type: ParamString, Pos: yamlnode.PosOf(k)}
-	var defNode, minNode, maxNode *yaml.Node
+	var defNode, minNode, maxNode, secretNode *yaml.Node
 	d.Fields(n, "param "+name, paramKeys, func(key string, _, v *yaml.Node) {
 		switch key {
 		case "type":
@@ -140,10 +140,13 @@ func (l *loader) param(name string, k, n *yaml.Node) {
 			minNode = v
 		case "max":
 			maxNode = v
+		case "secret":
+			p.Secret, secretNode = d.Bool(v, "secret"), v
 		case "doc":
 			p.Doc = d.String(v, "doc")
 		}
 	})
+	l.secretParam(p, secretNode, defNode)
 	// Bounds are decoded once the type is known, wherever it was written.
 	l.paramRange(p, minNode, maxNode)
 	if p.Type == ParamEnum && len(p.Values) == 0 {
@@ -158,6 +161,19 @@ func (l *loader) param(name string, k, n *yaml.Node) {
 		}
 	}
 	l.rb.Params = append(l.rb.Params, p)
+}
+
+// secretParam checks what a secret param may be: a string given at run
+// time. A default is written in the runbook, which is not secret, and an
+// enum's values are listed in every help text.
+func (l *loader) secretParam(p *Param, secretNode, defNode *yaml.Node) {
+	switch {
+	case !p.Secret:
+	case p.Type != ParamString:
+		l.d.Errorf(secretNode, "param %s: secret applies to string params, not to %s params", p.Name, p.Type)
+	case defNode != nil:
+		l.d.Errorf(defNode, "param %s: a secret param cannot have a default (the runbook file is not secret); give the value when the run starts", p.Name)
+	}
 }
 
 // paramRange decodes a param's min and max: integers for an int param,

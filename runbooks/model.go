@@ -85,8 +85,13 @@ type Param struct {
 	// inclusive; nil when not declared. A duration param without a Min
 	// must be positive.
 	Min, Max any
-	Doc      string
-	Pos      yamlnode.Pos
+	// Secret marks a value that must never be shown: runbot keeps it
+	// only where it needs it to act (the queued work, the plan it
+	// applies) and shows [redacted] for it everywhere else, also where a
+	// command printed it.
+	Secret bool
+	Doc    string
+	Pos    yamlnode.Pos
 }
 
 // Step is one check run on one or more targets.

@@ -70,8 +70,15 @@ func (p *Param) convert(s string) (any, error) {
 		}
 		return s, nil
 	}
+	if p.Secret && s != "" && len(s) < minSecretLen {
+		// Said without the value: the error goes where the value must not.
+		return nil, fmt.Errorf("a secret value must be at least %d characters long (this one has %d): a shorter one would be hidden wherever its characters occur in what the run shows", minSecretLen, len(s))
+	}
 	if p.Pattern != "" {
 		if ok, _ := regexp.MatchString("^(?:"+p.Pattern+")$", s); !ok {
+			if p.Secret {
+				return nil, fmt.Errorf("the secret value does not match the pattern %s", p.Pattern)
+			}
 			return nil, fmt.Errorf("%q does not match the pattern %s", s, p.Pattern)
 		}
 	}

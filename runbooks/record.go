@@ -128,12 +128,17 @@ func (r *Recorder) Record(ctx context.Context, rec Record) Recorded {
 		}
 	}
 	out.Prepared = p
+	// The run keeps its params with every secret one masked: the raw
+	// values stay with the queued work and the plan, which act on them.
 	name, params := rec.Runbook, rec.Params
-	if p != nil {
-		params = p.Text
+	switch {
+	case p != nil:
+		params = p.Runbook.MaskSecrets(p.Text)
 		if name == "" {
 			name = p.Runbook.Name
 		}
+	case rec.Book != nil:
+		params = rec.Book.MaskSecrets(params)
 	}
 	run, err := r.Runs.CreateRun(ctx, store.Run{
 		ID: rec.ID, Runbook: name, Trigger: rec.Trigger, RequestedBy: rec.RequestedBy, Params: params, WorkID: rec.WorkID, StartedAt: rec.StartedAt,
@@ -157,7 +162,8 @@ func (r *Recorder) Record(ctx context.Context, rec Record) Recorded {
 		return out
 	}
 
-	rep := r.Engine.Run(ctx, p, RunOptions{RunID: run.ID, Trigger: string(rec.Trigger), Progress: rec.Progress, Only: rec.Only})
+	seen := r.Engine.Run(ctx, p, RunOptions{RunID: run.ID, Trigger: string(rec.Trigger), Progress: rec.Progress, Only: rec.Only})
+	rep := p.Shown(seen)
 	out.Report = rep
 	status := store.RunFinished
 	if ctx.Err() != nil {
@@ -185,7 +191,7 @@ func (r *Recorder) Record(ctx context.Context, rec Record) Recorded {
 		return out
 	}
 	out.Proposed = true
-	out.Proposal, out.ProposeErr = r.Remediator.Propose(ctx, p, rep, rec.RequestedBy)
+	out.Proposal, out.ProposeErr = r.Remediator.Propose(ctx, p, seen, rec.RequestedBy)
 	return out
 }
 

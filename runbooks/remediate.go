@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/runbot/runbot/actions"
+	"github.com/runbot/runbot/internal/redact"
 	"github.com/runbot/runbot/internal/target"
 	"github.com/runbot/runbot/store"
 )
@@ -55,10 +56,14 @@ type PlanBody struct {
 	Diagnosis   string            `json:"diagnosis"`
 	Deployment  string            `json:"deployment"`
 	Params      map[string]string `json:"params"`
-	Actions     []PlannedAction   `json:"actions"`
-	Verify      []string          `json:"verify"`
-	Rollback    string            `json:"rollback"`
-	Escalate    string            `json:"escalate,omitempty"`
+	// Secret names the secret params among Params: a plan holds their
+	// values, as applying it needs them, and hides them wherever it is
+	// shown (Shown, Scrub).
+	Secret   []string        `json:"secret,omitempty"`
+	Actions  []PlannedAction `json:"actions"`
+	Verify   []string        `json:"verify"`
+	Rollback string          `json:"rollback"`
+	Escalate string          `json:"escalate,omitempty"`
 }
 
 // Hash is the plan's content hash: what it would change (each action's
@@ -161,7 +166,7 @@ func (r *Remediator) Plan(ctx context.Context, p *Prepared, rep *Report) (*PlanB
 func (r *Remediator) plan(ctx context.Context, p *Prepared, rem *Remediation, diagnosis string) (*PlanBody, error) {
 	body := &PlanBody{
 		Runbook: p.Runbook.Name, Remediation: rem.Name, Diagnosis: diagnosis, Deployment: p.deployment(),
-		Params: p.Text, Verify: rem.Verify, Rollback: rem.Rollback, Escalate: rem.Escalate,
+		Params: p.Text, Secret: p.Runbook.SecretNames(), Verify: rem.Verify, Rollback: rem.Rollback, Escalate: rem.Escalate,
 	}
 	idx := 0
 	for _, as := range rem.Actions {
@@ -324,16 +329,19 @@ type ApplyResult struct {
 
 // Apply carries out an approved plan. See Remediator for the guardrails.
 func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress func(ApplyEvent)) (*ApplyResult, error) {
-	say := func(stage, format string, args ...any) {
-		if progress != nil {
-			progress(ApplyEvent{Stage: stage, Detail: fmt.Sprintf(format, args...)})
-		}
-	}
 	prop, err := r.LoadProposal(ctx, planID)
 	if err != nil {
 		return nil, err
 	}
 	plan, body := prop.Plan, prop.Body
+	// What applying says, and the reports it keeps, hide the plan's
+	// secret params as the plan shown for approval did.
+	scrub := body.Scrubber()
+	say := func(stage, format string, args ...any) {
+		if progress != nil {
+			progress(ApplyEvent{Stage: stage, Detail: scrub(fmt.Sprintf(format, args...))})
+		}
+	}
 	res := &ApplyResult{PlanID: plan.ID, State: plan.State}
 	if plan.State != store.PlanApproved {
 		return res, fmt.Errorf("apply plan %s (state %s): %w", plan.ID, plan.State, ErrNotApproved)
@@ -364,6 +372,7 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 	}
 	res.State = store.PlanApplying
 	finish := func(to store.PlanState, msg string, cause error) (*ApplyResult, error) {
+		msg = scrub(msg)
 		detail := map[string]any{"message": msg}
 		if _, err := r.move(ctx, plan, res.State, to, actor, detail); err != nil {
 			return res, err
@@ -373,7 +382,7 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 			r.Engine.Observer.RemediationFinished(body.Remediation, res)
 		}
 		if cause != nil {
-			if msg == cause.Error() {
+			if msg == scrub(cause.Error()) {
 				return res, fmt.Errorf("apply plan %s: %w", plan.ID, cause)
 			}
 			return res, fmt.Errorf("apply plan %s: %s: %w", plan.ID, msg, cause)
@@ -397,7 +406,7 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 
 	say("precheck", "re-running %s to confirm %s still holds", rb.Name, body.Diagnosis)
 	pre := r.Engine.Run(ctx, p, RunOptions{Trigger: "precheck"})
-	res.Precheck = pre
+	res.Precheck = p.Shown(pre)
 	if !hasDiagnosis(pre, body.Diagnosis) {
 		// Absent because it was checked and is gone, or because the checks
 		// could not run: only the first means the fix is not needed.
@@ -430,10 +439,10 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 	// whose backup file names (and summaries) were shown, so those are the
 	// names the apply creates and the record keeps.
 	applied, failedAt, applyErr := r.applyActions(ctx, plan.ID, p, rem, &body, say)
-	res.Actions, _ = r.Store.Actions(ctx, plan.ID)
+	res.Actions = r.shownActions(ctx, &body, plan.ID)
 	if applyErr != nil {
 		rb := r.rollback(ctx, plan.ID, applied, say)
-		res.Actions, _ = r.Store.Actions(ctx, plan.ID)
+		res.Actions = r.shownActions(ctx, &body, plan.ID)
 		return finish(store.PlanFailed, fmt.Sprintf("action %d (%s on %s) failed; %s", failedAt, body.Actions[failedAt].Action, body.Actions[failedAt].Target, rb.message()), applyErr)
 	}
 	if allNoOp(&body) {
@@ -452,14 +461,14 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 	}
 	say("verify", "re-running %s", strings.Join(rem.Verify, ", "))
 	ver := r.Engine.Run(ctx, p, RunOptions{Trigger: "verify", Only: rem.Verify})
-	res.Verify = ver
+	res.Verify = p.Shown(ver)
 	res.Recovered = r.recovered(rb, rem, ver, p, body.Diagnosis)
 	if res.Recovered {
 		return finish(store.PlanDone, "verified: the symptom is gone", nil)
 	}
 	if rem.Rollback == "on_failed_verify" && anyReversible(&body) {
 		rb := r.rollback(ctx, plan.ID, applied, say)
-		res.Actions, _ = r.Store.Actions(ctx, plan.ID)
+		res.Actions = r.shownActions(ctx, &body, plan.ID)
 		msg := "verification failed: the symptom is still there; " + rb.message() + " (escalate to a human)"
 		if len(rb.failed) > 0 {
 			return finish(store.PlanFailed, msg, nil)
@@ -467,6 +476,22 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 		return finish(store.PlanRolledBack, msg, nil)
 	}
 	return finish(store.PlanFailed, "verification failed: the symptom is still there (escalate to a human)", nil)
+}
+
+// shownActions reads what the plan's actions recorded, as it may be
+// shown: the store keeps what an action printed as it was (a rollback
+// after a restart reads it), the plan's secret params in it included. A
+// read that fails leaves none.
+func (r *Remediator) shownActions(ctx context.Context, body *PlanBody, planID string) []store.ActionRecord {
+	recs, err := r.Store.Actions(ctx, planID)
+	if err != nil || len(body.Secret) == 0 {
+		return recs
+	}
+	var out []store.ActionRecord
+	if err := redact.Values(body.Secrets()...).Copy(recs, &out); err != nil {
+		return nil
+	}
+	return out
 }
 
 func (r *Remediator) holder(planID string) string {

@@ -45,6 +45,8 @@ func Schema() ([]byte, error) {
 		"default":  map[string]any{"type": []string{"string", "number", "boolean"}},
 		"values":   map[string]any{"type": "array", "items": str},
 		"pattern":  str, "doc": str,
+		"secret": map[string]any{"type": "boolean", "description": "a string given at run time that is never shown: [redacted] stands for it in " +
+			"reports, messages, pages, logs and recordings, also where a command printed it; it cannot have a default"},
 		"min": map[string]any{"type": []string{"integer", "string"}, "description": "smallest value allowed, inclusive: an integer for an int param, " +
 			"a duration like 100ms for a duration param (a duration param is positive unless min is 0s); a value outside the range is bad input"},
 		"max": map[string]any{"type": []string{"integer", "string"}, "description": "largest value allowed, inclusive: an integer for an int param, " +

@@ -30,9 +30,11 @@ type deploymentResult struct {
 	Err error
 	// Remediations are the remediations its diagnoses name.
 	Remediations []string
-	// run and report are the recorded run, for proposing its remediation
-	// once the firing's message is posted.
+	// run, params and report are the recorded run, the params it was
+	// given (the run keeps its secret ones masked) and its report, for
+	// proposing its remediation once the firing's message is posted.
 	run    store.Run
+	params map[string]string
 	report *runbooks.Report
 
 	HasPrev   bool
@@ -173,7 +175,7 @@ func (s *Scheduler) auditDeployment(ctx context.Context, e *scheduled, dep strin
 		Runbook: e.Runbook, Params: params, Source: store.TriggerSchedule, RequestedBy: e.Name, Channel: e.Channel,
 		Post: func(context.Context, store.Run, *runbooks.Report) (bool, string) { return false, "" },
 	})
-	r := deploymentResult{Deployment: dep, RunID: out.Run.ID, Outcome: out.Run.Outcome, Err: out.Err, run: out.Run, report: out.Report}
+	r := deploymentResult{Deployment: dep, RunID: out.Run.ID, Outcome: out.Run.Outcome, Err: out.Err, run: out.Run, params: params, report: out.Report}
 	if r.Outcome == store.OutcomeNone && r.Err != nil {
 		r.Outcome = store.OutcomeError
 	}

@@ -145,7 +145,7 @@ func (s *Scheduler) postFleet(ctx context.Context, e *scheduled, results []deplo
 		if len(r.Remediations) == 0 || r.report == nil {
 			continue
 		}
-		if _, err := s.disp.ProposeInThread(ctx, r.run, r.report, channel, ref.ID); err != nil {
+		if _, err := s.disp.ProposeInThread(ctx, r.run, r.params, r.report, channel, ref.ID); err != nil {
 			s.log.Warn("fleet audit: remediation not proposed", "schedule", e.Name, "deployment", r.Deployment, "run", r.RunID, "err", err)
 		}
 	}

@@ -330,7 +330,10 @@ func (s *Scheduler) compile(sc Schedule) (*scheduled, error) {
 		return nil, fmt.Errorf("cron %q: %w", sc.Cron, err)
 	}
 	if sc.Name == "" {
-		sc.Name = strings.TrimSpace(rb.Name + " " + dispatch.ParamText(sc.Params))
+		// The name is logged, shown and recorded as the runs' requester:
+		// a secret param is masked in it (two schedules that differ only
+		// there are told to name themselves).
+		sc.Name = strings.TrimSpace(rb.Name + " " + dispatch.ParamText(rb.MaskSecrets(sc.Params)))
 		if sc.Deployments != "" {
 			sc.Name += " deployments=" + sc.Deployments
 		}

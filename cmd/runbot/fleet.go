@@ -91,6 +91,9 @@ func runFleet(cmd *cobra.Command, g *globalFlags, rf *runFlags, f *fleetFlags, n
 	if _, ok := given[depParam]; ok {
 		return fmt.Errorf("--param %s: a fleet run sets it per deployment; leave it out", depParam)
 	}
+	if err := hideInOutput(cmd, rb.SecretValues(given)...); err != nil {
+		return err
+	}
 	if rf.inventory == "" {
 		return fmt.Errorf("runbook %s needs an inventory: pass --inventory FILE", rb.Name)
 	}

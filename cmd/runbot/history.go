@@ -122,7 +122,7 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 			// Everything printed about the run is redacted as Slack's
 			// messages are: a terminal is shared (a screen share, a
 			// paste into a ticket) like a channel.
-			_, flush := redactOutput(cmd, red, notice, format == "json")
+			stdout, flush := redactOutput(cmd, red, notice, format == "json")
 			defer flush(&err)
 			st, err := openStore(cmd.Context(), g.store)
 			if err != nil {
@@ -142,6 +142,11 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 			}
 			audit, err := st.Audit(cmd.Context(), store.AuditFilter{RunID: run.ID})
 			if err != nil {
+				return err
+			}
+			// A plan keeps its secret params' values, as applying it needs
+			// them; shown (its body, the audit trail), they are hidden.
+			if red, err = stdout.alsoHide(runbooks.PlanSecrets(plans)...); err != nil {
 				return err
 			}
 			if exportDir != "" {

@@ -144,6 +144,31 @@ func (o *redactedOut) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// alsoHide has o hide values too (a run's secret params) and returns its
+// redactor, now hiding them, for what the command writes elsewhere (a
+// recording, a picture).
+func (o *redactedOut) alsoHide(values ...secret.Value) (*redact.Redactor, error) {
+	if len(values) == 0 {
+		return o.r, nil
+	}
+	r, err := o.r.With(nil, values...)
+	if err != nil {
+		return nil, fmt.Errorf("hide the secret params: %w", err)
+	}
+	o.r = r
+	return r, nil
+}
+
+// hideInOutput has cmd's redacted output (redactOutput) hide values too.
+func hideInOutput(cmd *cobra.Command, values ...secret.Value) error {
+	o, ok := cmd.OutOrStdout().(*redactedOut)
+	if !ok {
+		return errors.New("hide the secret params: the output is not redacted")
+	}
+	_, err := o.alsoHide(values...)
+	return err
+}
+
 // Direct flushes what is held and passes every later write on at once.
 func (o *redactedOut) Direct() error {
 	err := o.Flush()

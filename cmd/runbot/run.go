@@ -86,6 +86,11 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			defer pr.close()
+			// The run's secret params are hidden in all it prints and
+			// records, also where a command printed them.
+			if red, err = stdout.alsoHide(pr.p.Secrets()...); err != nil {
+				return err
+			}
 			st, err := openLeased(cmd.Context(), g.store)
 			if err != nil {
 				return err

@@ -24,6 +24,8 @@ var plantedSecrets = map[string]string{
 	"alerts.basic_auth.password": "plantbasic-81f3c0aa",
 	"web.link_secret":            "plantlink-2b7d94e6c1",
 	"ssh passphrase":             "plantpass-c4a19e77",
+	// A runbook's secret param: no config names it; the run is given it.
+	"secret param": "plantparam-6d0e3b98f1",
 }
 
 // TestPlantedSecretsReachNoSink plants every secret runbot's config and
@@ -73,11 +75,11 @@ web:
 
 	// The link secret is also typed into a param, which Slack, the logs
 	// and history show.
-	r.command("leak " + leak + " " + plantedSecrets["web.link_secret"])
+	r.command("leak " + leak + " " + plantedSecrets["web.link_secret"] + " " + plantedSecrets["secret param"])
 	var runID string
-	r.until("the run ends and its message says what it found", func() bool {
+	r.until("the run ends and its message says what it found, and shows the fix it proposes", func() bool {
 		for _, run := range r.runs()[""] {
-			if run.Status.Final() && run.Message != nil && r.says(run.Message.ID, "The command printed") {
+			if run.Status.Final() && run.Message != nil && r.says(run.Message.ID, "The command printed") && r.says(run.Message.ID, "echo rotating") {
 				runID = run.ID
 			}
 		}
@@ -142,7 +144,8 @@ web:
 	cli("show", runID, "--export", export)
 	record := filepath.Join(dir, "record")
 	for _, format := range []string{"text", "json"} {
-		args := []string{"--runbooks", abs + "/secretrunbooks", "run", "leak", "--inventory", inv, "-p", "file=" + leak, "-p", "note=" + plantedSecrets["web.link_secret"], "--format", format}
+		args := []string{"--runbooks", abs + "/secretrunbooks", "run", "leak", "--inventory", inv, "-p", "file=" + leak, "-p", "note=" + plantedSecrets["web.link_secret"],
+			"-p", "cred=" + plantedSecrets["secret param"], "--format", format}
 		if format == "json" {
 			args = append(args, "--record", record)
 		}
@@ -169,6 +172,9 @@ web:
 		require.Contains(t, sinks[sink], "[redacted]", "%s shows the command's output, redacted", sink)
 	}
 	require.Contains(t, sinks["serve's log"], "[redacted]", "the log shows the run's params, redacted")
+	for _, sink := range []string{"Slack calls", "report page", "runbot show " + runID + " --format json"} {
+		require.Contains(t, sinks[sink], "echo rotating [redacted]", "%s shows the proposed fix, its secret param hidden", sink)
+	}
 
 	// Without the config, the CLI cannot know these secrets, and says so.
 	cmd := exec.Command(r.runbot, "--store", r.db, "show", runID)

@@ -89,16 +89,34 @@ func New(patterns []string, secrets ...secret.Value) (*Redactor, error) {
 		}
 		r.patterns, r.anchored, r.hints = append(r.patterns, re), append(r.anchored, anchored), append(r.hints, h)
 	}
+	r.addValues(secrets)
+	return r, nil
+}
+
+// addValues adds a literal pattern for each non-empty secret value.
+func (r *Redactor) addValues(secrets []secret.Value) {
 	for _, s := range secrets {
 		if !s.IsZero() {
 			r.patterns = append(r.patterns, regexp.MustCompile(regexp.QuoteMeta(s.Reveal())))
 			r.anchored, r.hints = append(r.anchored, nil), append(r.hints, hint{})
 		}
 	}
-	return r, nil
 }
 
-// With returns a redactor that removes what r removes and also the given
+// Values returns a redactor that removes only the given secret values, none
+// of the default patterns: for text that is kept as it is apart from them
+// (a report with a run's secret params hidden). It returns nil, which
+// removes nothing, when every value is empty.
+func Values(secrets ...secret.Value) *Redactor {
+	r := &Redactor{}
+	r.addValues(secrets)
+	if len(r.patterns) == 0 {
+		return nil
+	}
+	return r
+}
+
+// With returns a redactor that removes what r (made by New) removes and also the given
 // patterns and secret values; r is not changed. A nil r starts from the
 // defaults.
 func (r *Redactor) With(patterns []string, secrets ...secret.Value) (*Redactor, error) {

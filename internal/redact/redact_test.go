@@ -135,3 +135,16 @@ func TestAppendJSONString(t *testing.T) {
 		require.Equal(t, s, back)
 	}
 }
+
+// TestValues: a redactor of values hides them and nothing else, so that a
+// report kept with a run's secret params hidden is otherwise kept as the
+// checks saw it; none to hide gives nil, which hides nothing.
+func TestValues(t *testing.T) {
+	t.Parallel()
+	require.Nil(t, Values())
+	require.Nil(t, Values(secret.New("")))
+	r := Values(secret.New("tok-1f2e3d4c"), secret.New(""), secret.New("a.b*c"))
+	require.Equal(t, "given [redacted], password=hunter2, [redacted] not a.bbc",
+		r.Redact("given tok-1f2e3d4c, password=hunter2, a.b*c not a.bbc"))
+	require.Equal(t, "untouched", Values().Redact("untouched"))
+}
