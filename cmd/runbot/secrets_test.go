@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,15 +14,20 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/store/storetest"
 )
 
 // plantedSecrets are a value for each kind of secret the config and the
-// inventory name. None looks like a secret to the default patterns (no
+// inventory name, and one for a runbook's secret param. None looks like a
+// secret to the default patterns (no
 // xoxb-, no password=), so only the config's own redaction can hide them.
 var plantedSecrets = map[string]string{
 	"slack.bot_token":            "plantbot-5e0c2d71a9",
 	"slack.signing_secret":       restartSigning,
 	"alerts.basic_auth.password": "plantbasic-81f3c0aa",
+	"alerts.bearer_token":        "plantbearer-93e1f07b",
+	"store password":             "plantstore-4c8a61d2",
 	"web.link_secret":            "plantlink-2b7d94e6c1",
 	"ssh passphrase":             "plantpass-c4a19e77",
 	// A runbook's secret param: no config names it; the run is given it.
@@ -29,10 +35,12 @@ var plantedSecrets = map[string]string{
 }
 
 // TestPlantedSecretsReachNoSink plants every secret runbot's config and
-// inventory name in a command's output and in a param, runs it through
-// the real serve (Slack, the report page and its postmortem, the logs) and
-// through the CLI (show and history in every format, an export, run in
-// both formats and its recording), and greps each for every secret.
+// inventory name in a command's output and in a param, gives the run a
+// secret param that the command prints and the fix it proposes quotes,
+// runs it through the real serve on PostgreSQL reached with a password
+// (Slack, the report page and its postmortem, the logs) and through the
+// CLI (show and history in every format, an export, run in both formats
+// and its recording), and greps each for every secret.
 func TestPlantedSecretsReachNoSink(t *testing.T) {
 	r := newRestartRig(t)
 	dir := t.TempDir()
@@ -47,6 +55,7 @@ func TestPlantedSecretsReachNoSink(t *testing.T) {
 	}
 	leak := write("leak.txt", lines.String())
 	basic := write("basic", plantedSecrets["alerts.basic_auth.password"]+"\n")
+	bearer := write("bearer", plantedSecrets["alerts.bearer_token"]+"\n")
 	link := write("link", plantedSecrets["web.link_secret"]+"\n")
 	pass := write("passphrase", plantedSecrets["ssh passphrase"]+"\n")
 	abs, err := filepath.Abs("testdata")
@@ -58,18 +67,28 @@ func TestPlantedSecretsReachNoSink(t *testing.T) {
 `, dir, pass))
 	cfg, err := os.ReadFile(r.cfg)
 	require.NoError(t, err)
+	// The store is PostgreSQL, reached with a password: the test cluster
+	// trusts its socket, so the password is only carried along, and must
+	// show nowhere.
+	sqlite := r.db
+	dsn, err := url.Parse(storetest.PostgresDatabase(t))
+	require.NoError(t, err)
+	dsn.User = url.UserPassword(dsn.User.Username(), plantedSecrets["store password"])
+	r.db = dsn.String()
+	cfg = bytes.Replace(cfg, []byte("store: "+sqlite), []byte("store: {env: T_STORE}"), 1)
 	cfg = bytes.Replace(cfg, []byte(abs+"/local.yaml"), []byte(inv), 1)
 	cfg = bytes.Replace(cfg, []byte(abs+"/restartrunbooks"), []byte(abs+"/secretrunbooks"), 1)
 	cfg = fmt.Appendf(cfg, `alerts:
+  bearer_token: {file: %s}
   basic_auth: {user: am, password: {file: %s}}
 web:
   url: http://127.0.0.1:%d/
   link_secret: {file: %s}
   trust_header: X-Forwarded-User
   trusted_proxies: [127.0.0.1]
-`, basic, r.port, link)
+`, bearer, basic, r.port, link)
 	require.NoError(t, os.WriteFile(r.cfg, cfg, 0o600))
-	secretEnv := []string{"T_BOT=" + plantedSecrets["slack.bot_token"], "T_SIGN=" + restartSigning}
+	secretEnv := []string{"T_BOT=" + plantedSecrets["slack.bot_token"], "T_SIGN=" + restartSigning, "T_STORE=" + r.db}
 	r.env = secretEnv
 	r.start()
 
