@@ -22,9 +22,10 @@ import (
 
 // Reloading (SIGHUP, systemctl reload) reads the config, the inventory and
 // the runbooks again, checks them as serve --check does, and installs what
-// can change in a running daemon — the runbooks, the inventory, the
-// schedules, the groups, slack.authorize and the runbooks' alert
-// triggers — all at once or not at all.
+// can change in a running daemon — the runbooks, the inventory (and the
+// key passphrases it names, added to what is redacted), the schedules,
+// the groups, slack.authorize and the runbooks' alert triggers — all at
+// once or not at all.
 // A run in flight keeps the runbooks and the inventory it started with
 // (dispatch.Dispatcher.Swap). What the daemon opened or bound at start
 // (the listener, the store, Slack, the web pages, the alert webhook, the
@@ -201,6 +202,10 @@ func (r *reloader) apply(ctx context.Context, log *slog.Logger) error {
 			return fmt.Errorf("check slack.authorize: %w", err)
 		}
 	}
+	// A host the new inventory adds may name a key passphrase: hidden
+	// from now on, before any run can reach that host. A passphrase that
+	// goes stays hidden: it was a secret.
+	r.d.redactor.Add(passphrases(plan.inv)...)
 	if err := r.d.disp.Swap(set); err != nil {
 		return fmt.Errorf("install the runbooks and the inventory: %w", err)
 	}

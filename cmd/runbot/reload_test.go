@@ -354,3 +354,56 @@ func TestSIGHUPReloadsAlertRoutes(t *testing.T) {
 	}
 	require.Len(t, r.allRuns(), 1, "the alert before the reload had no route, and was not run later")
 }
+
+// TestSIGHUPReloadHidesANewInventorysPassphrase reloads serve with an
+// inventory that names a new key passphrase, and a schedule whose command
+// prints it: the passphrase is hidden from the first run after the reload
+// on, in Slack and in the log, as one named at start is.
+func TestSIGHUPReloadHidesANewInventorysPassphrase(t *testing.T) {
+	r := newRestartRig(t)
+	dir := t.TempDir()
+	const passphrase = "reloadpass-5a1e93c7"
+	passFile := filepath.Join(dir, "passphrase")
+	require.NoError(t, os.WriteFile(passFile, []byte(passphrase+"\n"), 0o600))
+	books := filepath.Join(dir, "runbooks")
+	require.NoError(t, os.Mkdir(books, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(books, "show.yaml"), []byte(`name: show
+params:
+  file: {type: string, required: true}
+  host: {type: host, default: here}
+steps:
+  - {id: print, check: command, target: host, with: {cmd: 'cat {{ .params.file }}', extract: {first: '(?m)^(.+)$'}}}
+findings:
+  - {id: printed, severity: critical, when: 'steps.print.stdout != ""', summary: 'The command printed "{{ .steps.print.values.first }}".'}
+`), 0o600))
+	abs, err := filepath.Abs("testdata")
+	require.NoError(t, err)
+	cfg, err := os.ReadFile(r.cfg)
+	require.NoError(t, err)
+	cfg = bytes.Replace(cfg, []byte(abs+"/restartrunbooks"), []byte(books), 1)
+	require.NoError(t, os.WriteFile(r.cfg, cfg, 0o600))
+	r.start()
+	defer r.stop()
+
+	inv := filepath.Join(dir, "inventory.yaml")
+	require.NoError(t, os.WriteFile(inv, fmt.Appendf(nil, `hosts:
+  here: {transport: local}
+  bastion: {address: 192.0.2.10, user: ops, identity_file: %s/id, passphrase_file: %s}
+`, dir, passFile), 0o600))
+	cfg = bytes.Replace(cfg, []byte(abs+"/local.yaml"), []byte(inv), 1)
+	cfg = fmt.Appendf(cfg, "schedules:\n  - {runbook: show, cron: \"@every 1s\", post: always, params: {file: %s}}\n", passFile)
+	require.NoError(t, os.WriteFile(r.cfg, cfg, 0o600))
+	require.NoError(t, r.cmd.Process.Signal(syscall.SIGHUP))
+	r.until("the reload is done", func() bool { return strings.Contains(r.logs.String(), "config reloaded") })
+	var slack strings.Builder
+	r.until("a scheduled run posts what its command printed", func() bool {
+		slack.Reset()
+		for _, c := range r.rec.Calls() {
+			fmt.Fprintf(&slack, "%s %v %s\n", c.Method, c.Form, c.Body)
+		}
+		return strings.Contains(slack.String(), "The command printed")
+	})
+	require.Contains(t, slack.String(), `The command printed \"[redacted]\"`)
+	require.NotContains(t, slack.String(), passphrase, "Slack shows the passphrase the reload named")
+	require.NotContains(t, r.logs.String(), passphrase, "the log shows the passphrase the reload named")
+}

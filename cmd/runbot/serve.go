@@ -124,6 +124,9 @@ type daemonParts struct {
 	// the new runbooks' routes.
 	alerts *alerts.Receiver
 	sched  *schedulerRun
+	// redactor is the one redaction of everything serve shows; a reload
+	// adds the key passphrases a new inventory names.
+	redactor *redact.Redactor
 
 	loops sync.WaitGroup
 }
@@ -138,7 +141,7 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 	}
 	log := newLogger(cfg.Log, red)
 	slog.SetDefault(log)
-	d := &daemonParts{log: log}
+	d := &daemonParts{log: log, redactor: red}
 	// SIGHUP (systemctl reload) reloads the config, the inventory and the
 	// runbooks (reload.go). It is caught from the very start, since its
 	// default action kills the process; one that arrives while serve

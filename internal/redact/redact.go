@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/runbot/runbot/internal/secret"
@@ -60,7 +62,20 @@ type hint struct {
 }
 
 // Redactor removes secrets from text. A nil *Redactor removes nothing.
+// Secret values can be added to a redactor in use (Add), and a redactor
+// made from it (With) hides them too: serve builds its redactor once and
+// hands it out, and a reload that names a new secret adds it there.
 type Redactor struct {
+	// parent, when set, redacts first: r was made from it by With.
+	parent *Redactor
+	rules  atomic.Pointer[rules]
+	// adding serializes Add.
+	adding sync.Mutex
+}
+
+// rules are what one redactor adds to its parent's: patterns[i], with its
+// anchored form and its hint. They are replaced whole, never changed.
+type rules struct {
 	patterns []*regexp.Regexp
 	// anchored[i] is patterns[i] matching only at the start of the text,
 	// for hints[i].starts.
@@ -73,34 +88,47 @@ type Redactor struct {
 // New compiles the default patterns, the given ones, and a literal pattern
 // for each of the given secret values (the bot's own tokens and keys).
 func New(patterns []string, secrets ...secret.Value) (*Redactor, error) {
+	rl, err := compile(append(append([]string(nil), defaults...), patterns...), hints)
+	if err != nil {
+		return nil, err
+	}
 	r := &Redactor{}
-	for i, p := range append(append([]string(nil), defaults...), patterns...) {
+	r.rules.Store(rl.withValues(secrets))
+	return r, nil
+}
+
+// compile compiles patterns, the first of which have the given hints.
+func compile(patterns []string, hs []hint) (*rules, error) {
+	rl := &rules{}
+	for i, p := range patterns {
 		re, err := regexp.Compile(p)
 		if err != nil {
 			return nil, fmt.Errorf("redaction pattern %q: %w", p, err)
 		}
 		var h hint
 		var anchored *regexp.Regexp
-		if i < len(hints) {
-			h = hints[i]
+		if i < len(hs) {
+			h = hs[i]
 			if h.starts {
 				anchored = regexp.MustCompile(`^(?:` + p + `)`)
 			}
 		}
-		r.patterns, r.anchored, r.hints = append(r.patterns, re), append(r.anchored, anchored), append(r.hints, h)
+		rl.patterns, rl.anchored, rl.hints = append(rl.patterns, re), append(rl.anchored, anchored), append(rl.hints, h)
 	}
-	r.addValues(secrets)
-	return r, nil
+	return rl, nil
 }
 
-// addValues adds a literal pattern for each non-empty secret value.
-func (r *Redactor) addValues(secrets []secret.Value) {
+// withValues returns rl and a literal pattern for each non-empty secret
+// value; rl is not changed.
+func (rl *rules) withValues(secrets []secret.Value) *rules {
+	out := &rules{patterns: slices.Clone(rl.patterns), anchored: slices.Clone(rl.anchored), hints: slices.Clone(rl.hints)}
 	for _, s := range secrets {
 		if !s.IsZero() {
-			r.patterns = append(r.patterns, regexp.MustCompile(regexp.QuoteMeta(s.Reveal())))
-			r.anchored, r.hints = append(r.anchored, nil), append(r.hints, hint{})
+			out.patterns = append(out.patterns, regexp.MustCompile(regexp.QuoteMeta(s.Reveal())))
+			out.anchored, out.hints = append(out.anchored, nil), append(out.hints, hint{})
 		}
 	}
+	return out
 }
 
 // Values returns a redactor that removes only the given secret values, none
@@ -108,32 +136,41 @@ func (r *Redactor) addValues(secrets []secret.Value) {
 // (a report with a run's secret params hidden). It returns nil, which
 // removes nothing, when every value is empty.
 func Values(secrets ...secret.Value) *Redactor {
-	r := &Redactor{}
-	r.addValues(secrets)
-	if len(r.patterns) == 0 {
+	rl := (&rules{}).withValues(secrets)
+	if len(rl.patterns) == 0 {
 		return nil
 	}
+	r := &Redactor{}
+	r.rules.Store(rl)
 	return r
 }
 
-// With returns a redactor that removes what r (made by New) removes and also the given
-// patterns and secret values; r is not changed. A nil r starts from the
-// defaults.
+// With returns a redactor that removes what r removes — also what is
+// added to r later — and the given patterns and secret values; r is not
+// changed. A nil r starts from the defaults.
 func (r *Redactor) With(patterns []string, secrets ...secret.Value) (*Redactor, error) {
 	if r == nil {
 		return New(patterns, secrets...)
 	}
-	more, err := New(patterns, secrets...)
+	rl, err := compile(patterns, nil)
 	if err != nil {
 		return nil, err
 	}
-	// more starts with the defaults, which r has already.
-	out := &Redactor{
-		patterns: append(append([]*regexp.Regexp(nil), r.patterns...), more.patterns[len(defaults):]...),
-		anchored: append(append([]*regexp.Regexp(nil), r.anchored...), more.anchored[len(defaults):]...),
-		hints:    append(append([]hint(nil), r.hints...), more.hints[len(defaults):]...),
-	}
+	out := &Redactor{parent: r}
+	out.rules.Store(rl.withValues(secrets))
 	return out, nil
+}
+
+// Add has r, and every redactor made from it, also remove the given secret
+// values from now on: a secret that a reload names. Adding to a nil
+// Redactor, which removes nothing, does nothing.
+func (r *Redactor) Add(secrets ...secret.Value) {
+	if r == nil {
+		return
+	}
+	r.adding.Lock()
+	defer r.adding.Unlock()
+	r.rules.Store(r.rules.Load().withValues(secrets))
 }
 
 // Redact returns s with every match replaced by [redacted].
@@ -141,13 +178,17 @@ func (r *Redactor) Redact(s string) string {
 	if r == nil || s == "" {
 		return s
 	}
+	if r.parent != nil {
+		s = r.parent.Redact(s)
+	}
+	rl := r.rules.Load()
 	// The hints hold for ASCII text only: (?i) folds some other letters
 	// to ASCII ones (the Kelvin sign to k), so other text is searched
 	// whole.
 	ascii := isASCII(s)
 	lower := ""
-	for i, re := range r.patterns {
-		h := r.hints[i]
+	for i, re := range rl.patterns {
+		h := rl.hints[i]
 		if !ascii || len(h.words) == 0 {
 			s = redactAll(re, s)
 			continue
@@ -161,7 +202,7 @@ func (r *Redactor) Redact(s string) string {
 		}
 		var out string
 		if h.starts {
-			out = redactAt(r.anchored[i], s, at)
+			out = redactAt(rl.anchored[i], s, at)
 		} else {
 			out = redactAll(re, s)
 		}

@@ -85,7 +85,9 @@ func TestHintsChangeNothing(t *testing.T) {
 	t.Parallel()
 	r, err := New([]string{`corp-\d+`}, secret.New("bot-token-value"))
 	require.NoError(t, err)
-	plain := &Redactor{patterns: r.patterns, anchored: r.anchored, hints: make([]hint, len(r.hints))}
+	rl := r.rules.Load()
+	plain := &Redactor{}
+	plain.rules.Store(&rules{patterns: rl.patterns, anchored: rl.anchored, hints: make([]hint, len(rl.hints))})
 	pieces := []string{
 		"password=hunter2", "PASSWORD: 'x y'", "passwd=abc", "Password = \"q\"", "password=password=z", "tokentoken: a", "#new-token: 4030", "token: 12ab", "token=1.2.3", "api_key=1", "API-KEY: 2", "apikey:3",
 		"secret:s3", "xoxb-1-2", "XOXB-1-2", "xapp-1-A", "Bearer abcdefgh123", "bearer short", "AKIAABCDEFGHIJKLMNOP", "xAKIAABCDEFGHIJKLMNOP",
@@ -147,4 +149,19 @@ func TestValues(t *testing.T) {
 	require.Equal(t, "given [redacted], password=hunter2, [redacted] not a.bbc",
 		r.Redact("given tok-1f2e3d4c, password=hunter2, a.b*c not a.bbc"))
 	require.Equal(t, "untouched", Values().Redact("untouched"))
+}
+
+// TestAdd: a value added to a redactor in use is hidden by it and by every
+// redactor made from it, with what they hid before.
+func TestAdd(t *testing.T) {
+	t.Parallel()
+	base, err := New(nil, secret.New("bot-token-value"))
+	require.NoError(t, err)
+	slack, err := base.With([]string{`site-\d+`})
+	require.NoError(t, err)
+	in := "bot-token-value site-2 new-passphrase password=x"
+	require.Equal(t, "[redacted] [redacted] new-passphrase password=[redacted]", slack.Redact(in))
+	base.Add(secret.New("new-passphrase"), secret.New(""))
+	require.Equal(t, "[redacted] site-2 [redacted] password=[redacted]", base.Redact(in))
+	require.Equal(t, "[redacted] [redacted] [redacted] password=[redacted]", slack.Redact(in))
 }
