@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/runbot/runbot/store"
 )
 
 // Ref says where a posted message is: the platform, the channel and the
-// platform's id of the message (Slack's ts). The store keeps it with a run.
-type Ref = store.MessageRef
+// platform's id of the message (Slack's ts). The store keeps it with a run
+// as a store.MessageRef, which a Ref converts to and from.
+type Ref struct {
+	Platform string `json:"platform"`
+	Channel  string `json:"channel"`
+	ID       string `json:"id"`
+}
 
 // Chat is a chat platform as runbot uses it: post a message (as a reply in
 // a thread when thread is set: the id of the thread's first message),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
@@ -149,7 +150,7 @@ func (d *Dispatcher) loadPlanState(ctx context.Context, planID string) (*runStat
 		return nil, err
 	}
 	if run.Message != nil {
-		rs.live = d.liveMessage(*run.Message)
+		rs.live = d.liveMessage(chat.Ref(*run.Message))
 	}
 	return rs, nil
 }

@@ -164,7 +164,7 @@ func (d *Dispatcher) postRecorded(ctx context.Context, run store.Run, m chat.Mes
 	}
 	sctx, cancel := recording(ctx, "recording the message of run "+run.ID)
 	defer cancel()
-	if err := d.store.SetRunMessage(sctx, run.ID, ref); err != nil {
+	if err := d.store.SetRunMessage(sctx, run.ID, store.MessageRef(ref)); err != nil {
 		d.log.Warn("record run message", "run", run.ID, "err", err)
 	}
 	return true, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runbot/runbot/chat"
+	"github.com/runbot/runbot/internal/redact"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
@@ -95,9 +96,9 @@ type Dispatcher struct {
 	// start another one beside them.
 	waiting atomic.Int32
 	// timeline, when set, draws the picture posted in a run's thread
-	// after its diagnosis, from the report as redact returns it.
+	// after its diagnosis, from the report as redactor hides it.
 	timeline TimelineFunc
-	redact   func(*runbooks.Report) (*runbooks.Report, error)
+	redactor *redact.Redactor
 
 	mu sync.Mutex
 	// runs holds the state of runs whose message this process updates.
@@ -134,10 +135,10 @@ type Deps struct {
 	Logger *slog.Logger
 	Now    func() time.Time
 	// Timeline, when set, renders the picture uploaded into a run's
-	// thread after its diagnosis (timeline.ForSlack); RedactReport, when
-	// set, is applied to the report first (the chat's redaction).
-	Timeline     TimelineFunc
-	RedactReport func(*runbooks.Report) (*runbooks.Report, error)
+	// thread after its diagnosis (timeline.ForSlack); Redactor, when set,
+	// hides secrets in the report first (the chat's redaction).
+	Timeline TimelineFunc
+	Redactor *redact.Redactor
 }
 
 // New builds the core every trigger submits to. It knows no chat
@@ -175,7 +176,7 @@ func New(cfg Config, deps Deps) (*Dispatcher, error) {
 		chat:  deps.Chat, tasks: newTasks(log), log: log, now: now,
 		channel: cfg.Channel, runTimeout: cfg.RunTimeout, applyTimeout: cfg.ApplyTimeout, gap: cfg.UpdateInterval,
 		slots: make(chan struct{}, cfg.MaxConcurrentRuns), runs: map[string]*runState{},
-		timeline: deps.Timeline, redact: deps.RedactReport,
+		timeline: deps.Timeline, redactor: deps.Redactor,
 	}
 	d.set.Store(set)
 	return d, nil

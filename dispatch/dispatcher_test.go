@@ -45,7 +45,7 @@ func TestSubmitFromAlertPostsInThreadOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.TriggerAlert, run.Trigger)
 	require.Equal(t, acc.WorkID, run.WorkID)
-	require.Equal(t, posts[0].Ref, *run.Message)
+	require.Equal(t, posts[0].Ref, chat.Ref(*run.Message))
 	work, err := st.GetWork(t.Context(), acc.WorkID)
 	require.NoError(t, err)
 	require.Equal(t, store.WorkDone, work.State)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
@@ -135,7 +136,7 @@ func (d *Dispatcher) recoveredState(ctx context.Context, runID string, rec store
 		}
 		rs.apply, rs.result = interruptedPlanText(plan, actions)
 	}
-	rs.live = d.liveMessage(*run.Message)
+	rs.live = d.liveMessage(chat.Ref(*run.Message))
 	return rs, nil
 }
 

@@ -117,7 +117,7 @@ func TestRecoveryUpdatesMessagesOfInterruptedPlansAndRuns(t *testing.T) {
 	require.NoError(t, err)
 	cutRef, err := rec.Post(ctx, opsChan, "", chat.Message{Title: "Stuck worker", Status: chat.StatusRunning})
 	require.NoError(t, err)
-	require.NoError(t, st.SetRunMessage(ctx, cut.ID, cutRef))
+	require.NoError(t, st.SetRunMessage(ctx, cut.ID, store.MessageRef(cutRef)))
 
 	// The process that held them dies.
 	for table, id := range map[string]string{"plans": plan.ID, "runs": cut.ID, "work": w.ID} {

@@ -58,11 +58,12 @@ func (d *Dispatcher) uploadTimeline(ctx context.Context, rep *runbooks.Report, c
 	// The picture shows text from the report (log lines, params, probe
 	// labels), so it is redacted like every message: pixels in a chat are
 	// as readable as text.
-	if d.redact != nil {
-		var err error
-		if rep, err = d.redact(rep); err != nil {
-			return err
+	if d.redactor != nil {
+		shown := new(runbooks.Report)
+		if err := d.redactor.Copy(rep, shown); err != nil {
+			return fmt.Errorf("redact the report for its timeline: %w", err)
 		}
+		rep = shown
 	}
 	png, err := d.timeline(rep)
 	if err != nil {

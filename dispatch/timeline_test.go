@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/chat/chattest"
 	"github.com/runbot/runbot/internal/syncbuf"
 	"github.com/runbot/runbot/runbooks"
@@ -129,7 +130,7 @@ func TestTimelineOutcomes(t *testing.T) {
 			require.Equal(t, store.RunFinished, run.Status)
 			var msg string
 			for _, p := range rec.Posts() {
-				if p.Ref == *run.Message {
+				if p.Ref == chat.Ref(*run.Message) {
 					msg = p.Last().Text()
 				}
 			}

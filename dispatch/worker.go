@@ -270,11 +270,11 @@ func (d *Dispatcher) postRun(ctx context.Context, rs *runState, pl workPayload) 
 		}
 		return
 	}
-	if err := d.store.SetRunMessage(ctx, run.ID, ref); err != nil {
+	if err := d.store.SetRunMessage(ctx, run.ID, store.MessageRef(ref)); err != nil {
 		log.Warn("record run message", "err", err)
 	}
 	rs.mu.Lock()
-	rs.run.Message = &ref
+	rs.run.Message = &store.MessageRef{Platform: ref.Platform, Channel: ref.Channel, ID: ref.ID}
 	rs.live = d.liveMessage(ref)
 	rs.mu.Unlock()
 }

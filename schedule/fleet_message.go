@@ -133,7 +133,7 @@ func (s *Scheduler) postFleet(ctx context.Context, e *scheduled, results []deplo
 			continue
 		}
 		sctx, cancel := runbooks.RecordingContext(ctx, "recording the message of run "+r.RunID)
-		if err := s.store.SetRunMessage(sctx, r.RunID, ref); err != nil {
+		if err := s.store.SetRunMessage(sctx, r.RunID, store.MessageRef(ref)); err != nil {
 			s.log.Warn("record run message", "run", r.RunID, "err", err)
 		}
 		cancel()

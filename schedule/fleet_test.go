@@ -134,7 +134,7 @@ func TestFleetScheduleOnChange(t *testing.T) {
 	fleet2, err := h.store.GetRun(t.Context(), runOf(res, "fleet-2"))
 	require.NoError(t, err)
 	require.NotNil(t, fleet2.Message)
-	require.Equal(t, replies[0].ref, *fleet2.Message, "votes update the reply that shows the plan")
+	require.Equal(t, replies[0].ref, chat.Ref(*fleet2.Message), "votes update the reply that shows the plan")
 	require.NotContains(t, first, "batch")
 	firstRuns := map[string]string{}
 	for _, r := range res.Fleet {

@@ -120,7 +120,7 @@ func newHarnessWith(t *testing.T, runbookDir string, tweak ...func(*Config)) *ha
 	// synctest in live_test.go.
 	h.disp, err = dispatch.New(dispatch.Config{Channel: opsChan, UpdateInterval: 20 * time.Millisecond}, dispatch.Deps{
 		Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Chat: h.slack, Logger: logger,
-		RedactReport: h.slack.RedactReport,
+		Redactor: h.slack.Redactor(),
 		Timeline: func(rep *runbooks.Report) ([]byte, error) {
 			if h.draw == nil {
 				return nil, nil

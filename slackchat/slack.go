@@ -7,8 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
-
-	"github.com/runbot/runbot/runbooks"
 )
 
 // Slack is the Slack platform built from the config: the Web API client,
@@ -86,15 +84,9 @@ func New(cfg Config, log *slog.Logger, now func() time.Time) (*Slack, error) {
 	return s, nil
 }
 
-// RedactReport is the redaction of every Slack message applied to a
-// report, for what is drawn from it (the timeline picture).
-func (s *Slack) RedactReport(rep *runbooks.Report) (*runbooks.Report, error) {
-	return redactReport(rep, s.redactor)
-}
-
 // Redactor is the redaction of every Slack message, the bot's own
 // secrets included, for other places that show runs to people (the web
-// report pages).
+// report pages, the timeline pictures posted to Slack).
 func (s *Slack) Redactor() *Redactor { return s.redactor }
 
 // Describe implements prometheus.Collector: the Slack API metrics.
@@ -106,6 +98,6 @@ func (s *Slack) Collect(ch chan<- prometheus.Metric) { s.metrics.Collect(ch) }
 // Approvers resolves the groups Config.SlackUsergroups backs with Slack
 // user groups; set it as the Remediator's Directory so that votes are
 // checked against who is in the Slack group now.
-func (s *Slack) Approvers() runbooks.Directory {
-	return approverDirectory{ids: s.cfg.SlackUsergroups, groups: s.groups}
+func (s *Slack) Approvers() ApproverDirectory {
+	return ApproverDirectory{ids: s.cfg.SlackUsergroups, groups: s.groups}
 }

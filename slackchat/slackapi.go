@@ -26,8 +26,8 @@ type slackAPI interface {
 
 var _ slackAPI = (*slack.Client)(nil)
 
-// slackPlatform names Slack in the message references the store keeps
-// (store.MessageRef); a Slack message's ID is its ts.
+// slackPlatform names Slack in the message references it returns
+// (chat.Ref), which the core records; a Slack message's ID is its ts.
 const slackPlatform = "slack"
 
 // maxRateLimitWaits bounds how often one call waits out a 429 before it

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/runbot/runbot/runbooks"
 )
 
 // slackGroupsTTL is how long a user group's members are cached: long
@@ -48,17 +46,17 @@ func (g *slackGroups) members(ctx context.Context, group string) ([]string, erro
 	return e.members, nil
 }
 
-// approverDirectory resolves runbot groups backed by Slack user groups,
-// for runbooks.Remediator.Directory.
-type approverDirectory struct {
+// ApproverDirectory resolves runbot groups backed by Slack user groups:
+// set it as the remediator's Directory (it has the method that
+// runbooks.Directory asks for, and slackchat knows no runbooks).
+type ApproverDirectory struct {
 	ids    map[string]string // group name -> Slack user group id
 	groups *slackGroups
 }
 
-var _ runbooks.Directory = approverDirectory{}
-
-// Members implements runbooks.Directory.
-func (d approverDirectory) Members(ctx context.Context, group string) ([]string, bool, error) {
+// Members returns the members of the Slack user group that backs group;
+// known is false for a group no Slack user group backs.
+func (d ApproverDirectory) Members(ctx context.Context, group string) ([]string, bool, error) {
 	id, ok := d.ids[group]
 	if !ok {
 		return nil, false, nil

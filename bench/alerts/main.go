@@ -196,7 +196,7 @@ func wire(o options, tmp, slackURL string, st store.Store) (*alerts.Receiver, *d
 	}
 	disp, err := dispatch.New(dispatch.Config{Channel: "C0BENCH", MaxConcurrentRuns: o.runs, UpdateInterval: o.update}, dispatch.Deps{
 		Catalog: catalog, Engine: engine, Remediator: &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}, Store: st,
-		Chat: sl, Logger: log, RedactReport: sl.RedactReport,
+		Chat: sl, Logger: log, Redactor: sl.Redactor(),
 	})
 	if err != nil {
 		return nil, nil, err

@@ -225,7 +225,7 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 		d.outbox = ob
 		d.loops.Go(func() { _ = ob.Run(runCtx) })
 		reg.MustRegister(ob)
-		ddeps.Chat, ddeps.RedactReport = ob, sl.RedactReport
+		ddeps.Chat, ddeps.Redactor = ob, sl.Redactor()
 		rem.Directory = sl.Approvers()
 		reg.MustRegister(sl)
 	}
