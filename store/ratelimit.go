@@ -46,16 +46,3 @@ func (s *sqlStore) CountApplied(ctx context.Context, f AppliedFilter) (int, erro
 	}
 	return n, nil
 }
-
-// LastRemediation returns the plan most recently applied for a diagnosis on
-// a deployment. Its State tells how it ended (done, rolled_back, failed, ...)
-// or that it is still applying or verifying.
-func (s *sqlStore) LastRemediation(ctx context.Context, deployment, diagnosis string) (Plan, error) {
-	p, err := scanPlan(s.read().QueryRowContext(ctx, `SELECT `+planColumns+` FROM plans
-		WHERE deployment = ? AND diagnosis = ? AND applied_at IS NOT NULL
-		ORDER BY applied_at DESC, rowid DESC LIMIT 1`, deployment, diagnosis))
-	if err != nil {
-		return Plan{}, fmt.Errorf("last remediation of %s on %s: %w", diagnosis, deployment, notFound(err))
-	}
-	return p, nil
-}

@@ -120,15 +120,12 @@ type ActionLog interface {
 	Actions(ctx context.Context, planID string) ([]ActionRecord, error)
 }
 
-// RateLimits answers what the remediation guardrails ask about the past:
-// how often something was applied, and how the last attempt ended.
+// RateLimits answers what the rate limit asks about the past: how often
+// something was applied. (The circuit breaker reads the plans and their
+// actions.)
 type RateLimits interface {
 	// CountApplied counts plans that started applying, for rate limits.
 	CountApplied(ctx context.Context, f AppliedFilter) (int, error)
-	// LastRemediation returns the most recently applied plan for a
-	// diagnosis on a deployment; its State is the outcome (the circuit
-	// breaker reads it). It returns ErrNotFound when none was ever applied.
-	LastRemediation(ctx context.Context, deployment, diagnosis string) (Plan, error)
 }
 
 // Locks are leases on a key (e.g. "deployment/dsv4") that exclude other
