@@ -9,13 +9,14 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/runbot/runbot/internal/yamlnode"
+	"github.com/runbot/runbot/runbooks/escape"
 )
 
 // templateErr reports a problem parsing or escaping the template at path
 // inside argument node v. An escaping problem is reported at the action it
 // is about when the scalar's position in the file can be told.
 func (l *loader) templateErr(v *yaml.Node, path, src, what string, err error) {
-	var tp *templateProblem
+	var tp *escape.Problem
 	if !errors.As(err, &tp) {
 		l.d.Errorf(v, "%s: %v", what, err)
 		return
@@ -45,7 +46,7 @@ func (l *loader) templateWarnings(v *yaml.Node, path, what string, t *Template) 
 // template at path inside argument node v. Where it cannot be told exactly
 // (a block scalar), it is the scalar's position, and the message says where
 // in the template.
-func (l *loader) problemPos(v *yaml.Node, path, src string, tp *templateProblem) (yamlnode.Pos, string) {
+func (l *loader) problemPos(v *yaml.Node, path, src string, tp *escape.Problem) (yamlnode.Pos, string) {
 	n := scalarAt(v, path)
 	if n == nil {
 		n = v

@@ -1,6 +1,7 @@
 package runbooks
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"text/template"
@@ -10,6 +11,7 @@ import (
 	"github.com/runbot/runbot/internal/argspec"
 	"github.com/runbot/runbot/internal/shell"
 	"github.com/runbot/runbot/internal/yamlnode"
+	"github.com/runbot/runbot/runbooks/escape"
 )
 
 // Template is a text/template from a runbook. Every value it inserts is
@@ -29,14 +31,11 @@ type Template struct {
 	// json says the template is a JSON document, so its result must parse.
 	json bool
 	// warnings are what lint should point out, by offset in Source.
-	warnings []templateProblem
+	warnings []escape.Problem
 }
 
-// rawText marks a value an author chose to insert unquoted.
-type rawText string
-
 var funcs = template.FuncMap{
-	"raw":   func(v any) rawText { return rawText(fmt.Sprint(v)) },
+	"raw":   func(v any) escape.Raw { return escape.Raw(fmt.Sprint(v)) },
 	"quote": func(v any) string { return shell.Quote(fmt.Sprint(v)) },
 	"join":  func(sep string, v []string) string { return strings.Join(v, sep) },
 	"round": func(d time.Duration) time.Duration { return roundDuration(d) },
@@ -50,7 +49,7 @@ var funcs = template.FuncMap{
 		return v
 	},
 	"shq": func(v any) string {
-		if r, ok := v.(rawText); ok {
+		if r, ok := v.(escape.Raw); ok {
 			return string(r)
 		}
 		return shell.Quote(fmt.Sprint(v))
@@ -77,13 +76,13 @@ func ParseTemplate(name, src string, shellCtx bool) (*Template, error) {
 // ParseTemplateFor parses src for an argument whose values land in context
 // esc, and rewrites every output action to end in the escaper for where its
 // value lands. A template whose places cannot be told apart statically
-// (see escape.go) is an error, with the offset of the action in question.
+// (see package escape) is an error, with the offset of the action in question.
 func ParseTemplateFor(name, src string, esc argspec.Escape) (*Template, error) {
 	missing := "missingkey=zero"
 	if esc == argspec.EscapeShell {
 		missing = "missingkey=error"
 	}
-	t, err := template.New(name).Funcs(funcs).Funcs(escapeFuncs).Option(missing).Parse(src)
+	t, err := template.New(name).Funcs(funcs).Funcs(escape.Funcs).Option(missing).Parse(src)
 	if err != nil {
 		return nil, fmt.Errorf("template: %s", cleanTemplateErr(err))
 	}
@@ -92,18 +91,18 @@ func ParseTemplateFor(name, src string, esc argspec.Escape) (*Template, error) {
 		return out, nil
 	}
 	out.UsesRaw = usesRaw(t.Root)
-	st := initialState(esc, src)
-	if _, ok := st.(jsonState); ok {
+	st := escape.Initial(esc, src)
+	if escape.IsJSON(st) {
 		out.json = true
-		quoteWarnings(src, t.Root, func(off int, msg string) {
-			out.warnings = append(out.warnings, templateProblem{Offset: off, Msg: msg})
+		escape.QuoteWarnings(src, t.Root, func(off int, msg string) {
+			out.warnings = append(out.warnings, escape.Problem{Offset: off, Msg: msg})
 		})
-	} else if esc == argspec.EscapeJSON && hasTemplate(src) && !isWholeValue(t) {
-		out.warnings = append(out.warnings, templateProblem{Offset: 0,
+	} else if esc == argspec.EscapeJSON && hasTemplate(src) && !escape.IsWholeValue(t) {
+		out.warnings = append(out.warnings, escape.Problem{Offset: 0,
 			Msg: "the body does not start with { or [, so it is not escaped as JSON: its template values are inserted as they are"})
 	}
 	if st != nil {
-		if err := escapeTemplate(t, src, st); err != nil {
+		if err := escape.Rewrite(t, src, st); err != nil {
 			return nil, err
 		}
 	}
@@ -172,4 +171,35 @@ func roundDuration(d time.Duration) time.Duration {
 	default:
 		return d.Round(time.Millisecond)
 	}
+}
+
+// checkResult checks what a template rendered against its context: a JSON
+// document must parse, a header value must stay on one line. It catches
+// what `raw` and the template's own text could break.
+func (t *Template) checkResult(out string) error {
+	switch {
+	case t.json:
+		var v any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			return fmt.Errorf("the result is not valid JSON (%w): %s", err, out)
+		}
+	case t.Escape == argspec.EscapeHeader:
+		return escape.CheckHeader(out)
+	}
+	return nil
+}
+
+// rawWarning is lint's warning about `| raw` in a template of this context.
+func (t *Template) rawWarning() string {
+	switch t.Escape {
+	case argspec.EscapeShell:
+		return "`raw` inserts text unquoted into a command; make sure it can never come from a param, an alert or chat"
+	case argspec.EscapeJSON:
+		return "`raw` inserts text unescaped into JSON; make sure it can never come from a param, an alert or chat"
+	case argspec.EscapeURL, argspec.EscapeURLPath, argspec.EscapeURLQuery:
+		return "`raw` inserts text unescaped into a URL; make sure it can never come from a param, an alert or chat"
+	case argspec.EscapeHeader:
+		return "`raw` inserts text unchecked into a header; make sure it can never come from a param, an alert or chat"
+	}
+	return "`raw` changes nothing here: this argument's values are not escaped"
 }

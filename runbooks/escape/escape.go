@@ -1,4 +1,12 @@
-package runbooks
+// Package escape escapes template values for where they land, as
+// html/template does for HTML: a runbook's templates are parsed, their
+// text scanned in output order to learn where each action's value goes
+// (a shell command, inside a JSON string, a URL's path, a header), and
+// each action's pipeline gets the escaper for that place. A place whose
+// meaning cannot be told from the text (a value right after a JSON value,
+// branches of an if that end in different places) is a Problem reported
+// at load time, never a guess at run time.
+package escape
 
 import (
 	"encoding/json"
@@ -12,14 +20,6 @@ import (
 
 	"github.com/runbot/runbot/internal/argspec"
 )
-
-// Escaping by context works the way html/template's does: when a template
-// is parsed, its text is scanned in output order to learn where each action's
-// value will land (inside a JSON string, in a URL's path, ...), and the
-// action's pipeline gets one more command, the escaper for that place. A
-// place whose meaning cannot be told from the text (a value right after a
-// JSON value, branches of an if that end in different places) is a problem
-// reported at load time, never a guess at run time.
 
 // Names of the escapers the rewrite appends. They start with an underscore
 // so that they do not read like functions meant for authors.
@@ -37,7 +37,8 @@ const (
 	escHeader    = "_header"
 )
 
-var escapeFuncs = template.FuncMap{
+// Funcs are the escapers Rewrite appends, for a template's FuncMap.
+var Funcs = template.FuncMap{
 	escJSONStr:   jsonString,
 	escJSONValue: jsonValue,
 	escJSONKey:   jsonKey,
@@ -50,14 +51,20 @@ var escapeFuncs = template.FuncMap{
 	escHeader:    headerValue,
 }
 
-// templateProblem is a problem at a byte offset of a template's source, so
+// Problem is a problem at a byte offset of a template's source, so
 // that lint can point at the action rather than at the whole argument.
-type templateProblem struct {
+type Problem struct {
 	Offset int
 	Msg    string
 }
 
-func (p *templateProblem) Error() string { return p.Msg }
+func (p *Problem) Error() string { return p.Msg }
+
+// IsJSON reports whether a template starting in st is a JSON document.
+func IsJSON(st State) bool {
+	_, ok := st.(jsonState)
+	return ok
+}
 
 // looksLikeJSON reports whether a template in a JSON context is a JSON
 // document: its text starts with { or [ (and not with a template action).
@@ -66,25 +73,25 @@ func looksLikeJSON(src string) bool {
 	return strings.HasPrefix(s, "[") || (strings.HasPrefix(s, "{") && !strings.HasPrefix(s, "{{"))
 }
 
-// escState is where a template's output stands within its context. States
+// State is where a template's output stands within its context. States
 // are small comparable values: two branches of an if agree when their end
 // states are equal.
-type escState interface {
+type State interface {
 	// text advances over literal text. A problem is reported with its byte
 	// offset in s.
-	text(s string) (escState, int, error)
+	text(s string) (State, int, error)
 	// action returns the escaper for a value inserted here, and the state
 	// after it.
-	action() (string, escState, error)
+	action() (string, State, error)
 	// end reports a problem with where the whole template ends, if any.
 	end() error
 	// what names the context in messages ("JSON", "a URL").
 	what() string
 }
 
-// initialState returns the state at the start of a template in context esc,
+// Initial returns the state at the start of a template in context esc,
 // or nil when values there are inserted as they are.
-func initialState(esc argspec.Escape, src string) escState {
+func Initial(esc argspec.Escape, src string) State {
 	switch esc {
 	case argspec.EscapeShell:
 		return plainState{fn: escShell, name: "a command"}
@@ -104,10 +111,10 @@ func initialState(esc argspec.Escape, src string) escState {
 	return nil
 }
 
-// escapeTemplate rewrites every printing action of t's tree, parsed from
+// Rewrite rewrites every printing action of t's tree, parsed from
 // src, to end in the escaper for where its value lands, starting in state
 // st.
-func escapeTemplate(t *template.Template, src string, st escState) error {
+func Rewrite(t *template.Template, src string, st State) error {
 	if t.Tree == nil || t.Root == nil {
 		return nil
 	}
@@ -125,7 +132,7 @@ func escapeTemplate(t *template.Template, src string, st escState) error {
 		return err
 	}
 	if err := endState.end(); err != nil {
-		return &templateProblem{Offset: len(src), Msg: fmt.Sprintf("%s: %v", endState.what(), err)}
+		return &Problem{Offset: len(src), Msg: fmt.Sprintf("%s: %v", endState.what(), err)}
 	}
 	// Only a template that escaped completely is rewritten, so a problem
 	// never leaves half of its actions escaped.
@@ -140,10 +147,10 @@ type escaper struct {
 	fns map[*parse.ActionNode]string
 	// loops holds the state at the start of each enclosing range, which
 	// break and continue must agree with.
-	loops []escState
+	loops []State
 }
 
-func (e *escaper) list(l *parse.ListNode, st escState) (escState, error) {
+func (e *escaper) list(l *parse.ListNode, st State) (State, error) {
 	if l == nil {
 		return st, nil
 	}
@@ -153,7 +160,7 @@ func (e *escaper) list(l *parse.ListNode, st escState) (escState, error) {
 		case *parse.TextNode:
 			next, off, terr := st.text(string(n.Text))
 			if terr != nil {
-				return nil, &templateProblem{Offset: int(n.Pos) + off, Msg: fmt.Sprintf("%s: %v", st.what(), terr)}
+				return nil, &Problem{Offset: int(n.Pos) + off, Msg: fmt.Sprintf("%s: %v", st.what(), terr)}
 			}
 			st = next
 		case *parse.ActionNode:
@@ -188,7 +195,7 @@ func (e *escaper) list(l *parse.ListNode, st escState) (escState, error) {
 
 // branches escapes both branches of an if or with; they must end in the
 // same place, or what follows could not be escaped for both.
-func (e *escaper) branches(kind string, pos parse.Pos, then, els *parse.ListNode, st escState) (escState, error) {
+func (e *escaper) branches(kind string, pos parse.Pos, then, els *parse.ListNode, st State) (State, error) {
 	a, err := e.list(then, st)
 	if err != nil {
 		return nil, err
@@ -207,7 +214,7 @@ func (e *escaper) branches(kind string, pos parse.Pos, then, els *parse.ListNode
 
 // loop escapes a range: each iteration must end where it starts, since the
 // next one starts there.
-func (e *escaper) loop(n *parse.RangeNode, st escState) (escState, error) {
+func (e *escaper) loop(n *parse.RangeNode, st State) (State, error) {
 	e.loops = append(e.loops, st)
 	body, err := e.list(n.List, st)
 	e.loops = e.loops[:len(e.loops)-1]
@@ -246,7 +253,7 @@ func (e *escaper) actionText(pos parse.Pos) string {
 }
 
 func (e *escaper) problem(pos parse.Pos, format string, args ...any) error {
-	return &templateProblem{Offset: e.actionStart(pos), Msg: fmt.Sprintf(format, args...)}
+	return &Problem{Offset: e.actionStart(pos), Msg: fmt.Sprintf(format, args...)}
 }
 
 func appendEscaper(a *parse.ActionNode, fn string) {
@@ -259,7 +266,7 @@ func appendEscaper(a *parse.ActionNode, fn string) {
 // settle returns the state at the end of a branch or loop body for
 // comparing it with another: a JSON number or literal that reaches the end
 // counts as a complete value, since whatever follows must end it anyway.
-func settle(s escState) escState {
+func settle(s State) State {
 	if j, ok := s.(jsonState); ok && j.pos == jLiteral {
 		j.pos = jAfter
 		return j
@@ -267,7 +274,7 @@ func settle(s escState) escState {
 	return s
 }
 
-func describeState(s escState) string {
+func describeState(s State) string {
 	if d, ok := s.(interface{ describe() string }); ok {
 		return d.describe()
 	}
@@ -278,11 +285,11 @@ func describeState(s escState) string {
 // escaper (shell words, header values).
 type plainState struct{ fn, name string }
 
-func (s plainState) text(string) (escState, int, error) { return s, 0, nil }
-func (s plainState) action() (string, escState, error)  { return s.fn, s, nil }
-func (s plainState) end() error                         { return nil }
-func (s plainState) what() string                       { return s.name }
-func (s plainState) describe() string                   { return s.name }
+func (s plainState) text(string) (State, int, error) { return s, 0, nil }
+func (s plainState) action() (string, State, error)  { return s.fn, s, nil }
+func (s plainState) end() error                      { return nil }
+func (s plainState) what() string                    { return s.name }
+func (s plainState) describe() string                { return s.name }
 
 // jsonPos is what a JSON scanner expects next.
 type jsonPos uint8
@@ -330,7 +337,7 @@ func (s jsonState) describe() string {
 	return "inside an escape sequence"
 }
 
-func (s jsonState) text(t string) (escState, int, error) {
+func (s jsonState) text(t string) (State, int, error) {
 	for i := 0; i < len(t); i++ {
 		c := t[i]
 		switch s.pos {
@@ -432,7 +439,7 @@ func (s jsonState) text(t string) (escState, int, error) {
 	return s, 0, nil
 }
 
-func (s jsonState) action() (string, escState, error) {
+func (s jsonState) action() (string, State, error) {
 	switch s.pos {
 	case jString:
 		return escJSONStr, s, nil
@@ -503,7 +510,7 @@ func (s urlState) describe() string {
 		"in the path", "in the query", "in the fragment"}[s.part]
 }
 
-func (s urlState) text(t string) (escState, int, error) {
+func (s urlState) text(t string) (State, int, error) {
 	for i := 0; i < len(t); i++ {
 		c := t[i]
 		switch s.part {
@@ -553,7 +560,7 @@ func (s urlState) text(t string) (escState, int, error) {
 	return s, 0, nil
 }
 
-func (s urlState) action() (string, escState, error) {
+func (s urlState) action() (string, State, error) {
 	switch s.part {
 	case uStart:
 		// The value is the URL's start; it may not carry a query or a
@@ -573,9 +580,12 @@ func (s urlState) action() (string, escState, error) {
 
 func (s urlState) end() error { return nil }
 
+// Raw marks a value an author chose to insert unescaped (`| raw`).
+type Raw string
+
 // valueText is how a value prints, unless an author marked it raw.
 func valueText(v any) (string, bool) {
-	if r, ok := v.(rawText); ok {
+	if r, ok := v.(Raw); ok {
 		return string(r), true
 	}
 	return fmt.Sprint(v), false
@@ -618,7 +628,7 @@ func jsonKey(v any) (string, error) {
 // (a duration) is the quoted text it prints, as the author reads it.
 func jsonValue(v any) (string, error) {
 	switch x := v.(type) {
-	case rawText:
+	case Raw:
 		return string(x), nil
 	case nil:
 		return "null", nil
@@ -712,54 +722,24 @@ func unwrapURLError(err error) error {
 // another one (or be cut at a NUL).
 func headerValue(v any) (string, error) {
 	s, _ := valueText(v)
-	if err := checkHeader(s); err != nil {
+	if err := CheckHeader(s); err != nil {
 		return "", fmt.Errorf("insert %q into a header: %w", s, err)
 	}
 	return s, nil
 }
 
-func checkHeader(s string) error {
+// CheckHeader checks a header value: one line, no NUL byte.
+func CheckHeader(s string) error {
 	if strings.ContainsAny(s, "\r\n\x00") {
 		return errors.New("a header value may not hold a line break or a NUL byte")
 	}
 	return nil
 }
 
-// checkResult checks what a template rendered against its context: a JSON
-// document must parse, a header value must stay on one line. It catches
-// what `raw` and the template's own text could break.
-func (t *Template) checkResult(out string) error {
-	switch {
-	case t.json:
-		var v any
-		if err := json.Unmarshal([]byte(out), &v); err != nil {
-			return fmt.Errorf("the result is not valid JSON (%w): %s", err, out)
-		}
-	case t.Escape == argspec.EscapeHeader:
-		return checkHeader(out)
-	}
-	return nil
-}
-
-// rawWarning is lint's warning about `| raw` in a template of this context.
-func (t *Template) rawWarning() string {
-	switch t.Escape {
-	case argspec.EscapeShell:
-		return "`raw` inserts text unquoted into a command; make sure it can never come from a param, an alert or chat"
-	case argspec.EscapeJSON:
-		return "`raw` inserts text unescaped into JSON; make sure it can never come from a param, an alert or chat"
-	case argspec.EscapeURL, argspec.EscapeURLPath, argspec.EscapeURLQuery:
-		return "`raw` inserts text unescaped into a URL; make sure it can never come from a param, an alert or chat"
-	case argspec.EscapeHeader:
-		return "`raw` inserts text unchecked into a header; make sure it can never come from a param, an alert or chat"
-	}
-	return "`raw` changes nothing here: this argument's values are not escaped"
-}
-
-// quoteWarnings finds actions in a JSON template that build quotes
+// QuoteWarnings finds actions in a JSON template that build quotes
 // themselves (printf "\"%s\"", printf "%q"): the escaper already quotes or
 // escapes the value, so such quotes end up inside the string.
-func quoteWarnings(src string, l *parse.ListNode, warn func(off int, msg string)) {
+func QuoteWarnings(src string, l *parse.ListNode, warn func(off int, msg string)) {
 	if l == nil {
 		return
 	}
@@ -777,14 +757,14 @@ func quoteWarnings(src string, l *parse.ListNode, warn func(off int, msg string)
 				}
 			}
 		case *parse.IfNode:
-			quoteWarnings(src, n.List, warn)
-			quoteWarnings(src, n.ElseList, warn)
+			QuoteWarnings(src, n.List, warn)
+			QuoteWarnings(src, n.ElseList, warn)
 		case *parse.RangeNode:
-			quoteWarnings(src, n.List, warn)
-			quoteWarnings(src, n.ElseList, warn)
+			QuoteWarnings(src, n.List, warn)
+			QuoteWarnings(src, n.ElseList, warn)
 		case *parse.WithNode:
-			quoteWarnings(src, n.List, warn)
-			quoteWarnings(src, n.ElseList, warn)
+			QuoteWarnings(src, n.List, warn)
+			QuoteWarnings(src, n.ElseList, warn)
 		}
 	}
 }
