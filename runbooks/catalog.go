@@ -135,3 +135,13 @@ func (c *Catalog) All() []*Runbook {
 // Add puts a runbook loaded from elsewhere (e.g. a path on the command
 // line) into the catalog, replacing one of the same name.
 func (c *Catalog) Add(rb *Runbook) { c.byName[rb.Name] = rb }
+
+// TestFileSuffix ends the name of a runbook test file, which sits beside
+// the runbooks it tests (sglang-pd-wedge_test.yaml), as Go's tests do.
+const TestFileSuffix = "_test.yaml"
+
+// IsTestFile reports whether path names a runbook test file rather than a
+// runbook.
+func IsTestFile(path string) bool {
+	return strings.HasSuffix(path, TestFileSuffix) || strings.HasSuffix(path, "_test.yml")
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/replay"
 )
 
 // simRouterURL reads the simulated deployment's router address from the
@@ -36,7 +37,7 @@ func runBuiltin(t *testing.T, inv *inventory.Inventory, name, caseName string, p
 	rb := builtin(t, name)
 	pool := remote.NewPool()
 	t.Cleanup(func() { _ = pool.Close() })
-	rec := runbooks.NewRecording()
+	rec := replay.NewRecording()
 	e := &runbooks.Engine{
 		Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}},
 		Tape:    rec,
@@ -45,8 +46,8 @@ func runBuiltin(t *testing.T, inv *inventory.Inventory, name, caseName string, p
 	require.NoError(t, err)
 	rep := e.Run(t.Context(), p, runbooks.RunOptions{})
 	out := filepath.Join(t.TempDir(), "recording")
-	require.NoError(t, rec.Save(out, rep, runbooks.SaveOptions{}))
-	again := replay(t, name, out)
+	require.NoError(t, rec.Save(out, rep, replay.SaveOptions{}))
+	again := replayDir(t, name, out)
 	require.Equal(t, findingIDs(rep), findingIDs(again), "the recording replays to the same findings")
 	require.Equal(t, diagnosisIDs(rep), diagnosisIDs(again), "the recording replays to the same diagnoses")
 	if *update && caseName != "" {

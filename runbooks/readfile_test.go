@@ -12,6 +12,7 @@ import (
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/remote"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/replay"
 )
 
 // readFileRunbook reads a config file and a file that is not there.
@@ -58,7 +59,7 @@ func TestRecordReplayFileReads(t *testing.T) {
 			require.Empty(t, problems)
 			pool := remote.NewPool()
 			t.Cleanup(func() { _ = pool.Close() })
-			rec := runbooks.NewRecording()
+			rec := replay.NewRecording()
 			e := &runbooks.Engine{
 				Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}},
 				Tape:    rec,
@@ -73,7 +74,7 @@ func TestRecordReplayFileReads(t *testing.T) {
 			require.Equal(t, []string{"port_set"}, findingIDs(live))
 
 			dir := filepath.Join(t.TempDir(), "rec")
-			require.NoError(t, rec.Save(dir, live, runbooks.SaveOptions{}))
+			require.NoError(t, rec.Save(dir, live, replay.SaveOptions{}))
 			observed, err := os.ReadFile(filepath.Join(dir, "conf", "a", "observed.yaml"))
 			require.NoError(t, err)
 			if tc.reads {
@@ -92,9 +93,9 @@ func TestRecordReplayFileReads(t *testing.T) {
 
 			// The replay reaches no host: stop sshd first.
 			srv.Stop()
-			loaded, err := runbooks.LoadRecording(dir)
+			loaded, err := replay.LoadRecording(dir)
 			require.NoError(t, err)
-			rep, err := runbooks.Replay(t.Context(), rb, loaded, runbooks.ReplayOptions{})
+			rep, err := replay.Replay(t.Context(), rb, loaded, replay.ReplayOptions{})
 			require.NoError(t, err)
 			require.Equal(t, findingIDs(live), findingIDs(rep))
 			require.Len(t, rep.Steps, len(live.Steps))

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/replay"
 )
 
 // incidentRecording is the 2026-06-18 incident as a recording (made from
@@ -19,9 +19,9 @@ const incidentRecording = "builtin/testdata/recordings/sglang-pd-wedge/incident-
 func BenchmarkReplayWedge(b *testing.B) {
 	rb := builtin(b, "sglang-pd-wedge")
 	for b.Loop() {
-		rec, err := runbooks.LoadRecording(incidentRecording)
+		rec, err := replay.LoadRecording(incidentRecording)
 		require.NoError(b, err)
-		rep, err := runbooks.Replay(b.Context(), rb, rec, runbooks.ReplayOptions{})
+		rep, err := replay.Replay(b.Context(), rb, rec, replay.ReplayOptions{})
 		require.NoError(b, err)
 		require.Len(b, rep.Diagnoses, 1)
 	}
@@ -30,7 +30,7 @@ func BenchmarkReplayWedge(b *testing.B) {
 // TestIncidentReplay: the incident's own evidence gives the incident's
 // diagnosis, and the known fix.
 func TestIncidentReplay(t *testing.T) {
-	rep := replay(t, "sglang-pd-wedge", incidentRecording)
+	rep := replayDir(t, "sglang-pd-wedge", incidentRecording)
 	require.Equal(t, []string{"pd_transfer_wedge"}, diagnosisIDs(rep))
 	require.Equal(t, "disable_overlap_and_restart", rep.Diagnoses[0].Remediation)
 	for _, s := range rep.Steps {

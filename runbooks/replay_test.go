@@ -13,6 +13,7 @@ import (
 
 	"github.com/runbot/runbot/remote"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/replay"
 )
 
 // recordWedge runs sglang-pd-wedge at its production defaults against a
@@ -28,7 +29,7 @@ func recordWedge(t *testing.T, fault string) (*runbooks.Report, string) {
 	rb := builtin(t, "sglang-pd-wedge")
 	pool := remote.NewPool()
 	t.Cleanup(func() { _ = pool.Close() })
-	rec := runbooks.NewRecording()
+	rec := replay.NewRecording()
 	e := &runbooks.Engine{
 		Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}},
 		Tape:    rec,
@@ -37,7 +38,7 @@ func recordWedge(t *testing.T, fault string) (*runbooks.Report, string) {
 	require.NoError(t, err)
 	rep := e.Run(t.Context(), p, runbooks.RunOptions{})
 	out := filepath.Join(t.TempDir(), "rec")
-	require.NoError(t, rec.Save(out, rep, runbooks.SaveOptions{}))
+	require.NoError(t, rec.Save(out, rep, replay.SaveOptions{}))
 	if d := os.Getenv("RUNBOT_KEEP_RECORDING"); d != "" {
 		require.NoError(t, os.CopyFS(d, os.DirFS(out)))
 	}
@@ -54,11 +55,11 @@ func builtin(t testing.TB, name string) *runbooks.Runbook {
 	return rb
 }
 
-func replay(t testing.TB, name, dir string) *runbooks.Report {
+func replayDir(t testing.TB, name, dir string) *runbooks.Report {
 	t.Helper()
-	rec, err := runbooks.LoadRecording(dir)
+	rec, err := replay.LoadRecording(dir)
 	require.NoError(t, err)
-	rep, err := runbooks.Replay(t.Context(), builtin(t, name), rec, runbooks.ReplayOptions{})
+	rep, err := replay.Replay(t.Context(), builtin(t, name), rec, replay.ReplayOptions{})
 	require.NoError(t, err)
 	return rep
 }
@@ -79,23 +80,23 @@ func TestRecordReplayWedge(t *testing.T) {
 	live, dir := recordWedge(t, "pd-wedge")
 	require.Contains(t, diagnosisIDs(live), "pd_transfer_wedge", "the live run must see the wedge for this test to mean anything")
 
-	got := replay(t, "sglang-pd-wedge", dir)
+	got := replayDir(t, "sglang-pd-wedge", dir)
 	require.Equal(t, reportJSON(t, live), reportJSON(t, got))
 
 	// A second replay is the same again: nothing in it depends on the
 	// wall clock or on chance.
-	require.Equal(t, reportJSON(t, got), reportJSON(t, replay(t, "sglang-pd-wedge", dir)))
+	require.Equal(t, reportJSON(t, got), reportJSON(t, replayDir(t, "sglang-pd-wedge", dir)))
 
 	// The report as the store keeps it (JSON), exported as a recording
 	// of results (runbot show --export), replays to the same verdict
 	// with the same evidence.
 	var stored runbooks.Report
 	require.NoError(t, json.Unmarshal([]byte(reportJSON(t, live)), &stored))
-	exported, err := runbooks.ExportReport(&stored)
+	exported, err := replay.ExportReport(&stored)
 	require.NoError(t, err)
 	exportDir := filepath.Join(t.TempDir(), "exported")
-	require.NoError(t, exported.Save(exportDir, &stored, runbooks.SaveOptions{}))
-	fromStore := replay(t, "sglang-pd-wedge", exportDir)
+	require.NoError(t, exported.Save(exportDir, &stored, replay.SaveOptions{}))
+	fromStore := replayDir(t, "sglang-pd-wedge", exportDir)
 	require.Equal(t, live.Findings, fromStore.Findings)
 	require.Equal(t, live.Diagnoses, fromStore.Diagnoses)
 	require.Equal(t, live.Outcome, fromStore.Outcome)
@@ -120,7 +121,7 @@ func TestRecordReplayWedge(t *testing.T) {
 		require.NoError(t, os.WriteFile(sc, raw, 0o644))
 	}
 
-	changed := replay(t, "sglang-pd-wedge", dir)
+	changed := replayDir(t, "sglang-pd-wedge", dir)
 	require.NotContains(t, diagnosisIDs(changed), "pd_transfer_wedge")
 	require.NotContains(t, findingIDs(changed), "prefill_parked")
 	require.Contains(t, findingIDs(live), "prefill_parked")
@@ -139,7 +140,7 @@ func TestReplayRefusesWhatWasNotRecorded(t *testing.T) {
 	require.NotEqual(t, string(raw), edited)
 	require.NoError(t, os.WriteFile(obs, []byte(edited), 0o644))
 
-	rep := replay(t, "sglang-pd-wedge", dir)
+	rep := replayDir(t, "sglang-pd-wedge", dir)
 	var found bool
 	for _, s := range rep.Steps {
 		if s.Step == "backend" && s.Target == "decode" {
@@ -172,7 +173,7 @@ func TestLoadRecordingRefusesTypos(t *testing.T) {
 				require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 				require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
 			}
-			_, err := runbooks.LoadRecording(dir)
+			_, err := replay.LoadRecording(dir)
 			require.Error(t, err)
 			require.Contains(t, err.Error(), tc.want)
 		})

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/replay"
 	"github.com/runbot/runbot/store"
 	"github.com/runbot/runbot/timeline"
 )
@@ -154,7 +155,7 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				rec, err := runbooks.ExportReport(rep)
+				rec, err := replay.ExportReport(rep)
 				if err != nil {
 					return err
 				}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/replay"
 	"github.com/runbot/runbot/timeline"
 )
 
@@ -111,12 +112,12 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 					printProgress(cmd.ErrOrStderr(), ev, started)
 				}
 			}
-			var rec *runbooks.Recording
+			var rec *replay.Recording
 			if recordDir != "" {
 				if err := emptyDir(recordDir); err != nil {
 					return fmt.Errorf("--record: %w", err)
 				}
-				rec = runbooks.NewRecording()
+				rec = replay.NewRecording()
 				pr.engine.Tape = rec
 			}
 			rep, err := pr.engine.RunAndRecord(cmd.Context(), st, pr.p, opts, rf.requestedBy)

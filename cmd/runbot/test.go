@@ -15,6 +15,7 @@ import (
 
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/replay"
 )
 
 func newTestCmd(g *globalFlags) *cobra.Command {
@@ -46,7 +47,7 @@ func newTestCmd(g *globalFlags) *cobra.Command {
 				// break it.
 				out = io.Discard
 			}
-			doc := testDoc{Results: []runbooks.TestResult{}, Problems: []string{}, Warnings: []string{}, expected: map[string][]string{}}
+			doc := testDoc{Results: []replay.TestResult{}, Problems: []string{}, Warnings: []string{}, expected: map[string][]string{}}
 			start := time.Now()
 			for _, f := range files {
 				doc.run(cmd, g, f, out)
@@ -86,9 +87,9 @@ func newTestCmd(g *globalFlags) *cobra.Command {
 
 // testDoc is the JSON document of runbot test.
 type testDoc struct {
-	Passed  bool                  `json:"passed"`
-	Failed  int                   `json:"failed"`
-	Results []runbooks.TestResult `json:"results"`
+	Passed  bool                `json:"passed"`
+	Failed  int                 `json:"failed"`
+	Results []replay.TestResult `json:"results"`
 	// Problems are test files that could not be read, as file:line:col.
 	Problems []string `json:"problems"`
 	// Warnings name the runbooks in the directories tested that have no
@@ -132,7 +133,7 @@ func (doc *testDoc) coverage(paths []string) {
 
 // run runs one test file's cases, writing go-test-style lines to out.
 func (doc *testDoc) run(cmd *cobra.Command, g *globalFlags, path string, out io.Writer) {
-	tf, problems, err := runbooks.LoadTestFile(path)
+	tf, problems, err := replay.LoadTestFile(path)
 	if err != nil {
 		doc.Problems = append(doc.Problems, err.Error())
 		return
@@ -155,7 +156,7 @@ func (doc *testDoc) run(cmd *cobra.Command, g *globalFlags, path string, out io.
 		doc.expected[rb.Name] = append(doc.expected[rb.Name], c.Expect.Diagnoses...)
 		name := rb.Name + "/" + c.Name
 		_, _ = fmt.Fprintf(out, "=== RUN   %s\n", name)
-		res := runbooks.RunTest(cmd.Context(), rb, tf, c)
+		res := replay.RunTest(cmd.Context(), rb, tf, c)
 		doc.Results = append(doc.Results, res)
 		if res.Passed {
 			_, _ = fmt.Fprintf(out, "--- PASS: %s (%.3fs)\n", name, res.Duration.Seconds())
@@ -169,7 +170,7 @@ func (doc *testDoc) run(cmd *cobra.Command, g *globalFlags, path string, out io.
 
 // writeFailure shows what was expected and what the replay gave, and the
 // evidence behind what it gave, indented like go test's log lines.
-func writeFailure(out io.Writer, res runbooks.TestResult) {
+func writeFailure(out io.Writer, res replay.TestResult) {
 	if res.Error != "" {
 		_, _ = fmt.Fprintf(out, "    %s:%d:%d: %s\n", res.File, res.Line, res.Col, res.Error)
 		return
@@ -204,7 +205,7 @@ func writeFailure(out io.Writer, res runbooks.TestResult) {
 // testRunbook finds the runbook a test file names: the file NAME.yaml
 // beside the test file (the runbook under test, as it is on disk), else
 // one in --runbooks or a built-in of that name.
-func testRunbook(g *globalFlags, tf *runbooks.TestFile) (*runbooks.Runbook, error) {
+func testRunbook(g *globalFlags, tf *replay.TestFile) (*runbooks.Runbook, error) {
 	beside := filepath.Join(filepath.Dir(tf.Path), tf.Runbook+".yaml")
 	if _, err := os.Stat(beside); err == nil {
 		rb, problems, err := runbooks.LoadFile(beside)

@@ -1,8 +1,9 @@
-package runbooks
+package replay
 
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/runbot/runbot/runbooks"
 	"maps"
 	"reflect"
 	"slices"
@@ -70,7 +71,7 @@ func fitDurations(v any, t reflect.Type) any {
 	}
 	switch x := v.(type) {
 	case string:
-		if t == durationType {
+		if t == reflect.TypeFor[time.Duration]() {
 			if d, err := time.ParseDuration(x); err == nil {
 				return int64(d)
 			}
@@ -131,7 +132,7 @@ func jsonTree(v any) any {
 // keeps no raw observations (command outputs, expositions), so such a
 // recording replays the findings, diagnoses and remediation choice, not
 // the checks; `runbot run --record` keeps everything.
-func ExportReport(rep *Report) (*Recording, error) {
+func ExportReport(rep *runbooks.Report) (*Recording, error) {
 	rec := NewRecording()
 	rec.doc.Note = "Exported from the stored report of run " + rep.RunID + " (runbot show --export): each step's result as the report " +
 		"kept it, without the raw observations, which the store does not keep. A replay re-evaluates findings and diagnoses; the checks do not run."

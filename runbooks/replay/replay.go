@@ -1,10 +1,18 @@
-package runbooks
+// Package replay records what a run's checks observed and replays it: a
+// Recording is the engine's tape while a run is live (runbot run --record),
+// Replay runs a runbook again on a saved one with no host reached, and a
+// runbook test file (TestFile, RunTest: runbot test) replays recordings
+// and says what the runbook must conclude from each, as promtool test
+// rules does for alerting rules. ExportReport turns a stored run's report
+// into a recording of its results.
+package replay
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/runbot/runbot/runbooks"
 	"net"
 	"os"
 	"path/filepath"
@@ -121,13 +129,13 @@ type ReplayOptions struct {
 // network and the report depends on nothing but the recording and the
 // runbook. A step or command the recording lacks is an error of that step
 // (the finding that reads it is inconclusive), never a silent pass.
-func Replay(ctx context.Context, rb *Runbook, rec *Recording, opts ReplayOptions) (*Report, error) {
+func Replay(ctx context.Context, rb *runbooks.Runbook, rec *Recording, opts ReplayOptions) (*runbooks.Report, error) {
 	params := rec.Params()
 	for k, v := range opts.Params {
 		params[k] = v
 	}
 	finished := rec.doc.Finished
-	e := &Engine{
+	e := &runbooks.Engine{
 		Targets: replayTargets{rec: rec},
 		Tape:    replayTape{rec: rec},
 		// Only the engine's bookkeeping reads this clock; every time in
@@ -138,13 +146,13 @@ func Replay(ctx context.Context, rb *Runbook, rec *Recording, opts ReplayOptions
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", rec.Dir, err)
 	}
-	return e.Run(ctx, p, RunOptions{RunID: rec.doc.RunID, Trigger: rec.doc.Trigger}), nil
+	return e.Run(ctx, p, runbooks.RunOptions{RunID: rec.doc.RunID, Trigger: rec.doc.Trigger}), nil
 }
 
 // replayTargets resolves targets to the ones the recording names.
 type replayTargets struct{ rec *Recording }
 
-func (rt replayTargets) Target(_ context.Context, ref TargetRef) (target.Target, error) {
+func (rt replayTargets) Target(_ context.Context, ref runbooks.TargetRef) (target.Target, error) {
 	for _, t := range rt.rec.doc.Targets {
 		// A target written without a host (inline observations) is the
 		// role on whichever host the params name.
@@ -189,7 +197,7 @@ func (o offline) RestartCall(unit string) string        { return "restart " + un
 // replayTape answers a run from a recording.
 type replayTape struct{ rec *Recording }
 
-func (rt replayTape) Target(stepID string, index int, t target.Target) TargetTape {
+func (rt replayTape) Target(stepID string, index int, t target.Target) runbooks.TargetTape {
 	od := rt.rec.runs[runKey(stepID, t.Role)]
 	if alt := rt.rec.runs[fmt.Sprintf("%s/%s-%d", stepID, t.Role, index+1)]; alt != nil {
 		od = alt
@@ -227,11 +235,11 @@ func (m *missingRun) Bind(t target.Target, now func() time.Time) (target.Target,
 	return t, now, nil
 }
 
-func (m *missingRun) Replayed(string) (TapedOutcome, bool) {
-	return TapedOutcome{Status: step.Error, Error: fmt.Sprintf("replay: the recording has nothing for step %s on %s", m.step, m.target)}, true
+func (m *missingRun) Replayed(string) (runbooks.TapedOutcome, bool) {
+	return runbooks.TapedOutcome{Status: step.Error, Error: fmt.Sprintf("replay: the recording has nothing for step %s on %s", m.step, m.target)}, true
 }
 
-func (m *missingRun) Finish(tr *TargetRun) {
+func (m *missingRun) Finish(tr *runbooks.TargetRun) {
 	tr.StartedAt, tr.Duration, tr.DurationMS = m.started, 0, 0
 }
 
@@ -260,21 +268,21 @@ func (rr *replayRun) Bind(t target.Target, _ func() time.Time) (target.Target, f
 	return t, rr.now, replayNet{run: rr}
 }
 
-func (rr *replayRun) Replayed(check string) (TapedOutcome, bool) {
+func (rr *replayRun) Replayed(check string) (runbooks.TapedOutcome, bool) {
 	if rr.od.Status != step.OK {
-		return TapedOutcome{Status: rr.od.Status, Error: rr.od.Error}, true
+		return runbooks.TapedOutcome{Status: rr.od.Status, Error: rr.od.Error}, true
 	}
 	if rr.od.Result == nil {
-		return TapedOutcome{}, false
+		return runbooks.TapedOutcome{}, false
 	}
 	res, err := rr.od.Result.result(check)
 	if err != nil {
-		return TapedOutcome{Status: step.Error, Error: fmt.Sprintf("replay: %s: %v", rr.where(), err)}, true
+		return runbooks.TapedOutcome{Status: step.Error, Error: fmt.Sprintf("replay: %s: %v", rr.where(), err)}, true
 	}
-	return TapedOutcome{Status: step.OK, Result: res}, true
+	return runbooks.TapedOutcome{Status: step.OK, Result: res}, true
 }
 
-func (rr *replayRun) Finish(tr *TargetRun) {
+func (rr *replayRun) Finish(tr *runbooks.TargetRun) {
 	tr.StartedAt, tr.Duration, tr.DurationMS = rr.od.Started, rr.od.Duration, rr.od.Duration.Milliseconds()
 }
 

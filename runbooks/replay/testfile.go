@@ -1,8 +1,9 @@
-package runbooks
+package replay
 
 import (
 	"context"
 	"fmt"
+	"github.com/runbot/runbot/runbooks"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,16 +14,6 @@ import (
 
 	"github.com/runbot/runbot/internal/yamlnode"
 )
-
-// TestFileSuffix ends the name of a runbook test file, which sits beside
-// the runbooks it tests (sglang-pd-wedge_test.yaml), as Go's tests do.
-const TestFileSuffix = "_test.yaml"
-
-// IsTestFile reports whether path names a runbook test file rather than a
-// runbook.
-func IsTestFile(path string) bool {
-	return strings.HasSuffix(path, TestFileSuffix) || strings.HasSuffix(path, "_test.yml")
-}
 
 // TestFile is one runbook test file: cases that replay a recording
 // against a runbook and say what it must (and must not) conclude, like
@@ -172,7 +163,7 @@ func decodeCase(d *yamlnode.Decoder, dir string, i int, n *yaml.Node) TestCase {
 					e.Remediation = d.String(v, key)
 				case "outcome":
 					e.Outcome = d.String(v, key)
-					if !slices.Contains([]string{string(OutcomeOK), string(OutcomeCritical), string(OutcomeInconclusive)}, e.Outcome) {
+					if !slices.Contains([]string{string(runbooks.OutcomeOK), string(runbooks.OutcomeCritical), string(runbooks.OutcomeInconclusive)}, e.Outcome) {
 						d.Errorf(v, "outcome %q: want ok, critical or inconclusive", e.Outcome)
 					}
 				case "inconclusive":
@@ -222,7 +213,7 @@ type TestResult struct {
 	Error    string        `json:"error,omitempty"`
 	Failures []TestFailure `json:"failures,omitempty"`
 	// Report is the replay's report, for the evidence.
-	Report *Report `json:"report,omitempty"`
+	Report *runbooks.Report `json:"report,omitempty"`
 }
 
 // TestFailure is one expectation that did not hold.
@@ -235,7 +226,7 @@ type TestFailure struct {
 }
 
 // RunTest replays one case against rb and checks its expectations.
-func RunTest(ctx context.Context, rb *Runbook, tf *TestFile, c TestCase) (res TestResult) {
+func RunTest(ctx context.Context, rb *runbooks.Runbook, tf *TestFile, c TestCase) (res TestResult) {
 	res = TestResult{File: tf.Path, Line: c.Pos.Line, Col: c.Pos.Col, Name: c.Name, Runbook: rb.Name}
 	start := time.Now()
 	defer func() {
@@ -288,7 +279,7 @@ func RunTest(ctx context.Context, rb *Runbook, tf *TestFile, c TestCase) (res Te
 // then tests a runbook other than the recorded one, usually because a
 // step changed since, and that, not the verdict it leads to, is what the
 // author must see first.
-func replayMismatches(rep *Report, at yamlnode.Pos, unrecorded []string) []TestFailure {
+func replayMismatches(rep *runbooks.Report, at yamlnode.Pos, unrecorded []string) []TestFailure {
 	var why []string
 	for _, tr := range rep.Steps {
 		if !tr.Status.Ran() && strings.HasPrefix(tr.Error, "replay: ") && !slices.Contains(unrecorded, tr.Step) {
@@ -305,7 +296,7 @@ func replayMismatches(rep *Report, at yamlnode.Pos, unrecorded []string) []TestF
 
 // unknown reports expected ids the runbook does not define: a typo would
 // otherwise pass as "absent" forever.
-func (e Expectations) unknown(rb *Runbook) []TestFailure {
+func (e Expectations) unknown(rb *runbooks.Runbook) []TestFailure {
 	var findings, diagnoses []string
 	for _, f := range rb.Findings {
 		findings = append(findings, f.ID)
@@ -329,7 +320,7 @@ func (e Expectations) unknown(rb *Runbook) []TestFailure {
 		}
 	}
 	if e.Remediation != "" && e.Remediation != "none" {
-		if !slices.ContainsFunc(rb.Remediations, func(r *Remediation) bool { return r.Name == e.Remediation }) {
+		if !slices.ContainsFunc(rb.Remediations, func(r *runbooks.Remediation) bool { return r.Name == e.Remediation }) {
 			p := e.pos["remediation"]
 			out = append(out, TestFailure{Line: p.Line, Col: p.Col, What: "remediation names one runbook " + rb.Name + " does not define", Expected: "a remediation of the runbook", Got: e.Remediation})
 		}
@@ -337,7 +328,7 @@ func (e Expectations) unknown(rb *Runbook) []TestFailure {
 	return out
 }
 
-func (e Expectations) check(rep *Report) []TestFailure {
+func (e Expectations) check(rep *runbooks.Report) []TestFailure {
 	var out []TestFailure
 	fail := func(key, what, expected, got string) {
 		p := e.pos[key]

@@ -1,4 +1,4 @@
-package runbooks
+package replay
 
 import (
 	"fmt"

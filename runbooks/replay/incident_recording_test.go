@@ -1,4 +1,4 @@
-package runbooks
+package replay
 
 import (
 	"flag"
@@ -16,13 +16,16 @@ import (
 
 	"github.com/runbot/runbot/internal/shellscript"
 	"github.com/runbot/runbot/internal/step"
+	"github.com/runbot/runbot/runbooks"
 )
+
+var update = flag.Bool("update", false, "rewrite the incident recording")
 
 // The incident's fixtures, copied from the shared fixtures, and the
 // recording made from them.
 const (
-	incidentFixtures  = "../testdata/sglang"
-	incidentRecording = "builtin/testdata/recordings/sglang-pd-wedge/incident-2026-06-18"
+	incidentFixtures  = "../../testdata/sglang"
+	incidentRecording = "../builtin/testdata/recordings/sglang-pd-wedge/incident-2026-06-18"
 )
 
 // incidentStart is when the recorded run begins: a minute into the
@@ -41,7 +44,7 @@ func TestIncidentRecordingIsCurrent(t *testing.T) {
 	rec, rep := incidentRecordingFromFixtures(t)
 	built := filepath.Join(t.TempDir(), "incident")
 	require.NoError(t, rec.Save(built, rep, SaveOptions{}))
-	if u := flag.Lookup("update"); u != nil && u.Value.String() == "true" {
+	if *update {
 		require.NoError(t, os.RemoveAll(incidentRecording))
 		require.NoError(t, os.CopyFS(incidentRecording, os.DirFS(built)))
 	}
@@ -49,7 +52,7 @@ func TestIncidentRecordingIsCurrent(t *testing.T) {
 	got := readTree(t, incidentRecording)
 	require.Equal(t, keys(want), keys(got), "files of %s: run with -update", incidentRecording)
 	for name, w := range want {
-		require.True(t, w == got[name], "%s is stale: run go test ./runbooks -run TestIncidentRecordingIsCurrent -update", name)
+		require.True(t, w == got[name], "%s is stale: run go test ./runbooks/replay -run TestIncidentRecordingIsCurrent -update", name)
 	}
 }
 
@@ -95,7 +98,7 @@ const incidentNote = "The 2026-06-18 incident, built by TestIncidentRecordingIsC
 	"could not move). Not observed at all, and so not recorded: the engines' own /health (the case names the step unrecorded), " +
 	"and /server_info (the flag step says it could not be read, and the command lines stand)."
 
-func incidentRecordingFromFixtures(t *testing.T) (*Recording, *Report) {
+func incidentRecordingFromFixtures(t *testing.T) (*Recording, *runbooks.Report) {
 	t.Helper()
 	fixture := func(name string) []byte {
 		b, err := os.ReadFile(filepath.Join(incidentFixtures, name))
@@ -200,7 +203,7 @@ func incidentRecordingFromFixtures(t *testing.T) (*Recording, *Report) {
 		add(&observedDoc{Step: "units", Check: "unit_state", Target: role, Started: at(2 * ms), Duration: 40 * ms,
 			Clock: []time.Time{at(40 * ms)}, Units: []recordedUnit{unit(role)}})
 	}
-	rep := &Report{RunID: "incident-2026-06-18", Runbook: "sglang-pd-wedge", Params: map[string]string{
+	rep := &runbooks.Report{RunID: "incident-2026-06-18", Runbook: "sglang-pd-wedge", Params: map[string]string{
 		"deployment": "dsv4", "model": "deepseek-v4", "probe_timeout": "35s", "sample_interval": "2s",
 		"samples": "5", "slow_first_token": "5s", "stall_after": "60s",
 	}}

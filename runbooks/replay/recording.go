@@ -1,9 +1,10 @@
-package runbooks
+package replay
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/runbot/runbot/runbooks"
 	"io/fs"
 	"maps"
 	"net"
@@ -237,7 +238,7 @@ func (r *Recording) Params() map[string]string { return maps.Clone(r.doc.Params)
 func runKey(stepID, role string) string { return stepID + "/" + role }
 
 // Target implements Tape for a live recording.
-func (r *Recording) Target(stepID string, index int, t target.Target) TargetTape {
+func (r *Recording) Target(stepID string, index int, t target.Target) runbooks.TargetTape {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := runKey(stepID, t.Role)
@@ -299,9 +300,11 @@ func (lt *liveTape) Bind(t target.Target, now func() time.Time) (target.Target, 
 	return t, clock, &liveNet{tape: lt}
 }
 
-func (lt *liveTape) Replayed(string) (TapedOutcome, bool) { return TapedOutcome{}, false }
+func (lt *liveTape) Replayed(string) (runbooks.TapedOutcome, bool) {
+	return runbooks.TapedOutcome{}, false
+}
 
-func (lt *liveTape) Finish(tr *TargetRun) {
+func (lt *liveTape) Finish(tr *runbooks.TargetRun) {
 	lt.mu.Lock()
 	defer lt.mu.Unlock()
 	lt.od.Check, lt.od.Status, lt.od.Error = tr.Check, tr.Status, tr.Error
@@ -438,7 +441,7 @@ type SaveOptions struct {
 
 // Save writes the recording of rep into dir, which must not exist or be
 // empty: a recording is never merged into another.
-func (r *Recording) Save(dir string, rep *Report, opts SaveOptions) error {
+func (r *Recording) Save(dir string, rep *runbooks.Report, opts SaveOptions) error {
 	redact := opts.Redact
 	if redact == nil {
 		redact = func(s string) string { return s }
