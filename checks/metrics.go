@@ -166,7 +166,7 @@ func (MetricsSample) Run(ctx context.Context, env Env) (step.Result, error) {
 			}
 		}
 	}
-	ev := metricsEvidence(o, args.List("metrics"), scrapes)
+	ev := metricsEvidence(o, args.List("metrics"))
 	if refresh := args.Duration("gauge_refresh"); refresh > 0 && slices.ContainsFunc(slices.Collect(maps.Values(o.Metrics)), func(m MetricSummary) bool { return m.LastKnown }) {
 		ev = append(ev, fmt.Sprintf("gauges marked last-known stayed constant over %s, less than the %s within which the engine rewrites them: they show what it last wrote, not the present", round(o.Span), refresh))
 	}
@@ -378,7 +378,7 @@ func summarizeMetric(names []string, scrapes []scrape) MetricSummary {
 
 // metricsEvidence writes one line per requested metric, plus one for
 // failed scrapes.
-func metricsEvidence(o MetricsSampleOutput, requested []string, scrapes []scrape) []string {
+func metricsEvidence(o MetricsSampleOutput, requested []string) []string {
 	var ev []string
 	if o.Errors > 0 {
 		ev = append(ev, fmt.Sprintf("%d of %d scrapes of %s failed; last: %s", o.Errors, o.Samples, o.URL, o.LastError))

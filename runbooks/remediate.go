@@ -347,7 +347,7 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 		return res, fmt.Errorf("apply plan %s (state %s): %w", plan.ID, plan.State, ErrNotApproved)
 	}
 	if !plan.Policy.ExpiresAt.IsZero() && !r.now().Before(plan.Policy.ExpiresAt) {
-		if _, err := r.move(ctx, plan, store.PlanApproved, store.PlanExpired, actor, map[string]any{"message": "approval expired before it was applied"}); err != nil {
+		if err := r.move(ctx, plan, store.PlanApproved, store.PlanExpired, actor, map[string]any{"message": "approval expired before it was applied"}); err != nil {
 			return res, err
 		}
 		res.State = store.PlanExpired
@@ -367,14 +367,14 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 	}
 	// Claim the plan first: of two clicks, one moves it to applying and the
 	// other stops here.
-	if _, err := r.move(ctx, plan, store.PlanApproved, store.PlanApplying, actor, nil); err != nil {
+	if err := r.move(ctx, plan, store.PlanApproved, store.PlanApplying, actor, nil); err != nil {
 		return res, err
 	}
 	res.State = store.PlanApplying
 	finish := func(to store.PlanState, msg string, cause error) (*ApplyResult, error) {
 		msg = scrub(msg)
 		detail := map[string]any{"message": msg}
-		if _, err := r.move(ctx, plan, res.State, to, actor, detail); err != nil {
+		if err := r.move(ctx, plan, res.State, to, actor, detail); err != nil {
 			return res, err
 		}
 		res.State, res.Message = to, msg
@@ -448,7 +448,7 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 	if allNoOp(&body) {
 		return finish(store.PlanNotNeeded, "every target was already in the wanted state", nil)
 	}
-	if _, err := r.move(ctx, plan, store.PlanApplying, store.PlanVerifying, actor, nil); err != nil {
+	if err := r.move(ctx, plan, store.PlanApplying, store.PlanVerifying, actor, nil); err != nil {
 		return res, err
 	}
 	res.State = store.PlanVerifying
@@ -502,16 +502,15 @@ func (r *Remediator) holder(planID string) string {
 	return fmt.Sprintf("runbot@%s/%d plan %s", host, os.Getpid(), planID)
 }
 
-func (r *Remediator) move(ctx context.Context, plan store.Plan, from, to store.PlanState, actor string, detail map[string]any) (store.Plan, error) {
+func (r *Remediator) move(ctx context.Context, plan store.Plan, from, to store.PlanState, actor string, detail map[string]any) error {
 	var raw json.RawMessage
 	if detail != nil {
 		raw, _ = json.Marshal(detail)
 	}
-	p, err := r.Store.TransitionPlan(ctx, store.Transition{PlanID: plan.ID, From: from, To: to, Actor: actor, Detail: raw})
-	if err != nil {
-		return p, fmt.Errorf("plan %s: %s -> %s: %w", plan.ID, from, to, err)
+	if _, err := r.Store.TransitionPlan(ctx, store.Transition{PlanID: plan.ID, From: from, To: to, Actor: actor, Detail: raw}); err != nil {
+		return fmt.Errorf("plan %s: %s -> %s: %w", plan.ID, from, to, err)
 	}
-	return p, nil
+	return nil
 }
 
 // guardrails enforces the rate limit and the circuit breaker.

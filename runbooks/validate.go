@@ -83,7 +83,7 @@ func (l *loader) validate() {
 			if s == nil {
 				l.exprErr(w.node, names.at["steps."+r.Step], "when: no step %q%s", r.Step, yamlnode.DidYouMean(r.Step, stepIDs))
 				bad = true
-			} else if r.Role != "" && len(s.Targets) > 1 && !slices.Contains(s.Targets, r.Role) && !isStepField(s, r.Role) {
+			} else if r.Role != "" && len(s.Targets) > 1 && !slices.Contains(s.Targets, r.Role) && !isStepField(r.Role) {
 				l.exprErr(w.node, names.at["steps."+r.Step], "when: step %s has no target %q (targets: %v)", r.Step, r.Role, s.Targets)
 				bad = true
 			}
@@ -269,7 +269,9 @@ func (l *loader) buildEnv() {
 	rb.env = e
 }
 
-func isStepField(s *Step, name string) bool {
+// isStepField reports whether name is a field every step has (exit_code,
+// ran, ...) rather than one of its targets.
+func isStepField(name string) bool {
 	return slices.Contains(commonNames, name)
 }
 

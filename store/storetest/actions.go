@@ -121,7 +121,7 @@ func testRateLimitQueries(t *testing.T, e *Env) {
 	s, c, ctx := e.S, e.Clock, t.Context()
 	start := c.Now()
 
-	apply := func(deployment, target string, end store.PlanState) store.Plan {
+	apply := func(deployment, target string, end store.PlanState) {
 		p := ProposePlan(t, s, func(p *store.Plan) { p.Deployment = deployment })
 		p = Move(t, s, Approve(t, s, p), store.PlanApplying)
 		_, err := s.StartAction(ctx, store.ActionRecord{PlanID: p.ID, Index: 0, Target: target, Action: "systemd_restart"})
@@ -129,7 +129,7 @@ func testRateLimitQueries(t *testing.T, e *Env) {
 		if end == store.PlanDone || end == store.PlanRolledBack {
 			p = Move(t, s, p, store.PlanVerifying)
 		}
-		return Move(t, s, p, end)
+		Move(t, s, p, end)
 	}
 	apply("dsv4", "decode@gpu-1", store.PlanDone)
 	c.Advance(30 * time.Minute)

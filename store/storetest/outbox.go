@@ -33,9 +33,11 @@ func content(t *testing.T, text string) json.RawMessage {
 	return b
 }
 
-func queueMessage(t *testing.T, s store.Store, channel, thread, text string) store.ChatMessage {
+// queueMessage queues a top-level message (replies are queued where a
+// test needs one, with their parent).
+func queueMessage(t *testing.T, s store.Store, channel, text string) store.ChatMessage {
 	t.Helper()
-	m, created, err := s.QueueChatMessage(t.Context(), store.ChatMessage{Channel: channel, Thread: thread, Content: content(t, text)})
+	m, created, err := s.QueueChatMessage(t.Context(), store.ChatMessage{Channel: channel, Content: content(t, text)})
 	require.NoError(t, err)
 	require.True(t, created)
 	return m
@@ -45,7 +47,7 @@ func testOutboxDeliveredInOrder(t *testing.T, e *Env) {
 	ctx := t.Context()
 	var ids []string
 	for i := range 3 {
-		m := queueMessage(t, e.S, "C1", "", fmt.Sprintf("message %d", i))
+		m := queueMessage(t, e.S, "C1", fmt.Sprintf("message %d", i))
 		require.Equal(t, store.ChatMessageDue, m.State)
 		require.Equal(t, 1, m.Version)
 		require.Zero(t, m.SentVersion)
@@ -115,7 +117,7 @@ func testOutboxKeyIsOneMessage(t *testing.T, e *Env) {
 // message stays due for it.
 func testOutboxNewerContentStaysDue(t *testing.T, e *Env) {
 	ctx := t.Context()
-	m := queueMessage(t, e.S, "C1", "", "v1")
+	m := queueMessage(t, e.S, "C1", "v1")
 	claimed, err := e.S.ClaimChatMessages(ctx, 1, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
@@ -138,7 +140,7 @@ func testOutboxNewerContentStaysDue(t *testing.T, e *Env) {
 func testOutboxClaimedOnce(t *testing.T, e *Env) {
 	const n = 40
 	for i := range n {
-		queueMessage(t, e.S, fmt.Sprintf("C%d", i%3), "", fmt.Sprintf("m%d", i))
+		queueMessage(t, e.S, fmt.Sprintf("C%d", i%3), fmt.Sprintf("m%d", i))
 	}
 	stores := openReplicas(t, e)
 	var (
@@ -170,7 +172,7 @@ func testOutboxClaimedOnce(t *testing.T, e *Env) {
 
 func testOutboxClaimRunsOut(t *testing.T, e *Env) {
 	ctx := t.Context()
-	m := queueMessage(t, e.S, "C1", "", "hello")
+	m := queueMessage(t, e.S, "C1", "hello")
 	other := e.OpenAs(t, "storetest/replica-1")
 	got, err := e.S.ClaimChatMessages(ctx, 10, time.Minute)
 	require.NoError(t, err)
@@ -187,7 +189,7 @@ func testOutboxClaimRunsOut(t *testing.T, e *Env) {
 
 func testOutboxDeferred(t *testing.T, e *Env) {
 	ctx := t.Context()
-	m := queueMessage(t, e.S, "C1", "", "hello")
+	m := queueMessage(t, e.S, "C1", "hello")
 	_, err := e.S.ClaimChatMessages(ctx, 1, time.Minute)
 	require.NoError(t, err)
 	d, err := e.S.ChatMessageDeferred(ctx, store.ChatDeferral{ID: m.ID, Until: e.Clock.Now().Add(5 * time.Second), Failed: true, Reason: "slack: 500"})
@@ -235,7 +237,7 @@ func testOutboxRefuses(t *testing.T, e *Env) {
 // delivering is delivered at once, not when the claims run out.
 func testOutboxClaimsOfTheDeadReleased(t *testing.T, e *Env) {
 	ctx := t.Context()
-	m := queueMessage(t, e.S, "C1", "", "hello")
+	m := queueMessage(t, e.S, "C1", "hello")
 	dying := e.OpenAs(t, "storetest/replica-1")
 	got, err := dying.ClaimChatMessages(ctx, 10, 5*time.Minute)
 	require.NoError(t, err)
