@@ -73,7 +73,7 @@ recordings: build
 	$(GO) run ./cmd/runbot test runbooks/
 
 generate:
-	$(GO) test ./runbooks -run TestGeneratedFilesAreCurrent -update -count=1
+	$(GO) test ./runbooks/refdoc -run TestGeneratedFilesAreCurrent -update -count=1
 
 # demo asks before it applies the fix; without a terminal (CI, a pipe)
 # approve up front with `make demo ARGS=--yes`.

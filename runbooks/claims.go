@@ -113,3 +113,6 @@ func (rb *Runbook) diagnosis(id string) *Diagnosis {
 	}
 	return nil
 }
+
+// ClaimPattern is the regular expression a claim must match.
+func ClaimPattern() string { return claimRE.String() }

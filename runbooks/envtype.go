@@ -188,3 +188,7 @@ func structOf(names []string, types []reflect.Type) (reflect.Type, map[string]in
 	}
 	return reflect.StructOf(fields), idx
 }
+
+// OutputName returns the name a check's output field is known by in
+// expressions (its expr tag), or "" for a field expressions do not see.
+func OutputName(f reflect.StructField) string { return exprName(f) }

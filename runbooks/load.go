@@ -640,3 +640,6 @@ func (l *loader) template(v *yaml.Node, what string) *Template {
 	l.summaries = append(l.summaries, summaryRef{node: v, t: t})
 	return t
 }
+
+// NamePattern is the regular expression a runbook's name must match.
+func NamePattern() string { return nameRE.String() }

@@ -195,3 +195,7 @@ func (rb *Runbook) DeploymentParam() *Param {
 	}
 	return nil
 }
+
+// ParamTypeNames lists the param types a runbook may declare, for the
+// JSON Schema and the reference docs.
+func ParamTypeNames() []string { return paramTypeNames() }
