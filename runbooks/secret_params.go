@@ -2,7 +2,6 @@ package runbooks
 
 import (
 	"encoding/json"
-	"maps"
 	"slices"
 
 	"github.com/runbot/runbot/internal/redact"
@@ -17,16 +16,26 @@ import (
 const minSecretLen = 8
 
 // MaskSecrets returns params with the value of every secret param replaced
-// by [redacted]: the params as a run keeps and shows them. params itself is
-// not changed; it is returned as is when it holds no secret.
+// by [redacted], and hidden in the other params' values too (a URL param
+// that quotes the token): the params as a run keeps and shows them. params
+// itself is not changed; it is returned as is when it holds no secret.
 func (rb *Runbook) MaskSecrets(params map[string]string) map[string]string {
-	out, cloned := params, false
-	for _, p := range rb.Params {
-		if _, ok := params[p.Name]; ok && p.Secret {
-			if !cloned {
-				out, cloned = maps.Clone(params), true
-			}
-			out[p.Name] = redact.Redacted
+	return maskSecrets(rb.SecretNames(), params)
+}
+
+// maskSecrets is MaskSecrets for the named secret params.
+func maskSecrets(names []string, params map[string]string) map[string]string {
+	r := redact.Values(secretValues(names, params)...)
+	if r == nil {
+		return params
+	}
+	out := make(map[string]string, len(params))
+	for k, v := range params {
+		out[k] = r.Redact(v)
+	}
+	for _, name := range names {
+		if _, ok := params[name]; ok {
+			out[name] = redact.Redacted
 		}
 	}
 	return out
@@ -136,12 +145,9 @@ func (b *PlanBody) Shown() *PlanBody {
 		out = &PlanBody{Runbook: b.Runbook, Remediation: b.Remediation, Diagnosis: b.Diagnosis, Deployment: b.Deployment,
 			Verify: slices.Clone(b.Verify), Rollback: b.Rollback, Escalate: b.Escalate, Secret: b.Secret}
 	}
-	out.Params = maps.Clone(b.Params)
-	for _, name := range b.Secret {
-		if _, ok := out.Params[name]; ok {
-			out.Params[name] = redact.Redacted
-		}
-	}
+	// The params as the run shows them: the secret ones masked, their
+	// values hidden in the others.
+	out.Params = maskSecrets(b.Secret, b.Params)
 	return out
 }
 

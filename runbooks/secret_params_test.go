@@ -55,7 +55,7 @@ func TestSecretParamsAreUsedButNeverShown(t *testing.T) {
 	var mu sync.Mutex
 	var events []runbooks.Event
 	out := rec.Record(t.Context(), runbooks.Record{
-		Book: rb, Runbook: rb.Name, Params: map[string]string{"dir": dir, "token": token}, Trigger: store.TriggerCLI, RequestedBy: "carol",
+		Book: rb, Runbook: rb.Name, Params: map[string]string{"dir": dir, "token": token, "endpoint": "https://vault.example/v1?t=" + token}, Trigger: store.TriggerCLI, RequestedBy: "carol",
 		Progress: func(ev runbooks.Event) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -83,6 +83,7 @@ func TestSecretParamsAreUsedButNeverShown(t *testing.T) {
 	run, err := st.GetRun(t.Context(), out.Run.ID)
 	require.NoError(t, err)
 	require.Equal(t, "[redacted]", run.Params["token"])
+	require.Equal(t, "https://vault.example/v1?t=[redacted]", run.Params["endpoint"], "a param that quotes the secret hides it")
 	noSecret("the stored run", run)
 
 	// The plan keeps the value, as applying needs it, and shows none.
