@@ -205,5 +205,21 @@ func redactOutput(cmd *cobra.Command, r *redact.Redactor, notice string, json bo
 		if ferr := o.Flush(); ferr != nil {
 			*err = errors.Join(*err, fmt.Errorf("write the output: %w", ferr))
 		}
+		if *err != nil {
+			// The error goes to stderr, and may quote what a command
+			// printed (an action that failed): it is hidden as the output
+			// is.
+			*err = redactedError{err: *err, r: o.r}
+		}
 	}
 }
+
+// redactedError is an error as a command shows it: redacted. It unwraps
+// to the error, so exit codes and typed errors still tell what happened.
+type redactedError struct {
+	err error
+	r   *redact.Redactor
+}
+
+func (e redactedError) Error() string { return e.r.Redact(e.err.Error()) }
+func (e redactedError) Unwrap() error { return e.err }
