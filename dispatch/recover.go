@@ -178,7 +178,8 @@ func interruptedPlanText(plan store.Plan, actions []store.ActionRecord) ([]runbo
 			detail += " (it may or may not have taken effect)"
 			stage = "applying it"
 		}
-		events = append(events, runbooks.ApplyEvent{Stage: fmt.Sprintf("action %d", a.Index+1), Detail: detail})
+		// An interrupted plan is told action by action ("action N").
+		events = append(events, runbooks.ApplyEvent{Stage: runbooks.ApplyStage(fmt.Sprintf("action %d", a.Index+1)), Detail: detail})
 	}
 	return events, &runbooks.ApplyResult{PlanID: plan.ID, State: store.PlanInterrupted,
 		Message: "interrupted: the runbot process carrying it stopped (restarted, crashed, or a replica lost) while " + stage + "; not re-applied, a new approval is needed (run the runbook again for a new plan). Check the targets: they may be half-changed."}

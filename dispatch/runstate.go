@@ -76,7 +76,7 @@ func loadRunState(run store.Run, rb *runbooks.Runbook, prop *runbooks.Proposal) 
 func (rs *runState) stepEvent(ev runbooks.Event) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if ev.Kind == "verdict" {
+	if ev.Kind == runbooks.EventVerdict {
 		rs.verdict, rs.verdictAt = ev.Verdict, ev.At
 		return
 	}

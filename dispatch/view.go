@@ -299,7 +299,7 @@ func approvalButtons(prop *runbooks.Proposal, p store.Plan) []chat.Button {
 func (rs *runState) applySection() chat.Section {
 	s := chat.Section{Heading: "Remediation: applying", Status: chat.StatusRunning}
 	for _, ev := range rs.apply {
-		s.Lines = append(s.Lines, chat.Line{Text: ev.Stage + ": " + ev.Detail})
+		s.Lines = append(s.Lines, chat.Line{Text: string(ev.Stage) + ": " + ev.Detail})
 	}
 	if r := rs.result; r != nil {
 		s.Heading = "Remediation: " + strings.ReplaceAll(string(r.State), "_", " ")

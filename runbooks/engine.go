@@ -46,7 +46,7 @@ type RunOptions struct {
 
 // Event is a progress notification.
 type Event struct {
-	Kind string // "step_started", "step_finished" or "verdict"
+	Kind EventKind
 	At   time.Time
 	Run  *TargetRun
 	// Verdict holds, for a "verdict" event, the diagnoses that the steps
@@ -54,6 +54,19 @@ type Event struct {
 	// same, while the remaining steps add evidence.
 	Verdict []DiagnosisResult
 }
+
+// EventKind says what an Event reports.
+type EventKind string
+
+const (
+	// EventStepStarted: a step started on one target (Run).
+	EventStepStarted EventKind = "step_started"
+	// EventStepFinished: a step finished on one target (Run).
+	EventStepFinished EventKind = "step_finished"
+	// EventVerdict: the diagnoses are settled (Verdict), before the
+	// slowest steps are done.
+	EventVerdict EventKind = "verdict"
+)
 
 // StepTimeoutError is the cause of a step's context when its own timeout
 // expired, as opposed to the whole run being cancelled.
@@ -174,7 +187,7 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *Report 
 		if ds, ok := rb.settle(&partial, finished, p.Params, now); ok {
 			verdictAt = now
 			if opts.Progress != nil {
-				opts.Progress(Event{Kind: "verdict", At: now, Verdict: ds})
+				opts.Progress(Event{Kind: EventVerdict, At: now, Verdict: ds})
 			}
 		}
 	}
@@ -270,7 +283,7 @@ func (e *Engine) runStep(ctx context.Context, p *Prepared, s *Step, observed []s
 		runs[i] = tr
 		if blocked != "" {
 			tr.Status, tr.Error, tr.StartedAt = step.Skipped, blocked, e.now()
-			e.emit(opts, "step_finished", tr)
+			e.emit(opts, EventStepFinished, tr)
 			continue
 		}
 		wg.Go(func() {
@@ -279,7 +292,7 @@ func (e *Engine) runStep(ctx context.Context, p *Prepared, s *Step, observed []s
 				defer func() { <-sem }()
 			case <-ctx.Done():
 				tr.Status, tr.Error, tr.StartedAt = step.Canceled, "run cancelled before the step started", e.now()
-				e.emit(opts, "step_finished", tr)
+				e.emit(opts, EventStepFinished, tr)
 				return
 			}
 			if shells != nil {
@@ -299,14 +312,14 @@ func (e *Engine) runTarget(ctx context.Context, p *Prepared, s *Step, index int,
 		tape = e.Tape.Target(s.ID, index, t)
 	}
 	tr.StartedAt = e.now()
-	e.emit(opts, "step_started", tr)
+	e.emit(opts, EventStepStarted, tr)
 	defer func() {
 		tr.Duration = e.now().Sub(tr.StartedAt)
 		tr.DurationMS = tr.Duration.Milliseconds()
 		if tape != nil {
 			tape.Finish(tr)
 		}
-		e.emit(opts, "step_finished", tr)
+		e.emit(opts, EventStepFinished, tr)
 		if e.Observer != nil {
 			e.Observer.StepFinished(p.Runbook.Name, tr)
 		}
@@ -384,7 +397,7 @@ func (e *Engine) runTime(what string, live time.Time) time.Time {
 	return e.Tape.RunTime(what, live)
 }
 
-func (e *Engine) emit(opts RunOptions, kind string, tr *TargetRun) {
+func (e *Engine) emit(opts RunOptions, kind EventKind, tr *TargetRun) {
 	if opts.Progress == nil {
 		return
 	}

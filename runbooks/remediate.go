@@ -310,9 +310,28 @@ func lockTTL(ctx context.Context) time.Duration {
 
 // ApplyEvent reports progress of an apply.
 type ApplyEvent struct {
-	Stage  string // precheck, action, settle, verify, rollback
+	Stage  ApplyStage
 	Detail string
 }
+
+// ApplyStage says which part of applying a plan an ApplyEvent is about.
+type ApplyStage string
+
+const (
+	// StagePrecheck: the runbook runs again to confirm the diagnosis.
+	StagePrecheck ApplyStage = "precheck"
+	// StageAction: an action is applied.
+	StageAction ApplyStage = "action"
+	// StageResult: what an applied action reported.
+	StageResult ApplyStage = "result"
+	// StageSettle: the wait before verifying.
+	StageSettle ApplyStage = "settle"
+	// StageVerify: the verify steps run.
+	StageVerify ApplyStage = "verify"
+	// StageRollback: a change is undone, or an action runs again so that
+	// the rollback takes effect.
+	StageRollback ApplyStage = "rollback"
+)
 
 // ApplyResult is the outcome of applying a plan.
 type ApplyResult struct {
@@ -337,7 +356,7 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 	// What applying says, and the reports it keeps, hide the plan's
 	// secret params as the plan shown for approval did.
 	scrub := body.Scrubber()
-	say := func(stage, format string, args ...any) {
+	say := func(stage ApplyStage, format string, args ...any) {
 		if progress != nil {
 			progress(ApplyEvent{Stage: stage, Detail: scrub(fmt.Sprintf(format, args...))})
 		}
@@ -404,7 +423,7 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 		return finish(store.PlanFailed, err.Error(), err)
 	}
 
-	say("precheck", "re-running %s to confirm %s still holds", rb.Name, body.Diagnosis)
+	say(StagePrecheck, "re-running %s to confirm %s still holds", rb.Name, body.Diagnosis)
 	pre := r.Engine.Run(ctx, p, RunOptions{Trigger: "precheck"})
 	res.Precheck = p.Shown(pre)
 	if !hasDiagnosis(pre, body.Diagnosis) {
@@ -453,13 +472,13 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 	}
 	res.State = store.PlanVerifying
 	if rem.Settle > 0 {
-		say("settle", "waiting %s for the service to settle", rem.Settle)
+		say(StageSettle, "waiting %s for the service to settle", rem.Settle)
 		select {
 		case <-time.After(rem.Settle):
 		case <-ctx.Done():
 		}
 	}
-	say("verify", "re-running %s", strings.Join(rem.Verify, ", "))
+	say(StageVerify, "re-running %s", strings.Join(rem.Verify, ", "))
 	ver := r.Engine.Run(ctx, p, RunOptions{Trigger: "verify", Only: rem.Verify})
 	res.Verify = p.Shown(ver)
 	res.Recovered = r.recovered(rb, rem, ver, p, body.Diagnosis)
@@ -543,7 +562,7 @@ func (r *Remediator) guardrails(ctx context.Context, plan store.Plan, body PlanB
 // before it runs. It returns what was applied — including the action that
 // failed, which may have changed part of its target — and the index that
 // failed.
-func (r *Remediator) applyActions(ctx context.Context, planID string, p *Prepared, rem *Remediation, body *PlanBody, say func(string, string, ...any)) ([]appliedAction, int, error) {
+func (r *Remediator) applyActions(ctx context.Context, planID string, p *Prepared, rem *Remediation, body *PlanBody, say func(ApplyStage, string, ...any)) ([]appliedAction, int, error) {
 	var done []appliedAction
 	targets := map[string][]target.Target{}
 	for i, pa := range body.Actions {
@@ -569,7 +588,7 @@ func (r *Remediator) applyActions(ctx context.Context, planID string, p *Prepare
 		if _, err := r.Store.StartAction(ctx, store.ActionRecord{PlanID: planID, Index: i, Target: pa.Target, Action: pa.Action}); err != nil {
 			return done, i, fmt.Errorf("record action start: %w", err)
 		}
-		say("action", "%s", pa.Plan.Summary)
+		say(StageAction, "%s", pa.Plan.Summary)
 		actx, cancel := context.WithTimeoutCause(ctx, as.Timeout, fmt.Errorf("action %s on %s timed out after %s", pa.Action, pa.Target, as.Timeout))
 		ap, err := at.Action.Apply(actx, env, pa.Plan)
 		cancel()
@@ -587,7 +606,7 @@ func (r *Remediator) applyActions(ctx context.Context, planID string, p *Prepare
 		if ap.Detail != "" {
 			// What the action reported (a command's exit and first line of
 			// output) is shown where it ran, not only in the audit trail.
-			say("result", "%s", ap.Detail)
+			say(StageResult, "%s", ap.Detail)
 		}
 		done = append(done, a)
 	}
@@ -634,7 +653,7 @@ func (rb rolledBack) message() string {
 // earliest undone change then run again, in plan order, so the processes
 // load what was restored. A rerun runs only when every undo succeeded;
 // otherwise it would load a half-restored config.
-func (r *Remediator) rollback(ctx context.Context, planID string, done []appliedAction, say func(string, string, ...any)) rolledBack {
+func (r *Remediator) rollback(ctx context.Context, planID string, done []appliedAction, say func(ApplyStage, string, ...any)) rolledBack {
 	var out rolledBack
 	bg := context.WithoutCancel(ctx)
 	record := func(index int, to store.ActionState, detail map[string]any) {
@@ -648,7 +667,7 @@ func (r *Remediator) rollback(ctx context.Context, planID string, done []applied
 			continue
 		}
 		earliest = a.index
-		say("rollback", "rolling back: %s", a.applied.Plan.Summary)
+		say(StageRollback, "rolling back: %s", a.applied.Plan.Summary)
 		rctx, cancel := context.WithTimeoutCause(bg, a.typ.Timeout+10*time.Second, errors.New("rollback timed out"))
 		err := a.typ.Action.Rollback(rctx, a.env, a.applied)
 		cancel()
@@ -671,7 +690,7 @@ func (r *Remediator) rollback(ctx context.Context, planID string, done []applied
 		return out
 	}
 	for _, a := range again {
-		say("rollback", "running again so the rollback takes effect: %s", a.planned.Plan.Summary)
+		say(StageRollback, "running again so the rollback takes effect: %s", a.planned.Plan.Summary)
 		record(a.index, store.ActionRerunning, nil)
 		rctx, cancel := context.WithTimeoutCause(bg, a.timeout, fmt.Errorf("rerun of %s on %s after rollback timed out after %s", a.planned.Action, a.planned.Target, a.timeout))
 		ap, err := a.typ.Action.Apply(rctx, a.env, a.planned.Plan)

@@ -123,7 +123,7 @@ func TestFailedVerificationRollsBackByteForByte(t *testing.T) {
 	require.Equal(t, "If verification fails: undo action(s) 1, then run action(s) 2 again so the restored state takes effect.", prop.Body.RollbackPlan())
 	e.approve(t, prop, "bob")
 	var stages []string
-	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", func(ev runbooks.ApplyEvent) { stages = append(stages, ev.Stage+": "+ev.Detail) })
+	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", func(ev runbooks.ApplyEvent) { stages = append(stages, string(ev.Stage)+": "+ev.Detail) })
 	require.NoError(t, err)
 	require.False(t, res.Recovered)
 	require.Equal(t, store.PlanRolledBack, res.State)

@@ -23,7 +23,7 @@ func colors(on bool) palette {
 }
 
 func printProgress(w io.Writer, ev runbooks.Event, started time.Time) {
-	if ev.Kind == "verdict" {
+	if ev.Kind == runbooks.EventVerdict {
 		ids := make([]string, len(ev.Verdict))
 		for i, d := range ev.Verdict {
 			ids[i] = d.ID
@@ -36,7 +36,7 @@ func printProgress(w io.Writer, ev runbooks.Event, started time.Time) {
 		return
 	}
 	verb := "running"
-	if ev.Kind == "step_finished" {
+	if ev.Kind == runbooks.EventStepFinished {
 		verb = string(ev.Run.Status)
 	}
 	// Progress is a courtesy on a terminal: a failed write must not stop the run.
