@@ -35,7 +35,7 @@ func (h *Handler) run(ctx context.Context, c chat.Command, rb *runbooks.Runbook,
 		key = "command:" + c.ID
 	}
 	acc, err := h.disp.Submit(ctx, dispatch.Request{
-		Key: key, Runbook: rb.Name, Params: params, RequestedBy: c.User, Source: store.TriggerSlack,
+		Key: key, Runbook: rb.Name, Params: params, RequestedBy: c.User, Source: store.TriggerChat,
 		Channel: c.Channel, Thread: c.Thread, ReplyTo: c.ReplyTo,
 	})
 	var pe *runbooks.ParamError

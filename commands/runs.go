@@ -75,7 +75,7 @@ func runLines(runs []store.Run) []chat.Line {
 		}
 		text := fmt.Sprintf("%s %s: %s, %s %s", r.ID, r.Runbook, what, r.StartedAt.UTC().Format(time.DateTime+" MST"), string(r.Trigger))
 		l := chat.Line{Status: st, Text: text}
-		if r.Trigger == store.TriggerSlack {
+		if r.Trigger == store.TriggerChat {
 			l.Text += " by"
 			l.Users = []string{r.RequestedBy}
 		}

@@ -25,7 +25,7 @@ type Request struct {
 	Runbook     string
 	Params      map[string]string
 	RequestedBy string
-	// Source is store.TriggerSlack, TriggerAlert or TriggerSchedule.
+	// Source is store.TriggerChat, TriggerAlert or TriggerSchedule.
 	Source store.Trigger
 	// Channel is where the run's message goes; the configured channel
 	// when empty. Thread, when set, posts it as a reply in that thread
@@ -135,7 +135,7 @@ type Deps struct {
 	Logger *slog.Logger
 	Now    func() time.Time
 	// Timeline, when set, renders the picture uploaded into a run's
-	// thread after its diagnosis (timeline.ForSlack); Redactor, when set,
+	// thread after its diagnosis (timeline.ForChat); Redactor, when set,
 	// hides secrets in the report first (the chat's redaction).
 	Timeline TimelineFunc
 	Redactor *redact.Redactor

@@ -156,7 +156,7 @@ func TestRunGoesOnWhenChannelRefusesThePost(t *testing.T) {
 	rec.FailNext(chattest.OpPost, errors.New("not_in_channel"))
 	_, err := d.Submit(t.Context(), Request{
 		Key: "command:1", Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": dir},
-		RequestedBy: "U0REQ", Source: store.TriggerSlack, Channel: "C0ELSE", ReplyTo: "reply-1",
+		RequestedBy: "U0REQ", Source: store.TriggerChat, Channel: "C0ELSE", ReplyTo: "reply-1",
 	})
 	require.NoError(t, err)
 	require.NoError(t, d.Idle(t.Context()))

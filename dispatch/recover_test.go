@@ -44,7 +44,7 @@ func TestRunLongerThanTheRecordDeadlineEndsDone(t *testing.T) {
 	rec := chattest.New()
 	logs := &syncbuf.Buffer{}
 	d, st, _ := newChatDispatcherWith(t, rec, testSetup{runbooks: "testdata/long", logs: logs})
-	_, err := d.Submit(t.Context(), Request{Runbook: "long-sleep", Params: map[string]string{"host": "here"}, RequestedBy: requester, Source: store.TriggerSlack})
+	_, err := d.Submit(t.Context(), Request{Runbook: "long-sleep", Params: map[string]string{"host": "here"}, RequestedBy: requester, Source: store.TriggerChat})
 	require.NoError(t, err)
 	require.NoError(t, d.Idle(t.Context()))
 
@@ -83,7 +83,7 @@ func TestRecoveryUpdatesMessagesOfInterruptedPlansAndRuns(t *testing.T) {
 	ctx := t.Context()
 
 	// A plan that was applying: approved by two, its action started.
-	_, err := d.Submit(ctx, Request{Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": dir}, RequestedBy: requester, Source: store.TriggerSlack})
+	_, err := d.Submit(ctx, Request{Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": dir}, RequestedBy: requester, Source: store.TriggerChat})
 	require.NoError(t, err)
 	require.NoError(t, d.Idle(ctx))
 	runs, err := st.ListRuns(ctx, store.RunFilter{})
@@ -107,12 +107,12 @@ func TestRecoveryUpdatesMessagesOfInterruptedPlansAndRuns(t *testing.T) {
 	require.NoError(t, err)
 
 	// A run in progress: its work claimed, its message posted.
-	_, _, err = st.Enqueue(ctx, store.Work{Trigger: store.TriggerSlack, Runbook: "stuck-worker", RequestedBy: requester,
+	_, _, err = st.Enqueue(ctx, store.Work{Trigger: store.TriggerChat, Runbook: "stuck-worker", RequestedBy: requester,
 		Params: map[string]string{"host": "here", "dir": dir}})
 	require.NoError(t, err)
 	w, err := st.ClaimWork(ctx)
 	require.NoError(t, err)
-	cut, err := st.CreateRun(ctx, store.Run{Runbook: "stuck-worker", Trigger: store.TriggerSlack, RequestedBy: requester,
+	cut, err := st.CreateRun(ctx, store.Run{Runbook: "stuck-worker", Trigger: store.TriggerChat, RequestedBy: requester,
 		Params: w.Params, WorkID: w.ID})
 	require.NoError(t, err)
 	cutRef, err := rec.Post(ctx, opsChan, "", chat.Message{Title: "Stuck worker", Status: chat.StatusRunning})

@@ -58,7 +58,7 @@ func replicaDispatcher(t *testing.T, st store.Store) *Dispatcher {
 // proposed.
 func (p replicaPair) propose(t *testing.T, d *Dispatcher, st store.Store) store.Plan {
 	t.Helper()
-	_, err := d.Submit(t.Context(), Request{Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": p.dir}, RequestedBy: requester, Source: store.TriggerSlack})
+	_, err := d.Submit(t.Context(), Request{Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": p.dir}, RequestedBy: requester, Source: store.TriggerChat})
 	require.NoError(t, err)
 	require.NoError(t, d.Idle(t.Context()))
 	plans, err := st.ListPlans(t.Context(), store.PlanFilter{States: []store.PlanState{store.PlanProposed}})

@@ -51,7 +51,7 @@ func TestSwapLeavesRunsInFlightOnTheirSet(t *testing.T) {
 	d, st, dir := newChatDispatcher(t, nil)
 	require.NoError(t, d.Swap(setOf(t, st, "one")))
 	params := map[string]string{"host": "here", "dir": dir}
-	first, err := d.Submit(t.Context(), Request{Runbook: "gate", Params: params, RequestedBy: "test", Source: store.TriggerSlack})
+	first, err := d.Submit(t.Context(), Request{Runbook: "gate", Params: params, RequestedBy: "test", Source: store.TriggerChat})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		_, err := os.Stat(filepath.Join(dir, "started-one"))
@@ -59,10 +59,10 @@ func TestSwapLeavesRunsInFlightOnTheirSet(t *testing.T) {
 	}, time.Minute, 10*time.Millisecond, "the first run starts")
 
 	require.NoError(t, d.Swap(setOf(t, st, "two")))
-	_, err = d.Submit(t.Context(), Request{Runbook: "stuck-worker", Params: params, RequestedBy: "test", Source: store.TriggerSlack})
+	_, err = d.Submit(t.Context(), Request{Runbook: "stuck-worker", Params: params, RequestedBy: "test", Source: store.TriggerChat})
 	var unknown *UnknownRunbookError
 	require.ErrorAs(t, err, &unknown, "the new set has no stuck-worker")
-	second, err := d.Submit(t.Context(), Request{Runbook: "gate", Params: params, RequestedBy: "test", Source: store.TriggerSlack})
+	second, err := d.Submit(t.Context(), Request{Runbook: "gate", Params: params, RequestedBy: "test", Source: store.TriggerChat})
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o600))
 	require.NoError(t, d.Idle(t.Context()))

@@ -38,12 +38,12 @@ func TestSweepRecoversAReplicaOnceItsLeaseExpires(t *testing.T) {
 
 		_, err := a.Heartbeat(ctx, store.DefaultLeaseTTL)
 		require.NoError(t, err)
-		_, _, err = a.Enqueue(ctx, store.Work{Trigger: store.TriggerSlack, Runbook: "stuck-worker", RequestedBy: requester,
+		_, _, err = a.Enqueue(ctx, store.Work{Trigger: store.TriggerChat, Runbook: "stuck-worker", RequestedBy: requester,
 			Params: map[string]string{"host": "here", "dir": dir}})
 		require.NoError(t, err)
 		w, err := a.ClaimWork(ctx)
 		require.NoError(t, err)
-		run, err := a.CreateRun(ctx, store.Run{Runbook: "stuck-worker", Trigger: store.TriggerSlack, RequestedBy: requester, Params: w.Params, WorkID: w.ID})
+		run, err := a.CreateRun(ctx, store.Run{Runbook: "stuck-worker", Trigger: store.TriggerChat, RequestedBy: requester, Params: w.Params, WorkID: w.ID})
 		require.NoError(t, err)
 		plan, _, err := a.CreatePlan(ctx, store.Plan{RunID: run.ID, Remediation: "restart", Diagnosis: "worker_wedged", Deployment: "here",
 			Hash: "h1", Body: []byte(`{}`), RequestedBy: requester, Policy: store.Policy{MinApprovals: 1}})
@@ -136,7 +136,7 @@ func TestSweepAppliesAPlanStrandedByADeadReplica(t *testing.T) {
 		d := sweepDispatcher(t, st)
 		d.current().rem.Groups = runbooks.Groups{"oncall": {"U0AAA", "U0BBB"}}
 		dir := t.TempDir()
-		_, err = d.Submit(ctx, Request{Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": dir}, RequestedBy: requester, Source: store.TriggerSlack})
+		_, err = d.Submit(ctx, Request{Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": dir}, RequestedBy: requester, Source: store.TriggerChat})
 		require.NoError(t, err)
 		require.NoError(t, d.Idle(ctx))
 		plans, err := st.ListPlans(ctx, store.PlanFilter{States: []store.PlanState{store.PlanProposed}})

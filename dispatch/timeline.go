@@ -11,7 +11,7 @@ import (
 
 // TimelineFunc renders a run's timeline picture as a PNG. A nil picture
 // with a nil error means the run recorded nothing worth drawing. The
-// binary passes timeline.ForSlack; the dispatcher takes a function because its
+// binary passes timeline.ForChat; the dispatcher takes a function because its
 // layering keeps it from importing the timeline package.
 type TimelineFunc func(rep *runbooks.Report) ([]byte, error)
 

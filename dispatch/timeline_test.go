@@ -37,7 +37,7 @@ var picture = []byte("\x89PNG\r\n\x1a\n a timeline")
 // and waits for everything it started; it returns the run.
 func runStuckWorker(t *testing.T, d *Dispatcher, st *store.SQLite, dir string, req Request) store.Run {
 	t.Helper()
-	req.Runbook, req.Params, req.Source = "stuck-worker", map[string]string{"host": "here", "dir": dir}, store.TriggerSlack
+	req.Runbook, req.Params, req.Source = "stuck-worker", map[string]string{"host": "here", "dir": dir}, store.TriggerChat
 	acc, err := d.Submit(t.Context(), req)
 	require.NoError(t, err)
 	require.NoError(t, d.Idle(t.Context()))

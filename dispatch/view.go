@@ -111,7 +111,7 @@ func SeverityStatus(s runbooks.Severity) chat.Status {
 
 func runFacts(run store.Run, rep *runbooks.Report) []chat.Fact {
 	facts := []chat.Fact{{Label: "Run", Text: run.ID, Code: true}}
-	if run.Trigger == store.TriggerSlack {
+	if run.Trigger == store.TriggerChat {
 		facts = append(facts, chat.Fact{Label: "Requested by", User: run.RequestedBy})
 	} else {
 		facts = append(facts, chat.Fact{Label: "Trigger", Text: strings.TrimSpace(string(run.Trigger) + " " + run.RequestedBy)})

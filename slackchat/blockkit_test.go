@@ -103,7 +103,7 @@ type wedgeRun struct {
 func wedgeState(t testing.TB) *wedgeRun {
 	t.Helper()
 	rep := wedgeReport(t)
-	run := store.Run{ID: rep.RunID, Runbook: rep.Runbook, Trigger: store.TriggerSlack, RequestedBy: "U0REQ", Params: rep.Params, Status: store.RunFinished}
+	run := store.Run{ID: rep.RunID, Runbook: rep.Runbook, Trigger: store.TriggerChat, RequestedBy: "U0REQ", Params: rep.Params, Status: store.RunFinished}
 	view := dispatch.NewView(run, nil).Title(rep.Title).Steps("health", "chat", "counters", "last_batch", "backend", "overlap").Report(rep)
 	body := runbooks.PlanBody{
 		Runbook: "sglang-pd-wedge", Remediation: "disable_overlap_and_restart", Diagnosis: "pd_transfer_wedge", Deployment: "dsv4",

@@ -20,7 +20,7 @@ func TestSlashCommandRunsRunbookAndPostsDiagnosis(t *testing.T) {
 	require.Equal(t, store.RunFinished, run.Status)
 	require.Equal(t, store.OutcomeCritical, run.Outcome)
 	require.Equal(t, requester, run.RequestedBy)
-	require.Equal(t, store.TriggerSlack, run.Trigger)
+	require.Equal(t, store.TriggerChat, run.Trigger)
 	require.Equal(t, opsChan, run.Message.Channel)
 
 	posts := h.rec.Calls("chat.postMessage")

@@ -121,7 +121,7 @@ func testPNG(t *testing.T) []byte {
 }
 
 // withTimeline gives the harness' bot a timeline renderer, as the binary
-// does with timeline.ForSlack.
+// does with timeline.ForChat.
 func withTimeline(h *harness, f *fakeTimeline) {
 	h.draw = f.draw
 }

@@ -16,8 +16,11 @@ import (
 type Trigger string
 
 const (
-	TriggerCLI      Trigger = "cli"
-	TriggerSlack    Trigger = "slack"
+	TriggerCLI Trigger = "cli"
+	// TriggerChat is a chat command. Its stored value is "slack", as
+	// runbot has always recorded it: history and show print it, and
+	// scripts read it.
+	TriggerChat     Trigger = "slack"
 	TriggerAlert    Trigger = "alert"
 	TriggerSchedule Trigger = "schedule"
 )
@@ -26,7 +29,7 @@ const (
 // work of any other kind, and so does the bot; the SQL CHECKs on
 // runs.trigger_type and work.trigger_type repeat it as a safety net, and a
 // test fails when they differ from it.
-var triggerKinds = []Trigger{TriggerCLI, TriggerSlack, TriggerAlert, TriggerSchedule}
+var triggerKinds = []Trigger{TriggerCLI, TriggerChat, TriggerAlert, TriggerSchedule}
 
 // TriggerKinds returns every valid trigger kind.
 func TriggerKinds() []Trigger { return slices.Clone(triggerKinds) }

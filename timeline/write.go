@@ -61,11 +61,11 @@ func WritePNG(path string, rep *runbooks.Report, opts Options) error {
 	return nil
 }
 
-// ForSlack renders a run's timeline for the bot to upload: nil (and no
+// ForChat renders a run's timeline for the chat to upload: nil (and no
 // error) when the run recorded nothing to draw, so that runs without
 // timestamped evidence get no picture rather than an error note. Its
-// signature is bot.TimelineFunc's.
-func ForSlack(rep *runbooks.Report) ([]byte, error) {
+// signature is dispatch.TimelineFunc's.
+func ForChat(rep *runbooks.Report) ([]byte, error) {
 	data, err := PNG(rep, Options{})
 	if errors.Is(err, ErrNothingToDraw) {
 		return nil, nil

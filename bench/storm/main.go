@@ -386,7 +386,7 @@ func wire(o options, tmp, slackURL string, st store.Store, catalog *runbooks.Cat
 	ob := outbox.New(sl, st, outbox.Config{Platform: "slack"}, log, nil)
 	disp, err := dispatch.New(dispatch.Config{Channel: channel, MaxConcurrentRuns: parallel}, dispatch.Deps{
 		Catalog: catalog, Engine: engine, Remediator: &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}, Store: st,
-		Chat: ob, Logger: log, Timeline: timeline.ForSlack, Redactor: sl.Redactor(),
+		Chat: ob, Logger: log, Timeline: timeline.ForChat, Redactor: sl.Redactor(),
 	})
 	if err != nil {
 		return nil, nil, nil, err

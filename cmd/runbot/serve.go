@@ -210,7 +210,7 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 	// The dispatcher is the core every trigger submits to; Slack, when
 	// configured, is its chat, and the chat commands come in through it.
 	dcfg := dispatch.Config{MaxConcurrentRuns: cfg.Parallel}
-	ddeps := dispatch.Deps{Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Logger: log, Timeline: timeline.ForSlack}
+	ddeps := dispatch.Deps{Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Logger: log, Timeline: timeline.ForChat}
 	var sl *slackchat.Slack
 	var site *web.Site
 	if cfg.Slack != nil {

@@ -112,7 +112,7 @@ func testResignedLeaseIsRecoveredAtOnce(t *testing.T, e *Env) {
 	a := e.OpenAs(t, "storetest/replica-a")
 	_, err := a.Heartbeat(ctx, store.DefaultLeaseTTL)
 	require.NoError(t, err)
-	run, err := a.CreateRun(ctx, store.Run{Runbook: "sglang-pd-wedge", Trigger: store.TriggerSlack})
+	run, err := a.CreateRun(ctx, store.Run{Runbook: "sglang-pd-wedge", Trigger: store.TriggerChat})
 	require.NoError(t, err)
 	rec, err := e.S.MarkInterrupted(ctx)
 	require.NoError(t, err)

@@ -109,7 +109,7 @@ func testListRunsFilters(t *testing.T, e *Env) {
 	a := mk("sglang-pd-wedge", store.TriggerAlert)
 	b := mk("disk-audit", store.TriggerSchedule)
 	since := c.Now()
-	d := mk("sglang-pd-wedge", store.TriggerSlack)
+	d := mk("sglang-pd-wedge", store.TriggerChat)
 	f := mk("sglang-pd-wedge", store.TriggerAlert)
 
 	for name, tc := range map[string]struct {
@@ -185,7 +185,7 @@ func testMessageSetAndRead(t *testing.T, e *Env) {
 	quiet := CreateRun(t, s)
 	require.Nil(t, quiet.Message, "a run nobody posted has no message")
 
-	posted, err := s.CreateRun(ctx, store.Run{Runbook: "host-basics", Trigger: store.TriggerSlack,
+	posted, err := s.CreateRun(ctx, store.Run{Runbook: "host-basics", Trigger: store.TriggerChat,
 		Message: &store.MessageRef{Platform: "slack", Channel: "C1", ID: "1700000000.000100"}})
 	require.NoError(t, err)
 	require.Equal(t, &store.MessageRef{Platform: "slack", Channel: "C1", ID: "1700000000.000100"}, posted.Message)
@@ -221,7 +221,7 @@ func testMessageValidates(t *testing.T, e *Env) {
 		"no id":       {Platform: "slack", Channel: "C1"},
 	} {
 		require.Error(t, s.SetRunMessage(ctx, r.ID, ref), name)
-		_, err := s.CreateRun(ctx, store.Run{Runbook: "host-basics", Trigger: store.TriggerSlack, Message: &ref})
+		_, err := s.CreateRun(ctx, store.Run{Runbook: "host-basics", Trigger: store.TriggerChat, Message: &ref})
 		require.Error(t, err, name)
 	}
 	got, err := s.GetRun(ctx, r.ID)

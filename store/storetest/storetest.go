@@ -196,7 +196,7 @@ func (c *Clock) Advance(d time.Duration) {
 func CreateRun(t testing.TB, s store.Store) store.Run {
 	t.Helper()
 	r, err := s.CreateRun(t.Context(), store.Run{
-		Runbook: "sglang-pd-wedge", Trigger: store.TriggerSlack, RequestedBy: "U-alice",
+		Runbook: "sglang-pd-wedge", Trigger: store.TriggerChat, RequestedBy: "U-alice",
 		Params: map[string]string{"deployment": "dsv4"},
 	})
 	require.NoError(t, err)

@@ -24,7 +24,7 @@ func testWorkQueue(t *testing.T, e *Env) {
 	_, err := s.ClaimWork(ctx)
 	require.ErrorIs(t, err, store.ErrNoWork)
 
-	first, created, err := s.Enqueue(ctx, store.Work{Trigger: store.TriggerSlack, Runbook: "sglang-pd-wedge", Key: "Ev01",
+	first, created, err := s.Enqueue(ctx, store.Work{Trigger: store.TriggerChat, Runbook: "sglang-pd-wedge", Key: "Ev01",
 		Params: map[string]string{"deployment": "dsv4"}, RequestedBy: "U-alice", Payload: json.RawMessage(`{"command":"/runbot"}`)})
 	require.NoError(t, err)
 	require.True(t, created)
@@ -33,7 +33,7 @@ func testWorkQueue(t *testing.T, e *Env) {
 	second, _, err := s.Enqueue(ctx, store.Work{Trigger: store.TriggerSchedule, Runbook: "disk-audit"})
 	require.NoError(t, err)
 
-	dup, created, err := s.Enqueue(ctx, store.Work{Trigger: store.TriggerSlack, Runbook: "sglang-pd-wedge", Key: "Ev01"})
+	dup, created, err := s.Enqueue(ctx, store.Work{Trigger: store.TriggerChat, Runbook: "sglang-pd-wedge", Key: "Ev01"})
 	require.NoError(t, err)
 	require.False(t, created, "Slack retried the event")
 	require.Equal(t, first, dup)
@@ -66,14 +66,14 @@ func testWorkQueue(t *testing.T, e *Env) {
 	_, err = s.GetWork(ctx, "w-missing")
 	require.ErrorIs(t, err, store.ErrNotFound)
 
-	dup, created, err = s.Enqueue(ctx, store.Work{Trigger: store.TriggerSlack, Runbook: "sglang-pd-wedge", Key: "Ev01"})
+	dup, created, err = s.Enqueue(ctx, store.Work{Trigger: store.TriggerChat, Runbook: "sglang-pd-wedge", Key: "Ev01"})
 	require.NoError(t, err)
 	require.False(t, created, "a key is deduplicated after its work is done too")
 	require.Equal(t, first.ID, dup.ID)
 
-	_, _, err = s.Enqueue(ctx, store.Work{Trigger: store.TriggerSlack})
+	_, _, err = s.Enqueue(ctx, store.Work{Trigger: store.TriggerChat})
 	require.Error(t, err, "a runbook is required")
-	_, _, err = s.Enqueue(ctx, store.Work{Trigger: store.TriggerSlack, Runbook: "x", Payload: json.RawMessage(`{`)})
+	_, _, err = s.Enqueue(ctx, store.Work{Trigger: store.TriggerChat, Runbook: "x", Payload: json.RawMessage(`{`)})
 	require.Error(t, err, "a payload is JSON")
 }
 
@@ -142,7 +142,7 @@ func testWorkClaimedOnceAcrossStores(t *testing.T, e *Env) {
 
 // Work accepted before a restart is claimed after it.
 func testWorkSurvivesReopen(t *testing.T, e *Env) {
-	w, _, err := e.S.Enqueue(t.Context(), store.Work{Key: "Ev02", Trigger: store.TriggerSlack, Runbook: "host-basics",
+	w, _, err := e.S.Enqueue(t.Context(), store.Work{Key: "Ev02", Trigger: store.TriggerChat, Runbook: "host-basics",
 		Params: map[string]string{"host": "gpu-1"}})
 	require.NoError(t, err)
 	s := e.Reopen(t)
@@ -150,7 +150,7 @@ func testWorkSurvivesReopen(t *testing.T, e *Env) {
 	require.NoError(t, err)
 	require.Equal(t, w.ID, got.ID)
 	require.Equal(t, map[string]string{"host": "gpu-1"}, got.Params)
-	_, created, err := s.Enqueue(t.Context(), store.Work{Key: "Ev02", Trigger: store.TriggerSlack, Runbook: "host-basics"})
+	_, created, err := s.Enqueue(t.Context(), store.Work{Key: "Ev02", Trigger: store.TriggerChat, Runbook: "host-basics"})
 	require.NoError(t, err)
 	require.False(t, created, "the dedup key outlives the restart")
 }
