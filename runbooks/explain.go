@@ -7,6 +7,7 @@ import (
 
 	"github.com/runbot/runbot/actions"
 	"github.com/runbot/runbot/checks"
+	"github.com/runbot/runbot/internal/redact"
 )
 
 // PlannedStep is what one step would do on one target.
@@ -20,10 +21,12 @@ type PlannedStep struct {
 }
 
 // Explain lists every command and request each step would make on each
-// target, without running anything.
+// target, without running anything. A secret param's value shows as
+// [redacted] in them.
 func (e *Engine) Explain(p *Prepared) []PlannedStep {
 	var out []PlannedStep
 	now := e.now()
+	hide := redact.Values(p.Secrets()...)
 	for _, s := range p.Runbook.Steps {
 		ct, _ := checks.Lookup(s.Check)
 		for _, t := range p.targets[s.ID] {
@@ -33,6 +36,9 @@ func (e *Engine) Explain(p *Prepared) []PlannedStep {
 				ps.Lines = []string{fmt.Sprintf("cannot render arguments: %v", err)}
 			} else {
 				ps.Lines = ct.Check.Plan(checks.Env{Target: t, Args: args, Now: e.now, RunStarted: now})
+			}
+			for i, l := range ps.Lines {
+				ps.Lines[i] = hide.Redact(l)
 			}
 			out = append(out, ps)
 		}
@@ -53,10 +59,11 @@ type ExplainedAction struct {
 }
 
 // ExplainRemediation lists each action of rem on each of its targets with
-// its rendered arguments.
+// its rendered arguments, a secret param's value shown as [redacted].
 func (e *Engine) ExplainRemediation(ctx context.Context, p *Prepared, rem *Remediation) ([]ExplainedAction, error) {
 	var out []ExplainedAction
 	now := e.now()
+	hide := redact.Values(p.Secrets()...)
 	for _, as := range rem.Actions {
 		at, _ := actions.Lookup(as.Action)
 		targets, err := e.resolve(ctx, p.Runbook, as.Targets, p.Params)
@@ -67,14 +74,14 @@ func (e *Engine) ExplainRemediation(ctx context.Context, p *Prepared, rem *Remed
 			ea := ExplainedAction{Action: as.Action, Target: t.Name()}
 			args, err := renderArgs(at.Spec, as.With, argData(p.Params, t, "(run id)", now))
 			if err != nil {
-				ea.Args = []string{fmt.Sprintf("cannot render arguments: %v", err)}
+				ea.Args = []string{hide.Redact(fmt.Sprintf("cannot render arguments: %v", err))}
 			}
 			for _, a := range at.Spec.Args {
 				v, set := args[a.Name]
 				if err != nil || !set || fmt.Sprint(v) == fmt.Sprint(a.Default) {
 					continue
 				}
-				ea.Args = append(ea.Args, fmt.Sprintf("%s = %v", a.Name, v))
+				ea.Args = append(ea.Args, hide.Redact(fmt.Sprintf("%s = %v", a.Name, v)))
 			}
 			out = append(out, ea)
 		}

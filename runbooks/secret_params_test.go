@@ -47,6 +47,14 @@ func TestSecretParamsAreUsedButNeverShown(t *testing.T) {
 		return string(b)
 	}
 
+	// What a run would do is shown with the value hidden.
+	p, err := eng.Prepare(t.Context(), rb, map[string]string{"dir": dir, "token": token})
+	require.NoError(t, err)
+	require.Contains(t, noSecret("the explained steps", eng.Explain(p)), `printf \"auth %s\\n\" [redacted]`)
+	acts, err := eng.ExplainRemediation(t.Context(), p, rb.Remediations[0])
+	require.NoError(t, err)
+	require.Contains(t, noSecret("the explained fix", acts), "echo rotated [redacted]")
+
 	// A value too short to hide is refused without being echoed.
 	_, err = eng.Prepare(t.Context(), rb, map[string]string{"dir": dir, "token": "hunter2"})
 	require.ErrorContains(t, err, "param token: a secret value must be at least 8 characters long")

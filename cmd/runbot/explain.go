@@ -22,8 +22,9 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 			out := newOutput(cmd.OutOrStdout())
 			rb := p.Runbook
 			out.printf("%s — %s\n", rb.Name, rb.Title)
-			for _, k := range sortedKeys(p.Text) {
-				out.printf("  param %s = %s\n", k, p.Text[k])
+			shown := rb.MaskSecrets(p.Text)
+			for _, k := range sortedKeys(shown) {
+				out.printf("  param %s = %s\n", k, shown[k])
 			}
 			out.println()
 			for _, ps := range eng.Explain(p) {

@@ -171,6 +171,8 @@ web:
 		out, _ := cli(args...)
 		sinks["runbot run --format "+format] = out
 	}
+	explain, _ := cli("--runbooks", abs+"/secretrunbooks", "explain", "leak", "--inventory", inv, "-p", "file="+leak, "-p", "cred="+plantedSecrets["secret param"])
+	sinks["runbot explain"] = explain
 	for _, root := range []string{export, record} {
 		require.NoError(t, filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
@@ -191,6 +193,8 @@ web:
 		require.Contains(t, sinks[sink], "[redacted]", "%s shows the command's output, redacted", sink)
 	}
 	require.Contains(t, sinks["serve's log"], "[redacted]", "the log shows the run's params, redacted")
+	require.Contains(t, sinks["runbot explain"], "param cred = [redacted]")
+	require.Contains(t, sinks["runbot explain"], "echo rotating [redacted]")
 	for _, sink := range []string{"Slack calls", "report page", "runbot show " + runID + " --format json"} {
 		require.Contains(t, sinks[sink], "echo rotating [redacted]", "%s shows the proposed fix, its secret param hidden", sink)
 	}
