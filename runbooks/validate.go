@@ -25,173 +25,213 @@ type summaryRef struct {
 
 // validate checks cross-references and compiles expressions, after the
 // whole document has been decoded so every problem is found in one pass.
+// The steps run in this order, which is the order problems are reported
+// in.
 func (l *loader) validate() {
-	d, rb := l.d, l.rb
-	stepIDs := make([]string, 0, len(rb.Steps))
+	ids := l.ids()
+	l.checkDeploymentParams()
+	l.checkNeeds(ids)
+	// The expression environment, which conditions compile against and
+	// summaries render against.
+	l.buildEnv()
+	env := l.rb.env.zero()
+	envShape := shapeOfType(reflect.TypeOf(env))
+	for _, w := range l.whenNodes {
+		if w.node != nil {
+			l.compileWhen(w, env, envShape, ids)
+		}
+	}
+	l.checkReferences(ids)
+	// summaries render against a zero environment, which catches misspelt
+	// names with missingkey=error.
+	for _, s := range l.summaries {
+		if err := checkFields(s.t, envShape); err != nil {
+			l.d.Errorf(s.node, "summary: %v", err)
+		}
+	}
+}
+
+// runbookIDs are the names a runbook's references may use.
+type runbookIDs struct {
+	steps, findings, params, remediations []string
+}
+
+func (l *loader) ids() runbookIDs {
+	rb := l.rb
+	var ids runbookIDs
 	for _, s := range rb.Steps {
-		stepIDs = append(stepIDs, s.ID)
+		ids.steps = append(ids.steps, s.ID)
 	}
-	findingIDs := make([]string, 0, len(rb.Findings))
 	for _, f := range rb.Findings {
-		findingIDs = append(findingIDs, f.ID)
+		ids.findings = append(ids.findings, f.ID)
 	}
-	paramNames := make([]string, 0, len(rb.Params))
-	deployments := 0
 	for _, p := range rb.Params {
-		paramNames = append(paramNames, p.Name)
+		ids.params = append(ids.params, p.Name)
+	}
+	for _, r := range rb.Remediations {
+		ids.remediations = append(ids.remediations, r.Name)
+	}
+	return ids
+}
+
+// checkDeploymentParams allows one deployment param: steps name its roles.
+func (l *loader) checkDeploymentParams() {
+	deployments := 0
+	for _, p := range l.rb.Params {
 		if p.Type == ParamDeployment {
 			deployments++
 		}
 	}
 	if deployments > 1 {
-		d.Errorf(l.rootNode, "runbook: at most one param may have type deployment; steps name its roles")
+		l.d.Errorf(l.rootNode, "runbook: at most one param may have type deployment; steps name its roles")
 	}
+}
 
-	// needs: existence and cycles
-	for _, s := range rb.Steps {
+// checkNeeds checks that every step a step needs exists, that no step
+// needs itself or takes part in a loop, and each step's targets.
+func (l *loader) checkNeeds(ids runbookIDs) {
+	for _, s := range l.rb.Steps {
 		for _, n := range s.Needs {
 			if n == s.ID {
 				l.errAtNeeds(s.ID, "step %s needs itself", s.ID)
-			} else if !slices.Contains(stepIDs, n) {
-				l.errAtNeeds(s.ID, "step %s needs %q, which is not a step%s", s.ID, n, yamlnode.DidYouMean(n, stepIDs))
+			} else if !slices.Contains(ids.steps, n) {
+				l.errAtNeeds(s.ID, "step %s needs %q, which is not a step%s", s.ID, n, yamlnode.DidYouMean(n, ids.steps))
 			}
 		}
 		l.checkTarget("step "+s.ID, s.Targets, s.Pos)
 	}
-	if cyc := findCycle(rb.Steps); cyc != nil {
+	if cyc := findCycle(l.rb.Steps); cyc != nil {
 		l.errAtNeeds(cyc[0], "steps depend on each other in a loop: %s", joinArrow(cyc))
 	}
+}
 
-	// expression environment
-	l.buildEnv()
-	env := rb.env.zero()
-	envShape := shapeOfType(reflect.TypeOf(env))
-	for _, w := range l.whenNodes {
-		if w.node == nil {
-			continue
-		}
-		src := w.node.Value
-		names, err := scanNames(src)
-		if err != nil {
-			msg, col := exprError(err)
-			l.exprErr(w.node, col, "when: %s", msg)
-			continue
-		}
-		bad := false
-		for _, r := range names.steps {
-			s := rb.step(r.Step)
-			if s == nil {
-				l.exprErr(w.node, names.at["steps."+r.Step], "when: no step %q%s", r.Step, yamlnode.DidYouMean(r.Step, stepIDs))
-				bad = true
-			} else if r.Role != "" && len(s.Targets) > 1 && !slices.Contains(s.Targets, r.Role) && !isStepField(r.Role) {
-				l.exprErr(w.node, names.at["steps."+r.Step], "when: step %s has no target %q (targets: %v)", r.Step, r.Role, s.Targets)
-				bad = true
-			}
-		}
-		for _, f := range names.findings {
-			if w.finding != nil {
-				l.exprErr(w.node, names.at["findings."+f], "when: a finding cannot refer to findings (findings.%s): combine findings in a diagnosis, or repeat the condition", f)
-				bad = true
-			} else if !slices.Contains(findingIDs, f) {
-				l.exprErr(w.node, names.at["findings."+f], "when: no finding %q%s", f, yamlnode.DidYouMean(f, findingIDs))
-				bad = true
-			}
-		}
-		for _, p := range names.params {
-			if !slices.Contains(paramNames, p) {
-				l.exprErr(w.node, names.at["params."+p], "when: no param %q%s", p, yamlnode.DidYouMean(p, paramNames))
-				bad = true
-			}
-		}
-		for _, at := range names.bareGets {
-			l.exprErr(w.node, at, "when: get(...) yields nil when the key is missing, which fails when compared or converted: write get(...) ?? DEFAULT (see docs/runbooks.md, Expressions)")
-			bad = true
-		}
-		if !bad {
-			for _, c := range names.chains {
-				if c.idents[0] != "steps" && c.idents[0] != "params" {
-					continue
-				}
-				if err := checkChain(c.idents, envShape); err != nil {
-					l.exprErr(w.node, c.at, "when: %v", err)
-					bad = true
-					break
-				}
-				if err := checkValuesKey(rb, c.idents); err != nil {
-					l.exprErr(w.node, c.at, "when: %v", err)
-					bad = true
-					break
-				}
-			}
-		}
-		if bad {
-			continue
-		}
-		prog, err := compileBool(src, env)
-		if err != nil {
-			msg, col := exprError(err)
-			l.exprErr(w.node, col, "when: %s", msg)
-			continue
-		}
-		refs := l.normalizeRefs(names.steps)
-		switch {
-		case w.finding != nil:
-			w.finding.program, w.finding.refs = prog, refs
-		case w.diagnosis != nil:
-			w.diagnosis.program, w.diagnosis.refs, w.diagnosis.findings = prog, refs, dedup(names.findings)
-			w.diagnosis.summarySteps = templateSteps(w.diagnosis.Summary)
-		case w.cond != nil:
-			w.cond.program, w.cond.refs, w.cond.findings = prog, refs, dedup(names.findings)
+// compileWhen checks what a condition names and compiles it, and gives the
+// finding, diagnosis or precondition it belongs to its program.
+func (l *loader) compileWhen(w whenRef, env any, envShape *shape, ids runbookIDs) {
+	src := w.node.Value
+	names, err := scanNames(src)
+	if err != nil {
+		msg, col := exprError(err)
+		l.exprErr(w.node, col, "when: %s", msg)
+		return
+	}
+	if !l.whenNamesExist(w, names, ids) || !l.whenChainsFit(w, names, envShape) {
+		return
+	}
+	prog, err := compileBool(src, env)
+	if err != nil {
+		msg, col := exprError(err)
+		l.exprErr(w.node, col, "when: %s", msg)
+		return
+	}
+	refs := l.normalizeRefs(names.steps)
+	switch {
+	case w.finding != nil:
+		w.finding.program, w.finding.refs = prog, refs
+	case w.diagnosis != nil:
+		w.diagnosis.program, w.diagnosis.refs, w.diagnosis.findings = prog, refs, dedup(names.findings)
+		w.diagnosis.summarySteps = templateSteps(w.diagnosis.Summary)
+	case w.cond != nil:
+		w.cond.program, w.cond.refs, w.cond.findings = prog, refs, dedup(names.findings)
+	}
+}
+
+// whenNamesExist reports each step, target, finding and param a condition
+// names that does not exist, and each bare get(); it says whether there
+// was none.
+func (l *loader) whenNamesExist(w whenRef, names *exprNames, ids runbookIDs) bool {
+	rb := l.rb
+	ok := true
+	for _, r := range names.steps {
+		s := rb.step(r.Step)
+		if s == nil {
+			l.exprErr(w.node, names.at["steps."+r.Step], "when: no step %q%s", r.Step, yamlnode.DidYouMean(r.Step, ids.steps))
+			ok = false
+		} else if r.Role != "" && len(s.Targets) > 1 && !slices.Contains(s.Targets, r.Role) && !isStepField(r.Role) {
+			l.exprErr(w.node, names.at["steps."+r.Step], "when: step %s has no target %q (targets: %v)", r.Step, r.Role, s.Targets)
+			ok = false
 		}
 	}
-
-	// references by id
-	remNames := make([]string, len(rb.Remediations))
-	for i, r := range rb.Remediations {
-		remNames[i] = r.Name
+	for _, f := range names.findings {
+		if w.finding != nil {
+			l.exprErr(w.node, names.at["findings."+f], "when: a finding cannot refer to findings (findings.%s): combine findings in a diagnosis, or repeat the condition", f)
+			ok = false
+		} else if !slices.Contains(ids.findings, f) {
+			l.exprErr(w.node, names.at["findings."+f], "when: no finding %q%s", f, yamlnode.DidYouMean(f, ids.findings))
+			ok = false
+		}
 	}
+	for _, p := range names.params {
+		if !slices.Contains(ids.params, p) {
+			l.exprErr(w.node, names.at["params."+p], "when: no param %q%s", p, yamlnode.DidYouMean(p, ids.params))
+			ok = false
+		}
+	}
+	for _, at := range names.bareGets {
+		l.exprErr(w.node, at, "when: get(...) yields nil when the key is missing, which fails when compared or converted: write get(...) ?? DEFAULT (see docs/runbooks.md, Expressions)")
+		ok = false
+	}
+	return ok
+}
+
+// whenChainsFit checks each steps.… and params.… chain of a condition
+// against the environment's shape and the steps' values keys; it reports
+// the first that does not fit and says whether all did.
+func (l *loader) whenChainsFit(w whenRef, names *exprNames, envShape *shape) bool {
+	for _, c := range names.chains {
+		if c.idents[0] != "steps" && c.idents[0] != "params" {
+			continue
+		}
+		if err := checkChain(c.idents, envShape); err != nil {
+			l.exprErr(w.node, c.at, "when: %v", err)
+			return false
+		}
+		if err := checkValuesKey(l.rb, c.idents); err != nil {
+			l.exprErr(w.node, c.at, "when: %v", err)
+			return false
+		}
+	}
+	return true
+}
+
+// checkReferences checks what is referred to by id: remediations,
+// evidence and verify steps, action targets and trigger params.
+func (l *loader) checkReferences(ids runbookIDs) {
+	d, rb := l.d, l.rb
 	for _, dg := range rb.Diagnoses {
 		if dg.Remediate != "" && rb.Remediation(dg.Remediate) == nil {
-			d.Errorf(l.remediate[dg.ID], "diagnosis %s: no remediation %q%s", dg.ID, dg.Remediate, yamlnode.DidYouMean(dg.Remediate, remNames))
+			d.Errorf(l.remediate[dg.ID], "diagnosis %s: no remediation %q%s", dg.ID, dg.Remediate, yamlnode.DidYouMean(dg.Remediate, ids.remediations))
 		}
 		for _, rule := range dg.Rules {
 			if rule.Use != "" && rb.Remediation(rule.Use) == nil {
-				d.ErrorAt(rule.Pos, "diagnosis %s: no remediation %q%s", dg.ID, rule.Use, yamlnode.DidYouMean(rule.Use, remNames))
+				d.ErrorAt(rule.Pos, "diagnosis %s: no remediation %q%s", dg.ID, rule.Use, yamlnode.DidYouMean(rule.Use, ids.remediations))
 			}
 		}
 	}
 	for _, f := range rb.Findings {
-		l.checkStepList(f.Evidence, "evidence:"+f.ID, "finding "+f.ID+" evidence", stepIDs)
+		l.checkStepList(f.Evidence, "evidence:"+f.ID, "finding "+f.ID+" evidence", ids.steps)
 	}
 	for _, r := range rb.Remediations {
-		l.checkStepList(r.Verify, "verify:"+r.Name, "remediation "+r.Name+" verify", stepIDs)
+		l.checkStepList(r.Verify, "verify:"+r.Name, "remediation "+r.Name+" verify", ids.steps)
 		for _, a := range r.Actions {
 			l.checkTarget("action "+a.Action, a.Targets, a.Pos)
 		}
 	}
 	for _, name := range rb.Triggers.Args {
 		if rb.Param(name) == nil {
-			d.Errorf(l.rootNode, "triggers.args: no param %q%s", name, yamlnode.DidYouMean(name, paramNames))
+			d.Errorf(l.rootNode, "triggers.args: no param %q%s", name, yamlnode.DidYouMean(name, ids.params))
 		}
 	}
 	for _, at := range rb.Triggers.Alerts {
 		for name := range at.Params {
 			if rb.Param(name) == nil {
-				d.ErrorAt(at.Pos, "alert trigger: no param %q%s", name, yamlnode.DidYouMean(name, paramNames))
+				d.ErrorAt(at.Pos, "alert trigger: no param %q%s", name, yamlnode.DidYouMean(name, ids.params))
 			}
 		}
 	}
 	for name := range rb.Triggers.ScheduleParams {
 		if rb.Param(name) == nil {
-			d.Errorf(l.rootNode, "triggers.schedule_params: no param %q%s", name, yamlnode.DidYouMean(name, paramNames))
-		}
-	}
-
-	// summaries render against a zero environment, which catches misspelt
-	// names with missingkey=error.
-	for _, s := range l.summaries {
-		if err := checkFields(s.t, envShape); err != nil {
-			d.Errorf(s.node, "summary: %v", err)
+			d.Errorf(l.rootNode, "triggers.schedule_params: no param %q%s", name, yamlnode.DidYouMean(name, ids.params))
 		}
 	}
 }
