@@ -9,7 +9,8 @@ import (
 )
 
 // Tape stands between a run and everything its checks observe, so that a
-// run can be recorded (NewRecording) and a recording replayed (Replay).
+// run can be recorded and a recording replayed (package replay:
+// replay.NewRecording, replay.Replay).
 //
 // The seam is chosen where replay is exact and still exercises the checks:
 // a check that runs commands gets a remote.Runner and a service manager
