@@ -1,6 +1,13 @@
-// Package runbooks is runbot's runbook model: the YAML loader that reports
-// every problem with file:line:col, the validator, and the engine that runs a
-// runbook's steps concurrently and evaluates its findings and diagnoses.
+// Package runbooks is runbot's runbook language and engine: the model, the
+// YAML loader that reports every problem with file:line:col, the
+// validator, typed expressions and templates, params (secret ones
+// included), claims and verdicts; the engine that runs a runbook's steps
+// concurrently and evaluates its findings and diagnoses; the Recorder that
+// keeps every run in the store; and the Remediator that proposes, approves,
+// applies, verifies and rolls back fixes. Template escaping
+// (runbooks/escape), record and replay with the runbook tests
+// (runbooks/replay) and the schema and docs generator (runbooks/refdoc)
+// are packages of their own.
 package runbooks
 
 import (
