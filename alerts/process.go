@@ -413,15 +413,23 @@ func (a *Receiver) track(ctx context.Context, ev alertEvent) *alertTrack {
 // adoptWork links a track to work queued earlier and to the alert message
 // that work's run went under.
 func (a *Receiver) adoptWork(ctx context.Context, t *alertTrack, workID string) {
+	// The track is found by its work before the work is read: a run that
+	// ends from now on tells it (runEnded), and one that ended before is
+	// read below as done. Read first, a run that ended in between would
+	// tell no one, and its verdict would never show.
+	a.mu.Lock()
+	t.workID = workID
+	a.byWork[workID] = t
+	a.mu.Unlock()
 	w, err := a.store.GetWork(ctx, workID)
 	if err != nil {
+		a.mu.Lock()
+		t.workID = ""
+		delete(a.byWork, workID)
+		a.mu.Unlock()
 		a.log.Warn("alert's work not found", "work", workID, "err", err)
 		return
 	}
-	a.mu.Lock()
-	t.workID = w.ID
-	a.byWork[w.ID] = t
-	a.mu.Unlock()
 	if w.State != store.WorkDone {
 		a.queue.adopt(w.ID)
 	}

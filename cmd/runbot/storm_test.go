@@ -118,7 +118,10 @@ func TestStormRestartLosesNoMessageAndRunsNothingTwice(t *testing.T) {
 		return strings.Contains(r.logs.String(), "config reloaded")
 	})
 	st := r.open()
-	r.until("every alert ran and every message was delivered", func() bool {
+	// A group's summary is brought up to date after its last run ends:
+	// the wait is for Slack to show every verdict, which the deadline
+	// bounds (a summary left behind for good fails the test there).
+	r.until("every alert ran, every message was delivered and every summary shows every verdict", func() bool {
 		finished := 0
 		for _, run := range r.allRuns() {
 			if run.Status == store.RunFinished {
@@ -127,7 +130,13 @@ func TestStormRestartLosesNoMessageAndRunsNothingTwice(t *testing.T) {
 		}
 		b, err := st.ChatBacklog(t.Context())
 		require.NoError(t, err)
-		return finished == 35 && b.Due == 0
+		done := 0
+		for _, text := range r.newestTexts() {
+			if strings.Contains(text, "alerts firing") && strings.Contains(text, "10: 10 diagnosed, 0 queued or running") {
+				done++
+			}
+		}
+		return finished == 35 && b.Due == 0 && done == 3
 	})
 
 	// Nothing ran twice: one finished run per alert's work, and a run cut
@@ -161,19 +170,8 @@ func TestStormRestartLosesNoMessageAndRunsNothingTwice(t *testing.T) {
 
 	// Each group's summary, as Slack shows it last, has every alert's
 	// verdict.
-	newest := map[string]string{}
-	tsOf := map[string]string{}
-	for _, c := range top {
-		tsOf[c.TS] = c.Text()
-		newest[c.TS] = c.Text()
-	}
-	for _, c := range r.rec.Calls("chat.update") {
-		if c.Status == http.StatusOK {
-			newest[c.Form.Get("ts")] = c.Text()
-		}
-	}
 	summaries := 0
-	for ts, text := range newest {
+	for ts, text := range r.newestTexts() {
 		if !strings.Contains(text, "alerts firing") {
 			continue
 		}
@@ -182,6 +180,23 @@ func TestStormRestartLosesNoMessageAndRunsNothingTwice(t *testing.T) {
 		require.Equal(t, 10, strings.Count(text, "Slept as asked."), "summary %s: %s", ts, text)
 	}
 	require.Equal(t, 3, summaries)
+}
+
+// newestTexts is the text of every message posted, as Slack shows it
+// last (its newest update), by ts.
+func (r *restartRig) newestTexts() map[string]string {
+	newest := map[string]string{}
+	for _, c := range r.rec.Calls("chat.postMessage") {
+		if c.Status == http.StatusOK {
+			newest[c.TS] = c.Text()
+		}
+	}
+	for _, c := range r.rec.Calls("chat.update") {
+		if c.Status == http.StatusOK {
+			newest[c.Form.Get("ts")] = c.Text()
+		}
+	}
+	return newest
 }
 
 // open opens the rig's store for reading, closed at the end of the test.
