@@ -119,14 +119,21 @@ func compile(patterns []string, hs []hint) (*rules, error) {
 }
 
 // withValues returns rl and a literal pattern for each non-empty secret
-// value; rl is not changed.
+// value it does not have yet; rl is not changed. A value given again adds
+// nothing, so that a reload, which adds what it names every time, does
+// not make every later redaction slower.
 func (rl *rules) withValues(secrets []secret.Value) *rules {
 	out := &rules{patterns: slices.Clone(rl.patterns), anchored: slices.Clone(rl.anchored), hints: slices.Clone(rl.hints)}
 	for _, s := range secrets {
-		if !s.IsZero() {
-			out.patterns = append(out.patterns, regexp.MustCompile(regexp.QuoteMeta(s.Reveal())))
-			out.anchored, out.hints = append(out.anchored, nil), append(out.hints, hint{})
+		if s.IsZero() {
+			continue
 		}
+		lit := regexp.QuoteMeta(s.Reveal())
+		if slices.ContainsFunc(out.patterns, func(re *regexp.Regexp) bool { return re.String() == lit }) {
+			continue
+		}
+		out.patterns = append(out.patterns, regexp.MustCompile(lit))
+		out.anchored, out.hints = append(out.anchored, nil), append(out.hints, hint{})
 	}
 	return out
 }

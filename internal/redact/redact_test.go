@@ -164,4 +164,12 @@ func TestAdd(t *testing.T) {
 	base.Add(secret.New("new-passphrase"), secret.New(""))
 	require.Equal(t, "[redacted] site-2 [redacted] password=[redacted]", base.Redact(in))
 	require.Equal(t, "[redacted] [redacted] [redacted] password=[redacted]", slack.Redact(in))
+
+	// A reload adds what it names every time: a value added again adds
+	// nothing to search for.
+	n := len(base.rules.Load().patterns)
+	for range 100 {
+		base.Add(secret.New("new-passphrase"), secret.New("bot-token-value"))
+	}
+	require.Len(t, base.rules.Load().patterns, n)
 }
