@@ -360,3 +360,65 @@ func TestSlackOutageOfFiveMinutes(t *testing.T) {
 		require.LessOrEqual(t, recovery, 30*time.Second+2*time.Minute+15*time.Second)
 	})
 }
+
+// unrecordedDeliveries is a store that cannot record the first deliveries
+// it is told of, as a full, read-only or cut-off store cannot right after
+// the platform took a post.
+type unrecordedDeliveries struct {
+	store.ChatOutbox
+	mu   sync.Mutex
+	fail int
+}
+
+func (u *unrecordedDeliveries) ChatMessageDelivered(ctx context.Context, d store.ChatDelivery) (store.ChatMessage, error) {
+	u.mu.Lock()
+	if u.fail > 0 {
+		u.fail--
+		u.mu.Unlock()
+		return store.ChatMessage{}, errors.New("database is locked")
+	}
+	u.mu.Unlock()
+	return u.ChatOutbox.ChatMessageDelivered(ctx, d)
+}
+
+// TestAPostTheStoreCouldNotRecordIsNotPostedAgain: Slack takes a post and
+// the store cannot record it for a while. The post is recorded once the
+// store takes it, and the message's next content updates that post: it
+// is not posted a second time when its claim is taken again.
+func TestAPostTheStoreCouldNotRecordIsNotPostedAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &platform{}
+		s, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "runbot.db"))
+		require.NoError(t, err)
+		st := &unrecordedDeliveries{ChatOutbox: s, fail: 4}
+		o := outbox.New(p, st, outbox.Config{Platform: "test"}, slog.New(slog.DiscardHandler), nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			_ = o.Run(ctx)
+		}()
+
+		ref, err := o.Post(t.Context(), "C1", "", chat.Message{Title: "running"})
+		require.NoError(t, err)
+		time.Sleep(time.Minute)
+		require.NoError(t, o.Update(t.Context(), ref, chat.Message{Title: "finished"}))
+		// Past the claim's lease: a post left unrecorded would be claimed
+		// and posted again by now.
+		time.Sleep(10 * time.Minute)
+
+		calls := p.snapshot()
+		require.Len(t, calls, 2, "%+v", calls)
+		require.Equal(t, "post", calls[0].op)
+		require.Equal(t, "update", calls[1].op)
+		require.Equal(t, calls[0].id, calls[1].id, "the update goes to the one post")
+		require.Equal(t, "finished", calls[1].title)
+		m, err := s.GetChatMessage(t.Context(), ref.ID)
+		require.NoError(t, err)
+		require.Equal(t, calls[0].id, m.PlatformID)
+
+		cancel()
+		<-stopped
+		require.NoError(t, s.Close())
+	})
+}

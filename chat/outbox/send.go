@@ -194,12 +194,12 @@ func (o *Outbox) deliver(ctx context.Context, l *lane, c claimed) {
 			o.release(c, o.now(), "", false)
 			return
 		}
-		if m.Posted() {
-			// An update re-reads what it sends: content set since the
-			// claim replaces what was claimed.
-			if fresh, err := o.st.GetChatMessage(ctx, m.ID); err == nil {
-				m = fresh
-			}
+		// Every call re-reads what it sends: content set since the claim
+		// replaces what was claimed, and a message claimed again after
+		// its post was recorded late (see delivered) is updated, not
+		// posted a second time.
+		if fresh, err := o.st.GetChatMessage(ctx, m.ID); err == nil {
+			m = fresh
 		}
 		if age := o.now().Sub(m.CreatedAt); age > o.cfg.MaxAge {
 			log.Error("chat message given up: not delivered within its time", "age", age.Round(time.Second), "last_error", m.LastError)
@@ -308,18 +308,36 @@ func (o *Outbox) delivered(ctx context.Context, m store.ChatMessage, platformID 
 		o.metrics.latency.Observe(o.now().Sub(m.CreatedAt).Seconds())
 	}
 	o.metrics.delivered.WithLabelValues(kind).Inc()
-	sctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), storeTimeout, errors.New("recording a chat delivery took too long"))
-	defer cancel()
-	got, err := o.st.ChatMessageDelivered(sctx, store.ChatDelivery{ID: m.ID, Version: m.Version, PlatformID: platformID})
-	if err != nil {
-		// The claim runs out and the message is sent again: a duplicate
-		// post is the price of never losing one.
-		o.log.Error("chat delivery not recorded", "message", m.ID, "err", err)
-		return
-	}
-	if got.State == store.ChatMessageDue {
-		// Newer content arrived while this was sent.
-		o.kick()
+	for attempt := 0; ; attempt++ {
+		sctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), storeTimeout, errors.New("recording a chat delivery took too long"))
+		got, err := o.st.ChatMessageDelivered(sctx, store.ChatDelivery{ID: m.ID, Version: m.Version, PlatformID: platformID})
+		cancel()
+		if err == nil {
+			if got.State == store.ChatMessageDue {
+				// Newer content arrived while this was sent.
+				o.kick()
+			}
+			return
+		}
+		if m.Posted() || ctx.Err() != nil {
+			// An update not recorded is sent again when the claim runs
+			// out: the newest content twice, which is harmless. A post
+			// not recorded when runbot stops is posted again after the
+			// restart: a duplicate is the price of never losing one.
+			o.log.Error("chat delivery not recorded", "message", m.ID, "err", err)
+			return
+		}
+		// The platform has the post, the store does not know it (it is
+		// full, read-only or down). Sent again, it would show twice:
+		// its record is tried until the store takes it, holding the
+		// lane, whose next posts could not be recorded either.
+		if attempt == 0 {
+			o.log.Warn("chat post not recorded; trying again until the store takes it, so that it is not posted twice", "message", m.ID, "err", err)
+		}
+		if !sleepUntil(ctx, o.now().Add(backoff(attempt))) {
+			o.log.Error("chat delivery not recorded", "message", m.ID, "err", err)
+			return
+		}
 	}
 }
 

@@ -94,7 +94,14 @@ func TestStoreFaultsMidRunLoseNothing(t *testing.T) {
 			})
 			require.Equal(t, store.RunFinished, run.Status, "the run slept as asked: its end is what the run saw, not an interruption")
 			r.until("its message shows the verdict", func() bool {
-				return run.Message != nil && r.says(run.Message.ID, "Slept as asked")
+				// Read again: where the message went is recorded when
+				// the store takes it.
+				runs := r.runs()["8"]
+				if len(runs) != 1 || runs[0].Message == nil {
+					return false
+				}
+				run = runs[0]
+				return r.says(run.Message.ID, "Slept as asked")
 			})
 
 			// A restart runs nothing again and posts nothing new.
