@@ -101,7 +101,7 @@ image-test:
 	$(GO) test -tags e2e -count=1 -timeout 10m -v -run '^TestImage$$' ./test/e2e/
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./runbooks ./sim ./remote ./web
+	$(GO) test -run '^$$' -bench . -benchmem ./runbooks ./sim ./remote/... ./web
 
 clean:
 	rm -rf $(BIN)

@@ -37,9 +37,9 @@ func TestShowUnitReadsItsRepliesInFewReads(t *testing.T) {
 			counted := &countingConn{Conn: sock}
 			var transport net.Conn = counted
 			if tc.buffered {
-				transport = newBufferedReads(counted)
+				transport = NewBufferedReads(counted)
 			}
-			writes := &heldWrites{Conn: transport}
+			writes := &HeldWrites{Conn: transport}
 			conn, err := dbus.NewConn(writes)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = conn.Close() })
@@ -49,7 +49,7 @@ func TestShowUnitReadsItsRepliesInFewReads(t *testing.T) {
 			defer cancel()
 
 			before := counted.readCount()
-			st, err := showUnit(ctx, conn, writes, "gpu-node-01", "sglang-dsv4-decode")
+			st, err := ShowUnitOnBus(ctx, conn, writes, "gpu-node-01", "sglang-dsv4-decode")
 			require.NoError(t, err)
 			reads := counted.readCount() - before
 			t.Logf("%d socket reads for %d replies", reads, len(ShowProperties))

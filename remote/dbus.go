@@ -50,13 +50,13 @@ func (e *JobError) Error() string {
 func (d *DBus) Show(ctx context.Context, unit string) (UnitState, error) {
 	conn, err := d.dial(ctx)
 	if err != nil {
-		return UnitState{}, fmt.Errorf("show unit %s on %s: %w", unitName(unit), d.host(), err)
+		return UnitState{}, fmt.Errorf("show unit %s on %s: %w", UnitName(unit), d.host(), err)
 	}
 	defer func() { _ = conn.Close() }() // the read is done; a close error changes nothing
-	return showUnit(ctx, conn, nil, d.host(), unit)
+	return ShowUnitOnBus(ctx, conn, nil, d.host(), unit)
 }
 
-// showUnit reads a unit's state over conn: the ShowProperties, each with
+// ShowUnitOnBus reads a unit's state over conn: the ShowProperties, each with
 // its own Properties.Get, all sent before the first answer is awaited, so
 // that the read costs one round trip. It does not ask for all of them
 // (GetAll): that reply carries some 300 properties, among them the cgroup
@@ -64,9 +64,9 @@ func (d *DBus) Show(ctx context.Context, unit string) (UnitState, error) {
 // runbot several times what the nine properties runbot keeps do.
 //
 // When writes is conn's transport, the calls are held back and sent in one
-// write (see heldWrites); nil sends each as it is made.
-func showUnit(ctx context.Context, conn *godbus.Conn, writes *heldWrites, host, unit string) (UnitState, error) {
-	name := unitName(unit)
+// write (see HeldWrites); nil sends each as it is made.
+func ShowUnitOnBus(ctx context.Context, conn *godbus.Conn, writes *HeldWrites, host, unit string) (UnitState, error) {
+	name := UnitName(unit)
 	iface := unitInterface(name)
 	obj := conn.Object("org.freedesktop.systemd1", godbus.ObjectPath("/org/freedesktop/systemd1/unit/"+sdbus.PathBusEscape(name)))
 	type ask struct {
@@ -81,7 +81,7 @@ func showUnit(ctx context.Context, conn *godbus.Conn, writes *heldWrites, host, 
 		asks = append(asks, ask{prop: prop, call: call})
 	}
 	if writes != nil {
-		writes.hold()
+		writes.Hold()
 	}
 	for _, prop := range unitIfaceProperties {
 		get("org.freedesktop.systemd1.Unit", prop)
@@ -92,7 +92,7 @@ func showUnit(ctx context.Context, conn *godbus.Conn, writes *heldWrites, host, 
 		}
 	}
 	if writes != nil {
-		if err := writes.release(); err != nil {
+		if err := writes.Release(); err != nil {
 			return UnitState{}, fmt.Errorf("show unit %s on %s: send the reads: %w", name, host, err)
 		}
 	}
@@ -153,7 +153,7 @@ func absentProperty(err error) bool {
 // until systemd's restart job has finished, and reports a job that did not
 // end "done" as a *JobError.
 func (d *DBus) Restart(ctx context.Context, unit string) error {
-	name := unitName(unit)
+	name := UnitName(unit)
 	conn, err := d.connect(ctx)
 	if err != nil {
 		return fmt.Errorf("restart unit %s on %s: %w", name, d.host(), err)
@@ -178,7 +178,7 @@ func (d *DBus) Restart(ctx context.Context, unit string) error {
 
 // RestartCall implements ServiceManager.
 func (d *DBus) RestartCall(unit string) string {
-	return fmt.Sprintf("D-Bus org.freedesktop.systemd1.Manager.RestartUnit(%q, \"replace\")", unitName(unit))
+	return fmt.Sprintf("D-Bus org.freedesktop.systemd1.Manager.RestartUnit(%q, \"replace\")", UnitName(unit))
 }
 
 // NeedDaemonReload implements UnitFileReloader: it reads each unit's
@@ -194,7 +194,7 @@ func (d *DBus) NeedDaemonReload(ctx context.Context, units []string) ([]string, 
 	defer conn.Close()
 	var changed []string
 	for _, u := range units {
-		name := unitName(u)
+		name := UnitName(u)
 		props, err := conn.GetUnitPropertiesContext(ctx, name)
 		if err != nil {
 			return nil, fmt.Errorf("read NeedDaemonReload of %s on %s: %w", name, d.host(), err)
@@ -259,9 +259,9 @@ func (d *DBus) host() string {
 // unitTypes are systemd's unit types, by name suffix.
 var unitTypes = []string{"service", "socket", "target", "device", "mount", "automount", "swap", "timer", "path", "slice", "scope"}
 
-// unitName completes a bare name the way systemctl does: "decode" means
+// UnitName completes a bare name the way systemctl does: "decode" means
 // "decode.service". Unlike systemctl, the D-Bus API takes names literally.
-func unitName(unit string) string {
+func UnitName(unit string) string {
 	if i := strings.LastIndexByte(unit, '.'); i >= 0 && slices.Contains(unitTypes, unit[i+1:]) {
 		return unit
 	}

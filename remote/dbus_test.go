@@ -28,7 +28,7 @@ func TestUnitName(t *testing.T) {
 		"v1.2":                       "v1.2.service",
 	}
 	for in, want := range cases {
-		require.Equal(t, want, unitName(in), in)
+		require.Equal(t, want, UnitName(in), in)
 	}
 	require.Equal(t, "Service", unitInterface("x.service"))
 	require.Equal(t, "Automount", unitInterface("x.automount"))

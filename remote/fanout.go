@@ -23,12 +23,14 @@ func FanOut(ctx context.Context, runners []Runner, parallelism int, fn func(ctx 
 	for i, r := range runners {
 		names[i] = r.Host()
 	}
-	return fanOut(ctx, names, parallelism, func(ctx context.Context, i int) error {
+	return FanOutNamed(ctx, names, parallelism, func(ctx context.Context, i int) error {
 		return fn(ctx, runners[i])
 	})
 }
 
-func fanOut(ctx context.Context, names []string, parallelism int, fn func(ctx context.Context, i int) error) []HostResult {
+// FanOutNamed is FanOut for callers that reach each host themselves: fn
+// gets the index of the host in names, and each result carries its name.
+func FanOutNamed(ctx context.Context, names []string, parallelism int, fn func(ctx context.Context, i int) error) []HostResult {
 	if parallelism <= 0 || parallelism > len(names) {
 		parallelism = len(names)
 	}

@@ -5,12 +5,12 @@ import (
 	"sync"
 )
 
-// heldWrites is a connection whose writes can be held back and then sent
+// HeldWrites is a connection whose writes can be held back and then sent
 // as one. A unit read sends nine D-Bus calls; held, they leave in one
 // write, so that over SSH they are one packet for runbot to seal and sshd
 // to open and pass on, and one read for systemd, where each call was a
 // packet of its own.
-type heldWrites struct {
+type HeldWrites struct {
 	net.Conn
 
 	mu   sync.Mutex
@@ -19,7 +19,7 @@ type heldWrites struct {
 }
 
 // Write sends p, or keeps it for release while writes are held.
-func (c *heldWrites) Write(p []byte) (int, error) {
+func (c *HeldWrites) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.held > 0 {
@@ -29,19 +29,19 @@ func (c *heldWrites) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// hold keeps writes back until the matching release. Holds nest, so that
+// Hold keeps writes back until the matching Release. Holds nest, so that
 // two reads on one connection never send each other's calls early, and
-// release sends what was kept when the last hold ends.
-func (c *heldWrites) hold() {
+// Release sends what was kept when the last hold ends.
+func (c *HeldWrites) Hold() {
 	c.mu.Lock()
 	c.held++
 	c.mu.Unlock()
 }
 
-// release ends a hold; the last one sends the kept writes in one write.
+// Release ends a hold; the last one sends the kept writes in one write.
 // An error means the connection failed: the calls are lost, and the
 // library's reader, seeing the connection end, fails them.
-func (c *heldWrites) release() error {
+func (c *HeldWrites) Release() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.held--

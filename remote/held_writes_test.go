@@ -47,7 +47,7 @@ func TestShowUnitSendsItsCallsInOneWrite(t *testing.T) {
 	sock, err := net.Dial("unix", strings.TrimPrefix(strings.Split(addr, ",")[0], "unix:path="))
 	require.NoError(t, err)
 	counted := &countingConn{Conn: sock}
-	writes := &heldWrites{Conn: counted}
+	writes := &HeldWrites{Conn: counted}
 	conn, err := dbus.NewConn(writes)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
@@ -58,7 +58,7 @@ func TestShowUnitSendsItsCallsInOneWrite(t *testing.T) {
 
 	for _, tc := range []struct {
 		name   string
-		writes *heldWrites
+		writes *HeldWrites
 		want   int
 	}{
 		{"each call its own write", nil, len(ShowProperties)},
@@ -66,7 +66,7 @@ func TestShowUnitSendsItsCallsInOneWrite(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := counted.count()
-			st, err := showUnit(ctx, conn, tc.writes, "gpu-node-01", "sglang-dsv4-decode")
+			st, err := ShowUnitOnBus(ctx, conn, tc.writes, "gpu-node-01", "sglang-dsv4-decode")
 			require.NoError(t, err)
 			require.Equal(t, tc.want, counted.count()-before)
 			require.Equal(t, "active", st.ActiveState)
@@ -81,7 +81,7 @@ func TestHeldWritesNest(t *testing.T) {
 	a, b := net.Pipe()
 	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
 	counted := &countingConn{Conn: a}
-	w := &heldWrites{Conn: counted}
+	w := &HeldWrites{Conn: counted}
 	got := make(chan string, 4)
 	go func() {
 		buf := make([]byte, 64)
@@ -103,16 +103,16 @@ func TestHeldWritesNest(t *testing.T) {
 		}
 	}
 
-	w.hold()
-	w.hold()
+	w.Hold()
+	w.Hold()
 	for _, s := range []string{"a", "b", "c"} {
 		n, err := w.Write([]byte(s))
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 	}
-	require.NoError(t, w.release())
+	require.NoError(t, w.Release())
 	require.Zero(t, counted.count(), "one hold is left")
-	require.NoError(t, w.release())
+	require.NoError(t, w.Release())
 	require.Equal(t, "abc", receive())
 	require.Equal(t, 1, counted.count())
 

@@ -40,7 +40,7 @@ func (l *Local) Run(ctx context.Context, cmd Command) (Output, error) {
 	if cmd.Stdin != nil {
 		c.Stdin = bytes.NewReader(cmd.Stdin)
 	}
-	stdout, stderr := newCapWriter(cmd.MaxOutput), newCapWriter(cmd.MaxOutput)
+	stdout, stderr := NewCapWriter(cmd.MaxOutput), NewCapWriter(cmd.MaxOutput)
 	c.Stdout, c.Stderr = stdout, stderr
 	if err := c.Start(); err != nil {
 		if ctx.Err() != nil {
@@ -65,7 +65,7 @@ func (l *Local) Run(ctx context.Context, cmd Command) (Output, error) {
 		return Output{}, timedOut()
 	}
 	out := Output{
-		Stdout: stdout.bytes(), Stderr: stderr.bytes(),
+		Stdout: stdout.Bytes(), Stderr: stderr.Bytes(),
 		StdoutTruncated: stdout.truncated, StderrTruncated: stderr.truncated,
 		Duration: time.Since(start),
 	}

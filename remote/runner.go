@@ -1,5 +1,6 @@
 // Package remote is how commands reach a host: the Runner interface, its local
-// and SSH implementations, and the service managers that act through them.
+// implementation (package sshrun has the SSH one), and the service managers
+// that act through them.
 package remote
 
 import (

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/replay"
 )
@@ -35,7 +35,7 @@ func simRouterURL(t *testing.T, inv *inventory.Inventory) string {
 func runBuiltin(t *testing.T, inv *inventory.Inventory, name, caseName string, params map[string]string) *runbooks.Report {
 	t.Helper()
 	rb := builtin(t, name)
-	pool := remote.NewPool()
+	pool := sshrun.NewPool()
 	t.Cleanup(func() { _ = pool.Close() })
 	rec := replay.NewRecording()
 	e := &runbooks.Engine{

@@ -17,7 +17,7 @@ import (
 
 	"github.com/runbot/runbot/internal/simtest"
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 )
 
@@ -276,7 +276,7 @@ func runCell(t *testing.T, rb *runbooks.Runbook, f matrixFault, c matrixConditio
 		fail("%v", err)
 		return res
 	}
-	pool := remote.NewPool()
+	pool := sshrun.NewPool()
 	defer func() { _ = pool.Close() }()
 	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
 	p, err := e.Prepare(t.Context(), rb, map[string]string{"deployment": "sim"})

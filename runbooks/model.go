@@ -39,7 +39,7 @@ type Runbook struct {
 // SSHOptions say how a run may use its SSH connections.
 type SSHOptions struct {
 	// SharedSession lets every step of a run on one host share one SSH
-	// session (a multiplexed shell, see remote.Shell) instead of opening a
+	// session (a multiplexed shell, see sshrun.Shell) instead of opening a
 	// session per command. Each command still has its own exit status,
 	// output, timeout and kill.
 	SharedSession bool

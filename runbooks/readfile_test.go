@@ -10,7 +10,7 @@ import (
 
 	"github.com/runbot/runbot/internal/sshdtest"
 	"github.com/runbot/runbot/internal/step"
-	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/replay"
 )
@@ -57,7 +57,7 @@ func TestRecordReplayFileReads(t *testing.T) {
 				srv.Host, srv.Port, srv.User, srv.ClientKeyFile, srv.HostPublicKey))
 			rb, problems := runbooks.Parse("read-config.yaml", []byte(readFileRunbook))
 			require.Empty(t, problems)
-			pool := remote.NewPool()
+			pool := sshrun.NewPool()
 			t.Cleanup(func() { _ = pool.Close() })
 			rec := replay.NewRecording()
 			e := &runbooks.Engine{

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/replay"
 )
@@ -27,7 +27,7 @@ func recordWedge(t *testing.T, fault string) (*runbooks.Report, string) {
 		simCtl(t, dir, "fault", fault)
 	}
 	rb := builtin(t, "sglang-pd-wedge")
-	pool := remote.NewPool()
+	pool := sshrun.NewPool()
 	t.Cleanup(func() { _ = pool.Close() })
 	rec := replay.NewRecording()
 	e := &runbooks.Engine{

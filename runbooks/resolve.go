@@ -7,6 +7,7 @@ import (
 	"github.com/runbot/runbot/internal/target"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/remote/sshrun"
 )
 
 // Runners hands out the runner for an inventory host. Implementations keep
@@ -71,8 +72,8 @@ func (it *InventoryTargets) bind(ctx context.Context, t target.Target, h *invent
 	case "command":
 		t.Services = remote.Commands{Runner: r, ShowLine: h.Services.Show, RestartLine: h.Services.Restart}
 	default:
-		if ssh, ok := r.(*remote.SSH); ok {
-			t.Services = remote.SSHSystemd{SSH: ssh, Systemctl: remote.Systemctl{Runner: r}}
+		if ssh, ok := r.(*sshrun.Runner); ok {
+			t.Services = sshrun.Systemd{SSH: ssh, Systemctl: remote.Systemctl{Runner: r}}
 		} else {
 			t.Services = remote.Systemctl{Runner: r}
 		}

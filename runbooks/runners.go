@@ -7,6 +7,7 @@ import (
 	"github.com/runbot/runbot/internal/target"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/remote/sshrun"
 )
 
 // PoolRunners reaches inventory hosts over SSH through a pool, one
@@ -15,7 +16,7 @@ import (
 // first use, so preparing a run never touches the network.
 type PoolRunners struct {
 	Inventory *inventory.Inventory
-	Pool      *remote.Pool
+	Pool      *sshrun.Pool
 	// UserConfig, when set, is an ssh_config file (e.g. ~/.ssh/config)
 	// whose Host entries fill what the inventory leaves unset.
 	UserConfig string
@@ -34,23 +35,23 @@ func (pr *PoolRunners) Runner(_ context.Context, h *inventory.Host) (remote.Runn
 }
 
 // SSHConfig translates an inventory host, with its jump hosts, into the
-// SSH runner's configuration; remote.ConfigFor builds it.
-func (pr *PoolRunners) SSHConfig(h *inventory.Host) (remote.SSHConfig, error) {
-	return remote.ConfigFor(h.Name, func(name string) (remote.SSHHost, error) {
+// SSH runner's configuration; sshrun.ConfigFor builds it.
+func (pr *PoolRunners) SSHConfig(h *inventory.Host) (sshrun.Config, error) {
+	return sshrun.ConfigFor(h.Name, func(name string) (sshrun.Host, error) {
 		if name == h.Name {
 			return sshHostOf(h), nil
 		}
 		jh, err := pr.Inventory.Host(name)
 		if err != nil {
-			return remote.SSHHost{}, err
+			return sshrun.Host{}, err
 		}
 		return sshHostOf(jh), nil
 	}, pr.UserConfig)
 }
 
 // sshHostOf copies an inventory host's SSH fields.
-func sshHostOf(h *inventory.Host) remote.SSHHost {
-	return remote.SSHHost{Jump: h.Jump, Config: remote.SSHConfig{
+func sshHostOf(h *inventory.Host) sshrun.Host {
+	return sshrun.Host{Jump: h.Jump, Config: sshrun.Config{
 		Name: h.Name, Address: h.Address, Port: h.Port, User: h.User,
 		IdentityFiles: h.IdentityFiles, PassphraseEnv: h.PassphraseEnv, PassphraseFile: h.PassphraseFile,
 		UseAgent: h.Agent, KnownHostsFiles: h.KnownHosts, PinnedHostKeys: h.HostKeys,
@@ -65,24 +66,24 @@ func sshHostOf(h *inventory.Host) remote.SSHHost {
 // are.
 type runShells struct {
 	mu     sync.Mutex
-	shells map[*remote.SSH]*remote.Shell
+	shells map[*sshrun.Runner]*sshrun.Shell
 }
 
 func newRunShells() *runShells {
-	return &runShells{shells: map[*remote.SSH]*remote.Shell{}}
+	return &runShells{shells: map[*sshrun.Runner]*sshrun.Shell{}}
 }
 
 // share returns t with its runner, and the service manager that acts
 // through it, replaced by the run's shell for that host.
 func (rs *runShells) share(t target.Target) target.Target {
-	ssh, ok := t.Runner.(*remote.SSH)
+	ssh, ok := t.Runner.(*sshrun.Runner)
 	if !ok {
 		return t
 	}
 	rs.mu.Lock()
 	sh := rs.shells[ssh]
 	if sh == nil {
-		sh = remote.NewShell(ssh)
+		sh = sshrun.NewShell(ssh)
 		rs.shells[ssh] = sh
 	}
 	rs.mu.Unlock()
@@ -91,7 +92,7 @@ func (rs *runShells) share(t target.Target) target.Target {
 	case remote.Systemctl:
 		svc.Runner = sh
 		t.Services = svc
-	case remote.SSHSystemd:
+	case sshrun.Systemd:
 		// Reads keep going over D-Bus; systemctl runs in the shell.
 		svc.Systemctl.Runner = sh
 		t.Services = svc
@@ -109,5 +110,5 @@ func (rs *runShells) close() {
 	for _, sh := range rs.shells {
 		_ = sh.Close() // Shell.Close reports nothing
 	}
-	rs.shells = map[*remote.SSH]*remote.Shell{}
+	rs.shells = map[*sshrun.Runner]*sshrun.Shell{}
 }

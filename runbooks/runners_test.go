@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 )
 
@@ -49,11 +49,11 @@ deployments:
 	require.NoError(t, err)
 	cfg, err := (&runbooks.PoolRunners{Inventory: inv}).SSHConfig(h)
 	require.NoError(t, err)
-	require.Equal(t, remote.SSHConfig{
+	require.Equal(t, sshrun.Config{
 		Name: "gpu-1", Address: "10.0.0.5", Port: 2201, User: "root",
 		IdentityFiles: []string{"/keys/id_ed25519"}, PassphraseEnv: "KEY_PASS",
 		KnownHostsFiles: []string{"/keys/known_hosts"}, TrustOnFirstUse: true, ConnectTimeout: 3 * time.Second,
-		Jump: []remote.SSHConfig{
+		Jump: []sshrun.Config{
 			{Name: "outer", Address: "bastion.example", Port: 22, PassphraseFile: "/keys/pass"},
 			{Name: "inner", Address: "10.0.0.1", Port: 22, UseAgent: true,
 				PinnedHostKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeFakeFakeFakeFakeFakeFakeFakeFakeFakeFake"}},

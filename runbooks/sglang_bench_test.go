@@ -9,7 +9,7 @@ import (
 
 	"github.com/runbot/runbot/internal/simtest"
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 )
 
@@ -29,7 +29,7 @@ func BenchmarkWedgeRunbookWallVsLongestStep(b *testing.B) {
 	require.NoError(b, err)
 	rb, err := catalog.Get("sglang-pd-wedge")
 	require.NoError(b, err)
-	pool := remote.NewPool()
+	pool := sshrun.NewPool()
 	defer func() { _ = pool.Close() }() // benchmark cleanup
 	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
 	p, err := e.Prepare(b.Context(), rb, map[string]string{"deployment": "sim"})
@@ -84,7 +84,7 @@ func BenchmarkTimeToVerdict(b *testing.B) {
 			inv, stop, err := prepareCell(b.Context(), sc.fault, sc.condition)
 			defer stop()
 			require.NoError(b, err)
-			pool := remote.NewPool()
+			pool := sshrun.NewPool()
 			defer func() { _ = pool.Close() }() // benchmark cleanup
 			e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
 			run := func(rb *runbooks.Runbook) *runbooks.Report {

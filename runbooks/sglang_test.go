@@ -13,7 +13,7 @@ import (
 	"github.com/runbot/runbot/checks"
 	"github.com/runbot/runbot/internal/simtest"
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 )
 
@@ -46,7 +46,7 @@ func runWedge(t *testing.T, inv *inventory.Inventory) *runbooks.Report {
 	require.Empty(t, problems)
 	rb, err := catalog.Get("sglang-pd-wedge")
 	require.NoError(t, err)
-	pool := remote.NewPool()
+	pool := sshrun.NewPool()
 	t.Cleanup(func() { _ = pool.Close() })
 	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
 	// The runbook's production defaults: the 35 s probe included.

@@ -10,7 +10,7 @@ import (
 	"github.com/runbot/runbot/checks"
 	"github.com/runbot/runbot/internal/sshdtest"
 	"github.com/runbot/runbot/internal/step"
-	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 )
 
@@ -55,7 +55,7 @@ func TestSharedSessionOpensOneSession(t *testing.T) {
 			rb, problems := runbooks.Parse("audit.yaml", []byte(strings.Replace(auditRunbook, "%s", tc.option, 1)))
 			require.Empty(t, problems)
 			require.Equal(t, tc.option != "", rb.SSH.SharedSession)
-			pool := remote.NewPool()
+			pool := sshrun.NewPool()
 			t.Cleanup(func() { _ = pool.Close() })
 			e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
 			p, err := e.Prepare(t.Context(), rb, map[string]string{"deployment": "d"})

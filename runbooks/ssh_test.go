@@ -12,7 +12,7 @@ import (
 	"github.com/runbot/runbot/internal/sshdtest"
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 )
 
@@ -65,7 +65,7 @@ func runFanout(t *testing.T, inv *inventory.Inventory, params map[string]string)
 	t.Helper()
 	rb, problems := runbooks.Parse("fanout.yaml", []byte(fanoutRunbook))
 	require.Empty(t, problems)
-	pool := remote.NewPool()
+	pool := sshrun.NewPool()
 	t.Cleanup(func() { _ = pool.Close() })
 	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
 	p, err := e.Prepare(t.Context(), rb, params)
@@ -154,7 +154,7 @@ findings:
   - {id: down, severity: critical, when: '!steps.health.connected', summary: down}
 `))
 	require.Empty(t, problems)
-	pool := remote.NewPool()
+	pool := sshrun.NewPool()
 	t.Cleanup(func() { _ = pool.Close() })
 	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
 	p, err := e.Prepare(t.Context(), rb, map[string]string{"deployment": "d"})

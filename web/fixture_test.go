@@ -19,7 +19,7 @@ import (
 	"github.com/runbot/runbot/internal/simtest"
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
@@ -128,7 +128,7 @@ func buildFixture(t *testing.T) (*fixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool := remote.NewPool()
+	pool := sshrun.NewPool()
 	defer func() { _ = pool.Close() }()
 	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
 	rem := &runbooks.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: runbooks.Groups{"sre-oncall": {f.approver}}}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/remote/sshrun"
 )
 
 func main() {
@@ -36,9 +37,9 @@ func run() error {
 	if *config == "" || *hostList == "" || len(commands) == 0 {
 		return errors.New("usage: ssh-bench -F config -hosts h1,h2 command [command ...]")
 	}
-	var hosts []remote.SSHConfig
+	var hosts []sshrun.Config
 	for _, name := range strings.Split(*hostList, ",") {
-		c, err := remote.SSHConfig{Name: name}.FillFromUserConfig(*config)
+		c, err := sshrun.Config{Name: name}.FillFromUserConfig(*config)
 		if err != nil {
 			return err
 		}
@@ -52,7 +53,7 @@ func run() error {
 	runtime.ReadMemStats(&before)
 	goroutines := runtime.NumGoroutine()
 
-	pool := remote.NewPool()
+	pool := sshrun.NewPool()
 	// Closing the connections after the measurement: nothing left to report.
 	defer func() { _ = pool.Close() }()
 	start := time.Now()

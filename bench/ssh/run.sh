@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/ssh/run.sh — runs the same 5 commands on N hosts (N = 1, 10, 50) with
-# runbot (remote.Pool + FanOut, one connection per host), OpenSSH's ssh in a
+# runbot (sshrun.Pool + FanOut, one connection per host), OpenSSH's ssh in a
 # shell loop, parallel-ssh and Ansible ad-hoc, all against one throwaway
 # sshd on loopback that is addressed as N distinct hosts (h1..hN in an ssh
 # config), so every tool makes one connection per host name as it would
@@ -211,7 +211,7 @@ fi
 # --- per-command round trip on an established connection (N = 1) ----------
 echo
 echo "Per command on an established connection:"
-(cd "$ROOT" && go test -run '^$' -bench 'BenchmarkRunVsRawSession$|BenchmarkSSHConnect$' -benchtime 300x ./remote) |
+(cd "$ROOT" && go test -run '^$' -bench 'BenchmarkRunVsRawSession$|BenchmarkSSHConnect$' -benchtime 300x ./remote/sshrun) |
 	awk '/^BenchmarkRunVsRaw/ {printf "  runbot Run %s ms/op, bare x/crypto session %s ms/op: ratio %s\n", $7, $5, $9}
 	     /^BenchmarkSSHConnect/ {printf "  runbot connect (TCP+kex+auth) %.2f ms/op, %s heap bytes per idle connection\n", $3/1e6, $5}'
 # OpenSSH's own floor: a command over a ControlMaster connection (the client

@@ -18,7 +18,7 @@ import (
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/slackchat"
 	"github.com/runbot/runbot/store"
@@ -205,7 +205,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	pool := remote.NewPool()
+	pool := sshrun.NewPool()
 	// Closing SSH connections when the demo ends: nothing to report.
 	defer func() { _ = pool.Close() }()
 	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}

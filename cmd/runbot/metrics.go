@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 )
@@ -56,8 +56,8 @@ func newMetrics(reg prometheus.Registerer, st store.Store) *metrics {
 	return m
 }
 
-// Dialed counts one SSH connection attempt (remote.Pool.OnDial).
-func (m *metrics) Dialed(e remote.DialEvent) {
+// Dialed counts one SSH connection attempt (sshrun.Pool.OnDial).
+func (m *metrics) Dialed(e sshrun.DialEvent) {
 	m.sshDials.WithLabelValues(e.Host, e.Outcome()).Inc()
 	m.sshDialTime.WithLabelValues(e.Host).Observe(e.Took.Seconds())
 }

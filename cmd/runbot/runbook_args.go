@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 )
 
@@ -103,6 +103,6 @@ func prepare(ctx context.Context, cmd *cobra.Command, g *globalFlags, f *runFlag
 
 // newRunners gives one run one SSH connection per host, closed at the end.
 func newRunners(inv *inventory.Inventory) (runbooks.Runners, func()) {
-	pool := remote.NewPool()
+	pool := sshrun.NewPool()
 	return &runbooks.PoolRunners{Inventory: inv, Pool: pool}, func() { _ = pool.Close() }
 }

@@ -29,7 +29,7 @@ import (
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/internal/redact"
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/slackchat"
 	"github.com/runbot/runbot/store"
@@ -110,7 +110,7 @@ func newLogger(c config.Log, red *redact.Redactor) *slog.Logger {
 type daemonParts struct {
 	log    *slog.Logger
 	st     store.Store
-	pool   *remote.Pool
+	pool   *sshrun.Pool
 	inv    *inventory.Inventory // as at start; a reload's is in the dispatcher's set and the scheduler
 	disp   *dispatch.Dispatcher
 	server *http.Server
@@ -179,7 +179,7 @@ func serve(ctx context.Context, plan *servePlan, notify notifier) error {
 	defer stopLease()
 
 	d.inv = inv
-	d.pool = remote.NewPool()
+	d.pool = sshrun.NewPool()
 	d.pool.IdleTimeout = cfg.SSHIdleTimeout
 	// Closing SSH connections at shutdown: a peer that already went away is
 	// not worth reporting.

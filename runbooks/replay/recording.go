@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/runbot/runbot/runbooks"
 	"io/fs"
 	"maps"
 	"net"
@@ -14,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/runbot/runbot/remote/sshrun"
+	"github.com/runbot/runbot/runbooks"
 
 	"go.yaml.in/yaml/v3"
 
@@ -561,7 +563,7 @@ func serviceKind(s remote.ServiceManager) string {
 	switch s.(type) {
 	case nil:
 		return ""
-	case remote.Systemctl, *remote.Systemctl, remote.SSHSystemd, *remote.SSHSystemd:
+	case remote.Systemctl, *remote.Systemctl, sshrun.Systemd, *sshrun.Systemd:
 		return "systemd"
 	case *remote.DBus:
 		return "systemd (D-Bus)"

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/store"
 	"github.com/runbot/runbot/test/e2e/testhost"
@@ -35,7 +35,7 @@ var auditCommands = []string{
 
 // BenchmarkFanoutWarm is the fleet audit of bench/fanout/run.sh run again
 // and again by processes that keep their connections, as a scheduled audit
-// is: runbot's engine over one remote.Pool (what `runbot serve` keeps), its
+// is: runbot's engine over one sshrun.Pool (what `runbot serve` keeps), its
 // runs recorded in SQLite, against OpenSSH with a ControlPersist master per
 // host (the strongest setup a repeated ssh audit has: Ansible's default),
 // the five commands joined into one line. The two alternate, so that both
@@ -115,7 +115,7 @@ func newWarmAudit(b *testing.B, c *testhost.Cluster, hosts []*testhost.Host) *wa
 	require.NoError(b, err)
 	require.NotNil(b, book, "runbook problems: %v", problems)
 
-	pool := remote.NewPool()
+	pool := sshrun.NewPool()
 	b.Cleanup(func() { _ = pool.Close() }) // the benchmark is over
 	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: loaded, Runners: &runbooks.PoolRunners{Inventory: loaded, Pool: pool}}}
 	p, err := eng.Prepare(b.Context(), book, map[string]string{"deployment": "fleet"})

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/test/e2e/testhost"
 )
 
@@ -26,7 +27,7 @@ func TestUnitStateOverSystemdBus(t *testing.T) {
 	s := sshTo(t, c, h)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	m := remote.SSHSystemd{SSH: s, Systemctl: remote.Systemctl{Runner: s}}
+	m := sshrun.Systemd{SSH: s, Systemctl: remote.Systemctl{Runner: s}}
 
 	c.Step(t, h, "D-Bus and systemctl agree on every unit of the deployment")
 	missing, err := m.Show(ctx, "no-such-unit")
@@ -102,7 +103,7 @@ func BenchmarkUnitStateRead(b *testing.B) {
 	c := testhost.Up(b, 1)
 	h := c.Hosts[0]
 	s := sshTo(b, c, h)
-	m := remote.SSHSystemd{SSH: s, Systemctl: remote.Systemctl{Runner: s}}
+	m := sshrun.Systemd{SSH: s, Systemctl: remote.Systemctl{Runner: s}}
 	ctx := b.Context()
 	_, err := m.Show(ctx, testhost.UnitDecode) // dial, and learn that the bus answers
 	require.NoError(b, err)
@@ -126,9 +127,9 @@ func BenchmarkUnitStateRead(b *testing.B) {
 
 // sshTo is runbot's SSH runner for a test host, as the inventory
 // describes it, closed when tb ends.
-func sshTo(tb testing.TB, c *testhost.Cluster, h *testhost.Host) *remote.SSH {
+func sshTo(tb testing.TB, c *testhost.Cluster, h *testhost.Host) *sshrun.Runner {
 	tb.Helper()
-	s, err := remote.NewSSH(remote.SSHConfig{
+	s, err := sshrun.New(sshrun.Config{
 		Name: h.Name, Address: h.Address, Port: h.Port, User: h.User,
 		IdentityFiles: []string{c.Key}, KnownHostsFiles: []string{c.KnownHosts},
 	})

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/remote"
+	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 )
 
@@ -58,7 +58,7 @@ func record(invPath, out, params string) error {
 		k, v, _ := strings.Cut(kv, "=")
 		ps[k] = v
 	}
-	pool := remote.NewPool()
+	pool := sshrun.NewPool()
 	defer pool.Close()
 	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
 	p, err := e.Prepare(ctx, rb, ps)
