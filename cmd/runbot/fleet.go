@@ -112,7 +112,7 @@ func runFleet(cmd *cobra.Command, g *globalFlags, rf *runFlags, f *fleetFlags, n
 	if _, _, err := rb.ResolveParams(probe); err != nil {
 		return err
 	}
-	st, err := openLeased(cmd.Context(), g.store)
+	st, err := store.OpenLeased(cmd.Context(), g.store)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func newHistoryCmd(g *globalFlags) *cobra.Command {
 			}
 			_, flush := redactOutput(cmd, red, notice, format == "json")
 			defer flush(&err)
-			st, err := openStore(cmd.Context(), g.store)
+			st, err := store.OpenForUse(cmd.Context(), g.store)
 			if err != nil {
 				return err
 			}
@@ -125,7 +125,7 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 			// paste into a ticket) like a channel.
 			stdout, flush := redactOutput(cmd, red, notice, format == "json")
 			defer flush(&err)
-			st, err := openStore(cmd.Context(), g.store)
+			st, err := store.OpenForUse(cmd.Context(), g.store)
 			if err != nil {
 				return err
 			}

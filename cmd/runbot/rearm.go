@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/store"
 )
 
 // newRearmCmd is `runbot rearm DEPLOYMENT DIAGNOSIS --as USER`: the CLI's
@@ -33,7 +34,7 @@ func newRearmCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := openStore(cmd.Context(), g.store)
+			st, err := store.OpenForUse(cmd.Context(), g.store)
 			if err != nil {
 				return err
 			}

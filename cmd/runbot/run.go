@@ -13,6 +13,7 @@ import (
 
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/replay"
+	"github.com/runbot/runbot/store"
 	"github.com/runbot/runbot/timeline"
 )
 
@@ -92,7 +93,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 			if red, err = stdout.alsoHide(pr.p.Secrets()...); err != nil {
 				return err
 			}
-			st, err := openLeased(cmd.Context(), g.store)
+			st, err := store.OpenLeased(cmd.Context(), g.store)
 			if err != nil {
 				return err
 			}

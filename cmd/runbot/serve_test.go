@@ -1,106 +1,19 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/runbot/runbot/internal/heartbeat"
 )
-
-func TestReadyzReflectsLoopProgress(t *testing.T) {
-	now := time.Date(2026, 6, 18, 20, 38, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	live, ready := heartbeat.New(clock), heartbeat.New(clock)
-	live.Register("housekeeping", time.Minute)
-	ready.Register("scheduler", 30*time.Second)
-	h := healthHandlers{live: live, ready: ready}
-	get := func(handler http.HandlerFunc) (int, string) {
-		rec := httptest.NewRecorder()
-		handler(rec, httptest.NewRequest("GET", "/", nil))
-		return rec.Code, rec.Body.String()
-	}
-
-	// Before the readiness loop has succeeded once, not ready: READY=1
-	// waits for the same.
-	code, body := get(h.readyz)
-	require.Equal(t, 503, code)
-	require.Contains(t, body, "starting: not every readiness check has succeeded yet")
-	ready.Beat("scheduler")
-	code, _ = get(h.readyz)
-	require.Equal(t, 200, code)
-
-	// The scheduler loop is blocked: it stops beating, HTTP still answers.
-	now = now.Add(45 * time.Second)
-	live.Beat("housekeeping")
-	code, body = get(h.readyz)
-	require.Equal(t, 503, code)
-	require.Contains(t, body, "scheduler has made no progress for 45s (limit 30s)")
-	code, _ = get(h.healthz)
-	require.Equal(t, 200, code, "liveness is about the liveness loops only")
-
-	// It unblocks and beats again: ready again.
-	ready.Beat("scheduler")
-	code, _ = get(h.readyz)
-	require.Equal(t, 200, code)
-}
-
-// TestWatchdogPingsOnlyWhileLoopsProgress: with a loop stuck, systemd gets
-// no WATCHDOG=1 and will restart the bot; when it recovers, pings resume.
-func TestWatchdogPingsOnlyWhileLoopsProgress(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mon := heartbeat.New(nil)
-		mon.Register("scheduler", 10*time.Second)
-		var mu sync.Mutex
-		pings := 0
-		notify := func(state string) error {
-			mu.Lock()
-			defer mu.Unlock()
-			require.Equal(t, "WATCHDOG=1", state)
-			pings++
-			return nil
-		}
-		count := func() int { mu.Lock(); defer mu.Unlock(); return pings }
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		go watchdog(ctx, 5*time.Second, mon, notify, slog.New(slog.NewTextHandler(io.Discard, nil)))
-
-		// Healthy: a ping every 5 s while the loop beats.
-		for range 4 {
-			time.Sleep(5 * time.Second)
-			mon.Beat("scheduler")
-			synctest.Wait()
-		}
-		require.Equal(t, 4, count())
-
-		// Stuck: no beats for 30 s; pings stop once the gap passes 10 s.
-		time.Sleep(30 * time.Second)
-		synctest.Wait()
-		stuckPings := count() - 4
-		require.LessOrEqual(t, stuckPings, 2, "at most the pings before the gap passed the limit")
-
-		// Recovered.
-		mon.Beat("scheduler")
-		time.Sleep(5 * time.Second)
-		synctest.Wait()
-		require.Equal(t, 4+stuckPings+1, count())
-	})
-}
 
 // TestServeSpeaksSdNotify runs `runbot serve` with NOTIFY_SOCKET pointing
 // at a real unix datagram socket, as systemd does for Type=notify, and

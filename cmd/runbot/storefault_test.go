@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbot/runbot/daemon"
 	"github.com/runbot/runbot/store"
 	"github.com/runbot/runbot/store/storetest"
 )
@@ -108,7 +109,7 @@ func TestStoreFaultsMidRunLoseNothing(t *testing.T) {
 			r.stop()
 			posts := len(r.rec.Calls("chat.postMessage"))
 			r.start()
-			time.Sleep(2 * storeProbeInterval)
+			time.Sleep(2 * daemon.StoreProbeInterval)
 			r.stop()
 			runs := r.runs()
 			require.Len(t, runs["8"], 1, "the run is not run a second time")

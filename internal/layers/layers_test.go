@@ -16,6 +16,13 @@ const mod = "github.com/runbot/runbot/"
 var allowed = map[string][]string{
 	"cmd/runbot":     {"*"},
 	"cmd/sglang-sim": {"sim"},
+	// The daemon wires every part from a checked config and runs it; only
+	// the command line sits above it. It reaches hosts through the SSH
+	// pool, never through a check or an action of its own.
+	"daemon": {"preflight", "alerts", "commands", "schedule", "slackchat", "web", "dispatch", "chat", "runbooks", "timeline", "store", "remote/sshrun", "config", "inventory", "internal/"},
+	// The preflight reads the config and what it names and checks every
+	// reference between them; it opens and starts nothing.
+	"preflight": {"config", "runbooks", "inventory", "internal/"},
 	// slackchat is the Slack platform: it implements the chat seam and
 	// hands what Slack sends to a chat.Handler; it knows no trigger, no
 	// core, no runbook and no store.
@@ -127,6 +134,11 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"actions", "checks", false},
 		{"runbooks", "slackchat", false},
 		{"remote", "runbooks", false},
+		{"remote", "remote/sshrun", false},
+		{"remote/sshrun", "remote", true},
+		{"daemon", "cmd/runbot", false},
+		{"preflight", "store", false},
+		{"preflight", "daemon", false},
 		{"checks", "remote", true},
 		{"runbooks", "internal/step", true},
 		{"runbooks", "runbooks/escape", true},

@@ -1,4 +1,4 @@
-package main
+package preflight
 
 import (
 	"fmt"
@@ -8,14 +8,14 @@ import (
 	"github.com/runbot/runbot/internal/yamlnode"
 )
 
-// checkSecrets reports, at the key that refers to it, each secret the
+// Secrets reports, at the key that refers to it, each secret the
 // config names that does not load, and each TLS file that cannot be read:
 // what serve would stop on at start. They are warnings unless required,
 // because --check also runs where the secrets are not (a CI job, a laptop
 // before install); run as the service user, --secrets makes them errors.
 // A secret's value is read and dropped, never shown: the message comes
 // from secret.Ref.Load, which names the variable or the file only.
-func checkSecrets(cfg *config.Config, required bool) yamlnode.Problems {
+func Secrets(cfg *config.Config, required bool) yamlnode.Problems {
 	severity := yamlnode.Warning
 	if required {
 		severity = yamlnode.Error

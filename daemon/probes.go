@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -24,10 +24,12 @@ type dependency struct {
 	probe             func(ctx context.Context) error
 }
 
-// Probe intervals: the store is local and cheap to ask; auth.test counts
-// against Slack's rate limits (tier 4, 100+/min), so once every 30s.
+// Probe intervals: the store is local and cheap to ask (StoreProbeInterval
+// is how long readiness may lag a store that stopped taking writes);
+// auth.test counts against Slack's rate limits (tier 4, 100+/min), so once
+// every 30s.
 const (
-	storeProbeInterval = 5 * time.Second
+	StoreProbeInterval = 5 * time.Second
 	storeProbeTimeout  = 2 * time.Second
 	slackProbeInterval = 30 * time.Second
 	slackProbeTimeout  = 10 * time.Second
@@ -37,7 +39,7 @@ const (
 // answers reads but takes no writes (a full disk, a read-only file) cannot
 // record an alert, and must not say it is ready.
 func storeDependency(st store.Store) dependency {
-	return dependency{name: "store", interval: storeProbeInterval, timeout: storeProbeTimeout, probe: func(ctx context.Context) error {
+	return dependency{name: "store", interval: StoreProbeInterval, timeout: storeProbeTimeout, probe: func(ctx context.Context) error {
 		if err := st.Ping(ctx); err != nil {
 			return err
 		}

@@ -1,26 +1,28 @@
-package main
+package daemon
 
 import (
 	"context"
 	"log/slog"
 	"time"
 
-	"github.com/coreos/go-systemd/v22/daemon"
+	systemd "github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/runbot/runbot/internal/heartbeat"
 )
 
-// notifier sends sd_notify messages; daemon.SdNotify in production.
-type notifier func(state string) error
+// Notifier sends sd_notify messages; systemd.SdNotify in production.
+type Notifier func(state string) error
 
-func sdNotify(state string) error {
-	_, err := daemon.SdNotify(false, state)
+// SdNotify sends state to systemd's notify socket; outside systemd it does
+// nothing.
+func SdNotify(state string) error {
+	_, err := systemd.SdNotify(false, state)
 	return err
 }
 
 // watchdog pings systemd's watchdog every interval, but only while every
 // loop makes progress: a wedged bot stops pinging and systemd restarts it.
-func watchdog(ctx context.Context, interval time.Duration, mon *heartbeat.Monitor, notify notifier, log *slog.Logger) {
+func watchdog(ctx context.Context, interval time.Duration, mon *heartbeat.Monitor, notify Notifier, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -33,7 +35,7 @@ func watchdog(ctx context.Context, interval time.Duration, mon *heartbeat.Monito
 			log.Warn("withholding the watchdog ping: a loop is stuck", "loop", stuck[0].Loop, "for", stuck[0].Since.Round(time.Second))
 			continue
 		}
-		if err := notify(daemon.SdNotifyWatchdog); err != nil {
+		if err := notify(systemd.SdNotifyWatchdog); err != nil {
 			log.Warn("watchdog ping failed", "err", err)
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/internal/yamlnode"
+	"github.com/runbot/runbot/preflight"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/schedule"
 )
@@ -100,8 +101,8 @@ type reloader struct {
 	extraRunbooks []string
 	// plan is what runs now: the config as in effect (what needs a
 	// restart kept at its running value), and the catalog and inventory.
-	plan    *servePlan
-	notify  notifier
+	plan    *preflight.Plan
+	notify  Notifier
 	metrics *reloadMetrics
 	// ready is the readiness monitor the scheduler beats.
 	ready *heartbeat.Monitor
@@ -131,7 +132,7 @@ func (r *reloader) loop(ctx context.Context, stopping <-chan struct{}, hup <-cha
 // when it is over, either way: a refused reload leaves runbot serving.
 func (r *reloader) reload(ctx context.Context) {
 	log := r.d.log
-	path := r.plan.cfg.File
+	path := r.plan.Config.File
 	log.Info("SIGHUP received: reloading the config, the inventory and the runbooks", "config", path)
 	if err := r.notify("RELOADING=1\nSTATUS=reloading " + path); err != nil {
 		log.Warn("sd_notify RELOADING failed", "err", err)
@@ -154,21 +155,21 @@ func (r *reloader) reload(ctx context.Context) {
 // changed.
 func (r *reloader) apply(ctx context.Context, log *slog.Logger) error {
 	old := r.plan
-	plan, problems, err := loadServePlan(old.cfg.File, r.extraRunbooks, checkOverrides{})
+	plan, problems, err := preflight.Load(old.Config.File, r.extraRunbooks, preflight.Overrides{})
 	if err != nil {
 		return fmt.Errorf("read the config and what it names: %w", err)
 	}
 	logProblems(log, problems)
 	if err := problems.Err(); err != nil {
-		return fmt.Errorf("%d error(s), each logged above as file:line:col (runbot serve --check --config %s lists them too)", len(problems.Errors()), old.cfg.File)
+		return fmt.Errorf("%d error(s), each logged above as file:line:col (runbot serve --check --config %s lists them too)", len(problems.Errors()), old.Config.File)
 	}
-	cfg, restart := reloadable(old.cfg, plan.cfg)
+	cfg, restart := reloadable(old.Config, plan.Config)
 	if len(restart) > 0 {
 		log.Warn("config changes that need a restart were not applied; their running values are kept: systemctl restart runbot applies them",
 			"settings", strings.Join(restart, ", "))
 		// What is kept may name runbooks or deployments the new set no
 		// longer has (an alert route): checked again, as it will run.
-		if ps := checkReferences(cfg, plan.catalog, plan.inv); ps.Err() != nil {
+		if ps := preflight.References(cfg, plan.Catalog, plan.Inventory); ps.Err() != nil {
 			logProblems(log, ps)
 			return fmt.Errorf("the settings kept until a restart do not fit the new runbooks and inventory: %w", ps.Err())
 		}
@@ -176,13 +177,13 @@ func (r *reloader) apply(ctx context.Context, log *slog.Logger) error {
 	// Everything that can fail is built before anything is installed.
 	cur := r.d.disp.Current()
 	eng := *cur.Engine
-	eng.Targets = &runbooks.InventoryTargets{Inventory: plan.inv, Runners: &runbooks.PoolRunners{Inventory: plan.inv, Pool: r.d.pool}}
+	eng.Targets = &runbooks.InventoryTargets{Inventory: plan.Inventory, Runners: &runbooks.PoolRunners{Inventory: plan.Inventory, Pool: r.d.pool}}
 	rem := *cur.Remediator
-	rem.Engine, rem.Catalog, rem.Groups = &eng, plan.catalog, cfg.Groups
-	set := dispatch.Set{Catalog: plan.catalog, Engine: &eng, Remediator: &rem}
+	rem.Engine, rem.Catalog, rem.Groups = &eng, plan.Catalog, cfg.Groups
+	set := dispatch.Set{Catalog: plan.Catalog, Engine: &eng, Remediator: &rem}
 	next, err := r.d.sched.sched.Successor(scheduleConfig(cfg), schedule.Options{
 		TriggerDeps: dispatch.TriggerDeps{Store: r.d.st, Chat: r.d.disp.Chat(), Heartbeat: r.ready, Logger: log},
-		Fleet:       &runbooks.Fleet{Inventory: plan.inv}, Ticks: r.d.st, Catalog: plan.catalog,
+		Fleet:       &runbooks.Fleet{Inventory: plan.Inventory}, Ticks: r.d.st, Catalog: plan.Catalog,
 	})
 	if err != nil {
 		return fmt.Errorf("check the schedules: %w", err)
@@ -191,7 +192,7 @@ func (r *reloader) apply(ctx context.Context, log *slog.Logger) error {
 	// and the new runbooks' triggers.alerts.
 	var routing *alerts.Routing
 	if r.d.alerts != nil {
-		if routing, err = r.d.alerts.Routing(plan.catalog); err != nil {
+		if routing, err = r.d.alerts.Routing(plan.Catalog); err != nil {
 			return fmt.Errorf("check the alert routes: %w", err)
 		}
 	}
@@ -205,7 +206,7 @@ func (r *reloader) apply(ctx context.Context, log *slog.Logger) error {
 	// A host the new inventory adds may name a key passphrase: hidden
 	// from now on, before any run can reach that host. A passphrase that
 	// goes stays hidden: it was a secret.
-	r.d.redactor.Add(passphrases(plan.inv)...)
+	r.d.redactor.Add(passphrases(plan.Inventory)...)
 	if err := r.d.disp.Swap(set); err != nil {
 		return fmt.Errorf("install the runbooks and the inventory: %w", err)
 	}
@@ -223,9 +224,9 @@ func (r *reloader) apply(ctx context.Context, log *slog.Logger) error {
 		return nil
 	}
 	r.d.runScheduler(ctx, next)
-	r.plan = &servePlan{cfg: cfg, catalog: plan.catalog, inv: plan.inv}
-	log.Info("config reloaded", "config", cfg.File, "runbooks", len(plan.catalog.Names()),
-		"hosts", len(plan.inv.Hosts), "deployments", len(plan.inv.Deployments), "schedules", len(next.Schedules()))
+	r.plan = &preflight.Plan{Config: cfg, Catalog: plan.Catalog, Inventory: plan.Inventory}
+	log.Info("config reloaded", "config", cfg.File, "runbooks", len(plan.Catalog.Names()),
+		"hosts", len(plan.Inventory.Hosts), "deployments", len(plan.Inventory.Deployments), "schedules", len(next.Schedules()))
 	return nil
 }
 

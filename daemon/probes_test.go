@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -58,7 +58,7 @@ func (s *switchable) probe(ctx context.Context) error {
 func TestReadinessFollowsProbes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sw := &switchable{}
-		dep := dependency{name: "store", interval: storeProbeInterval, timeout: storeProbeTimeout, probe: sw.probe}
+		dep := dependency{name: "store", interval: StoreProbeInterval, timeout: storeProbeTimeout, probe: sw.probe}
 		live, ready := heartbeat.New(nil), heartbeat.New(nil)
 		d := &daemonParts{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 		ctx, cancel := context.WithCancel(t.Context())
@@ -77,7 +77,7 @@ func TestReadinessFollowsProbes(t *testing.T) {
 		require.Equal(t, 1.0, up)
 
 		sw.set(errors.New("ping store: sql: database is closed"), false)
-		time.Sleep(storeProbeInterval)
+		time.Sleep(StoreProbeInterval)
 		synctest.Wait()
 		code, body, up = readyz()
 		require.Equal(t, http.StatusServiceUnavailable, code)
@@ -85,14 +85,14 @@ func TestReadinessFollowsProbes(t *testing.T) {
 		require.Equal(t, 0.0, up)
 
 		sw.set(nil, true)
-		time.Sleep(storeProbeInterval + storeProbeTimeout)
+		time.Sleep(StoreProbeInterval + storeProbeTimeout)
 		synctest.Wait()
 		code, body, _ = readyz()
 		require.Equal(t, http.StatusServiceUnavailable, code)
 		require.Equal(t, "store is down: probe store: no answer within 2s", body)
 
 		sw.set(nil, false)
-		time.Sleep(storeProbeInterval)
+		time.Sleep(StoreProbeInterval)
 		synctest.Wait()
 		code, body, up = readyz()
 		require.Equal(t, http.StatusOK, code, body)
@@ -148,7 +148,7 @@ func TestSlackDownIsDegradedNotUnready(t *testing.T) {
 		d := &daemonParts{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 		ctx, cancel := context.WithCancel(t.Context())
 		defer func() { cancel(); d.loops.Wait() }()
-		d.watch(ctx, dependency{name: "store", interval: storeProbeInterval, timeout: storeProbeTimeout, probe: store.probe}, ready)
+		d.watch(ctx, dependency{name: "store", interval: StoreProbeInterval, timeout: storeProbeTimeout, probe: store.probe}, ready)
 		d.watch(ctx, dependency{name: "slack", interval: slackProbeInterval, timeout: slackProbeTimeout, probe: slack.probe}, degraded)
 		gauges := newDependencyGauges(ready, "store").and(degraded, "slack")
 		h := healthHandlers{live: live, ready: ready, degraded: degraded}
@@ -174,7 +174,7 @@ func TestSlackDownIsDegradedNotUnready(t *testing.T) {
 		require.Contains(t, gaugeText(t, gauges), `runbot_dependency_up{dependency="store"} 1`)
 
 		store.set(errors.New("ping store: sql: database is closed"), false)
-		time.Sleep(storeProbeInterval)
+		time.Sleep(StoreProbeInterval)
 		synctest.Wait()
 		code, body = readyz()
 		require.Equal(t, http.StatusServiceUnavailable, code)

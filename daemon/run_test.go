@@ -1,0 +1,99 @@
+package daemon_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/daemon"
+	"github.com/runbot/runbot/preflight"
+)
+
+// notes records what Run tells systemd.
+type notes struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (n *notes) notify(state string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.got = append(n.got, state)
+	return nil
+}
+
+func (n *notes) all() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.got...)
+}
+
+// TestRunWithoutTheCommandLine: the daemon is a function. Given a checked
+// config it opens the store, serves /readyz and /metrics, says READY=1
+// only once ready, and shuts down in order when its context ends.
+func TestRunWithoutTheCommandLine(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "runbot.yaml")
+	db := filepath.Join(dir, "state", "runbot.db")
+	require.NoError(t, os.WriteFile(cfgPath, fmt.Appendf(nil, "listen: %s\nstore: %s\nshutdown_grace: 5s\n", addr, db), 0o600))
+	plan, problems, err := preflight.Load(cfgPath, nil, preflight.Overrides{})
+	require.NoError(t, err)
+	require.NoError(t, problems.Err())
+
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	var n notes
+	done := make(chan error, 1)
+	go func() { done <- daemon.Run(ctx, plan, n.notify) }()
+
+	require.Eventually(t, func() bool {
+		for _, s := range n.all() {
+			if strings.HasPrefix(s, "READY=1") {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 20*time.Millisecond, "no READY=1")
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		require.NoError(t, err)
+		defer func() { _ = resp.Body.Close() }() // read below
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(body)
+	}
+	code, body := get("/readyz")
+	require.Equal(t, http.StatusOK, code, body)
+	code, body = get("/metrics")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "runbot_config_reload_success 1")
+	require.Contains(t, body, `runbot_dependency_up{dependency="store"} 1`)
+	info, err := os.Stat(db)
+	require.NoError(t, err, "the store is opened where the config says, its directory created")
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+	stop()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	require.Equal(t, "STOPPING=1", n.all()[len(n.all())-1])
+	_, err = http.Get("http://" + addr + "/readyz")
+	require.Error(t, err, "the listener is closed")
+}
