@@ -20,6 +20,9 @@ var allowed = map[string][]string{
 	// the command line sits above it. It reaches hosts through the SSH
 	// pool, never through a check or an action of its own.
 	"daemon": {"preflight", "alerts", "commands", "schedule", "slackchat", "web", "dispatch", "chat", "runbooks", "timeline", "store", "remote/sshrun", "config", "inventory", "internal/"},
+	// The demo runs the incident on the simulator with the engine, the
+	// remediator and the chat message the core builds.
+	"demo": {"dispatch", "chat", "slackchat", "runbooks", "store", "inventory", "remote/sshrun", "internal/"},
 	// The preflight reads the config and what it names and checks every
 	// reference between them; it opens and starts nothing.
 	"preflight": {"config", "runbooks", "inventory", "internal/"},
