@@ -25,7 +25,9 @@ import (
 	"github.com/runbot/runbot/internal/secret"
 	"github.com/runbot/runbot/internal/syncbuf"
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -96,13 +98,13 @@ func newAlertHarness(t *testing.T, tweak ...func(*alertSetup)) *alertHarness {
 	catalog := testCatalog(t, "testdata/alertmanager/runbooks")
 	inv, err := inventory.Load("testdata/inventory.yaml")
 	require.NoError(t, err)
-	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
-	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}
+	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
+	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog}
 	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	// Updates fast enough for tests; the coalescing itself is tested
 	// with synctest in the Slack platform's tests.
 	h.disp, err = dispatch.New(dispatch.Config{Channel: opsChan, UpdateInterval: 20 * time.Millisecond}, dispatch.Deps{
-		Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Chat: h.rec, Logger: logger,
+		Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Chat: h.rec, Logger: logger,
 	})
 	require.NoError(t, err)
 	h.beat = heartbeat.New(setup.now)

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/runbot/runbot/chat"
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/remediation"
 )
 
 // AccessRule allows some people to run some runbooks, optionally only in
@@ -28,7 +28,7 @@ type AccessRule struct {
 // access decides who may run which runbook from the chat.
 type access struct {
 	rules  []AccessRule
-	groups runbooks.Groups
+	groups remediation.Groups
 	chat   chat.UserGroups
 }
 

@@ -13,6 +13,8 @@ import (
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -29,7 +31,7 @@ type Config struct {
 	Access []AccessRule
 	// Groups are named sets of user IDs, used by access rules (and, in
 	// the Remediator, by approvers: "@sre-oncall").
-	Groups runbooks.Groups
+	Groups remediation.Groups
 }
 
 // Deps are what the commands read besides the dispatch core.
@@ -38,7 +40,7 @@ type Deps struct {
 	// runbooks; the dispatcher's current one (Dispatcher.Current) when nil,
 	// which follows a reload.
 	Store  store.Store
-	Engine *runbooks.Engine
+	Engine *engine.Engine
 	// Replier tells a clicker what became of their click; without it,
 	// that is only logged.
 	Replier chat.Replier
@@ -57,7 +59,7 @@ type Handler struct {
 	cfg  Config
 	disp *dispatch.Dispatcher
 	// fixedEngine is Deps.Engine; nil follows the dispatcher's.
-	fixedEngine *runbooks.Engine
+	fixedEngine *engine.Engine
 	store       store.Store
 	replier     chat.Replier
 	userGroups  chat.UserGroups
@@ -110,7 +112,7 @@ func (h *Handler) catalog() *runbooks.Catalog { return h.disp.Catalog() }
 
 // engine explains and prepares runbooks: Deps.Engine, or the
 // dispatcher's current one.
-func (h *Handler) engine() *runbooks.Engine {
+func (h *Handler) engine() *engine.Engine {
 	if h.fixedEngine != nil {
 		return h.fixedEngine
 	}

@@ -19,6 +19,9 @@ import (
 	"github.com/runbot/runbot/internal/syncbuf"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -55,7 +58,7 @@ func newHarness(t *testing.T, tweak ...func(*Config)) *harness {
 	t.Helper()
 	h := &harness{t: t, rec: chattest.New(), dir: t.TempDir(), logs: &syncbuf.Buffer{}}
 	cfg := Config{
-		Groups: runbooks.Groups{"oncall": {requester, approverA, approverB}},
+		Groups: remediation.Groups{"oncall": {requester, approverA, approverB}},
 		Access: []AccessRule{{Runbooks: []string{"*"}, Groups: []string{"oncall"}}},
 	}
 	for _, f := range tweak {
@@ -70,16 +73,16 @@ func newHarness(t *testing.T, tweak ...func(*Config)) *harness {
 	require.Empty(t, problems)
 	inv, err := inventory.Load("testdata/inventory.yaml")
 	require.NoError(t, err)
-	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
-	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog, Groups: cfg.Groups}
+	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
+	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: cfg.Groups}
 	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	// Updates fast enough for tests; the coalescing itself is tested with
 	// synctest in the Slack platform's tests.
 	h.disp, err = dispatch.New(dispatch.Config{Channel: opsChan, UpdateInterval: 20 * time.Millisecond}, dispatch.Deps{
-		Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Chat: h.rec, Logger: logger,
+		Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Chat: h.rec, Logger: logger,
 	})
 	require.NoError(t, err)
-	h.cmds, err = New(cfg, h.disp, Deps{Store: st, Engine: engine, Replier: h.rec, UserGroups: h.rec, Logger: logger})
+	h.cmds, err = New(cfg, h.disp, Deps{Store: st, Engine: eng, Replier: h.rec, UserGroups: h.rec, Logger: logger})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/runbot/runbot/chat"
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/remediation"
 )
 
 // rearm answers "rearm DEPLOYMENT DIAGNOSIS": it closes the circuit
@@ -18,9 +18,9 @@ func (h *Handler) rearm(ctx context.Context, c chat.Command, words []string) cha
 	}
 	plan, err := h.disp.Rearm(ctx, words[0], words[1], c.User)
 	switch {
-	case errors.Is(err, runbooks.ErrBreakerClosed):
+	case errors.Is(err, remediation.ErrBreakerClosed):
 		return errorReply(fmt.Sprintf("Nothing to re-arm: no failed fix for %s on %s keeps the breaker open.", words[1], words[0]))
-	case errors.Is(err, runbooks.ErrMayNotRearm):
+	case errors.Is(err, remediation.ErrMayNotRearm):
 		return errorReply("You may not re-arm this breaker: " + err.Error() + ".")
 	case err != nil:
 		h.log.Warn("breaker not re-armed", "deployment", words[0], "diagnosis", words[1], "user", c.User, "err", err)

@@ -36,7 +36,9 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/preflight"
 	"github.com/runbot/runbot/remote/sshrun"
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/slackchat"
 	"github.com/runbot/runbot/store"
 	"github.com/runbot/runbot/timeline"
@@ -144,8 +146,8 @@ func Run(ctx context.Context, plan *preflight.Plan, notify Notifier) error {
 	m := newMetrics(reg, st)
 	reloadM := newReloadMetrics(reg, time.Now())
 	d.pool.OnDial = m.Dialed
-	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: d.pool}}, Observer: m}
-	rem := &runbooks.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: cfg.Groups}
+	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: &bind.PoolRunners{Inventory: inv, Pool: d.pool}}, Observer: m}
+	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: cfg.Groups, Observer: m}
 
 	// live and ready watch runbot's own loops and the store, without
 	// which nothing is accepted safely; degraded watches Slack, whose

@@ -8,6 +8,7 @@ import (
 
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -62,12 +63,12 @@ func (m *metrics) Dialed(e sshrun.DialEvent) {
 	m.sshDialTime.WithLabelValues(e.Host).Observe(e.Took.Seconds())
 }
 
-// StepFinished implements runbooks.Observer.
+// StepFinished implements engine.Observer.
 func (m *metrics) StepFinished(rb string, tr *runbooks.TargetRun) {
 	m.steps.WithLabelValues(rb, tr.Check, string(tr.Status)).Observe(tr.Duration.Seconds())
 }
 
-// RunFinished implements runbooks.Observer.
+// RunFinished implements engine.Observer.
 func (m *metrics) RunFinished(rep *runbooks.Report) {
 	trigger := rep.Trigger
 	if trigger == "" {
@@ -76,7 +77,7 @@ func (m *metrics) RunFinished(rep *runbooks.Report) {
 	m.runs.WithLabelValues(rep.Runbook, trigger, string(rep.Outcome)).Inc()
 }
 
-// RemediationFinished implements runbooks.Observer.
-func (m *metrics) RemediationFinished(remediation string, res *runbooks.ApplyResult) {
+// RemediationFinished implements engine.Observer.
+func (m *metrics) RemediationFinished(remediation string, res *remediation.ApplyResult) {
 	m.remediations.WithLabelValues(remediation, string(res.State)).Inc()
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/preflight"
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
 	"github.com/runbot/runbot/schedule"
 )
 
@@ -177,13 +177,13 @@ func (r *reloader) apply(ctx context.Context, log *slog.Logger) error {
 	// Everything that can fail is built before anything is installed.
 	cur := r.d.disp.Current()
 	eng := *cur.Engine
-	eng.Targets = &runbooks.InventoryTargets{Inventory: plan.Inventory, Runners: &runbooks.PoolRunners{Inventory: plan.Inventory, Pool: r.d.pool}}
+	eng.Targets = &bind.InventoryTargets{Inventory: plan.Inventory, Runners: &bind.PoolRunners{Inventory: plan.Inventory, Pool: r.d.pool}}
 	rem := *cur.Remediator
 	rem.Engine, rem.Catalog, rem.Groups = &eng, plan.Catalog, cfg.Groups
 	set := dispatch.Set{Catalog: plan.Catalog, Engine: &eng, Remediator: &rem}
 	next, err := r.d.sched.sched.Successor(scheduleConfig(cfg), schedule.Options{
 		TriggerDeps: dispatch.TriggerDeps{Store: r.d.st, Chat: r.d.disp.Chat(), Heartbeat: r.ready, Logger: log},
-		Fleet:       &runbooks.Fleet{Inventory: plan.Inventory}, Ticks: r.d.st, Catalog: plan.Catalog,
+		Fleet:       &bind.Fleet{Inventory: plan.Inventory}, Ticks: r.d.st, Catalog: plan.Catalog,
 	})
 	if err != nil {
 		return fmt.Errorf("check the schedules: %w", err)

@@ -11,7 +11,7 @@ import (
 	"github.com/runbot/runbot/config"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/heartbeat"
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
 	"github.com/runbot/runbot/schedule"
 	"github.com/runbot/runbot/slackchat"
 )
@@ -55,7 +55,7 @@ func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *
 	// Every replica schedules every audit; the tick claims in the store
 	// make each tick run once across them.
 	sched, err := schedule.New(sc, disp, schedule.Options{TriggerDeps: dispatch.TriggerDeps{Store: d.st, Chat: disp.Chat(), Heartbeat: ready, Logger: d.log},
-		Fleet: &runbooks.Fleet{Inventory: d.inv}, Ticks: d.st})
+		Fleet: &bind.Fleet{Inventory: d.inv}, Ticks: d.st})
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,10 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/record"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/slackchat"
 	"github.com/runbot/runbot/store"
 )
@@ -242,15 +246,15 @@ func (d *demo) run(ctx context.Context) (err error) {
 	pool := sshrun.NewPool()
 	// Closing SSH connections when the demo ends: nothing to report.
 	defer func() { _ = pool.Close() }()
-	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
-	rem := &runbooks.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: runbooks.Groups{"sre-oncall": {approver}}}
+	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: &bind.PoolRunners{Inventory: inv, Pool: pool}}}
+	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: remediation.Groups{"sre-oncall": {approver}}}
 
 	done = d.step("Running sglang-pd-wedge: probes, counter samples, last batch, backend, overlap flag — all at once")
 	p, err := eng.Prepare(ctx, rb, params)
 	if err != nil {
 		return err
 	}
-	rep, err := eng.RunAndRecord(ctx, st, p, runbooks.RunOptions{Trigger: "cli"}, requester)
+	rep, err := record.RunAndRecord(ctx, eng, st, p, engine.RunOptions{Trigger: "cli"}, requester)
 	if err != nil {
 		return err
 	}
@@ -295,7 +299,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 	done("approved by " + approver + " for plan hash " + prop.Plan.Hash[:12])
 
 	done = d.step("Applying: edit both serve scripts, restart prefill then decode, verify with a real request")
-	result, err := rem.Apply(ctx, prop.Plan.ID, approver, func(ev runbooks.ApplyEvent) {
+	result, err := rem.Apply(ctx, prop.Plan.ID, approver, func(ev remediation.ApplyEvent) {
 		d.out.printf("      · %s: %s\n", ev.Stage, ev.Detail)
 	})
 	if err != nil {
@@ -318,7 +322,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 	if !strings.Contains(out, `"wedged":false`) {
 		return fmt.Errorf("decode wedged again after the fix: %s", strings.TrimSpace(out))
 	}
-	after, err := eng.RunAndRecord(ctx, st, p, runbooks.RunOptions{Trigger: "cli"}, requester)
+	after, err := record.RunAndRecord(ctx, eng, st, p, engine.RunOptions{Trigger: "cli"}, requester)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/runbot/runbot/chat"
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -30,7 +30,7 @@ type VoteResult struct {
 	// Applied is set when this vote settled the plan as approved and the
 	// remediation was carried out; Result says how that went.
 	Applied bool
-	Result  *runbooks.ApplyResult
+	Result  *remediation.ApplyResult
 }
 
 // RecordedVote is a vote the store has recorded, or refused, waiting for
@@ -92,7 +92,7 @@ func (d *Dispatcher) Vote(ctx context.Context, v Vote) (VoteResult, error) {
 }
 
 // apply carries out an approved plan, showing each stage as it happens.
-func (d *Dispatcher) apply(ctx context.Context, rs *runState, planID, actor string) *runbooks.ApplyResult {
+func (d *Dispatcher) apply(ctx context.Context, rs *runState, planID, actor string) *remediation.ApplyResult {
 	log := d.log.With("plan", planID, "run", rs.run.ID)
 	log.Info("applying approved remediation", "actor", actor)
 	rs.mu.Lock()
@@ -102,7 +102,7 @@ func (d *Dispatcher) apply(ctx context.Context, rs *runState, planID, actor stri
 	// The apply takes the set current when it starts (the runbook and the
 	// inventory a reload since the proposal installed: Apply re-plans and
 	// compares the hash with what was approved) and keeps it to its end.
-	res, err := d.current().rem.Apply(ctx, planID, actor, func(ev runbooks.ApplyEvent) {
+	res, err := d.current().rem.Apply(ctx, planID, actor, func(ev remediation.ApplyEvent) {
 		rs.mu.Lock()
 		rs.apply = append(rs.apply, ev)
 		rs.mu.Unlock()
@@ -185,12 +185,12 @@ func refusalText(err error, plan store.Plan) string {
 	if err == nil {
 		return ""
 	}
-	var ae *runbooks.ApprovalError
-	if errors.As(err, &ae) && errors.Is(err, runbooks.ErrNotApprover) {
+	var ae *remediation.ApprovalError
+	if errors.As(err, &ae) && errors.Is(err, remediation.ErrNotApprover) {
 		return fmt.Sprintf("You are not an approver of this remediation (approvers: %s). Nothing was changed.", strings.Join(plan.Policy.Approvers, ", "))
 	}
-	if errors.As(err, &ae) && errors.Is(err, runbooks.ErrApproversUnknown) {
-		why := strings.TrimPrefix(ae.Reason.Error(), runbooks.ErrApproversUnknown.Error()+": ")
+	if errors.As(err, &ae) && errors.Is(err, remediation.ErrApproversUnknown) {
+		why := strings.TrimPrefix(ae.Reason.Error(), remediation.ErrApproversUnknown.Error()+": ")
 		return "Could not check whether you may approve (" + why + "), so your vote was not counted. Nothing was changed; try again."
 	}
 	var se *store.ApprovalError

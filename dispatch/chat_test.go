@@ -15,6 +15,9 @@ import (
 	"github.com/runbot/runbot/internal/syncbuf"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -63,8 +66,8 @@ func newChatDispatcherWith(t *testing.T, c chat.Chat, setup testSetup) (*Dispatc
 	require.Empty(t, problems)
 	inv, err := inventory.Load("testdata/inventory.yaml")
 	require.NoError(t, err)
-	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
-	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}
+	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
+	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog}
 	cfg := Config{Channel: opsChan, UpdateInterval: 10 * time.Millisecond, MaxConcurrentRuns: setup.maxRuns}
 	var ds store.Store = st
 	if setup.wrap != nil {
@@ -74,7 +77,7 @@ func newChatDispatcherWith(t *testing.T, c chat.Chat, setup testSetup) (*Dispatc
 		cfg.UpdateInterval = 0
 	}
 	d, err := New(cfg, Deps{
-		Catalog: catalog, Engine: engine, Remediator: rem, Store: ds, Chat: c, Logger: slog.New(slog.NewTextHandler(setup.logs, nil)), Timeline: setup.timeline,
+		Catalog: catalog, Engine: eng, Remediator: rem, Store: ds, Chat: c, Logger: slog.New(slog.NewTextHandler(setup.logs, nil)), Timeline: setup.timeline,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {

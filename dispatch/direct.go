@@ -7,6 +7,8 @@ import (
 
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/record"
 	"github.com/runbot/runbot/store"
 )
 
@@ -67,10 +69,10 @@ func (d *Dispatcher) RunNow(ctx context.Context, req Direct) DirectResult {
 	// installs meanwhile.
 	set := d.current()
 	rb, nf := set.runbook(req.Runbook)
-	out := set.recorder.Record(ctx, runbooks.Record{
-		ID: runbooks.NewRunID(d.now()), Runbook: req.Runbook, Book: rb, NotFound: nf, Params: req.Params,
+	out := set.recorder.Record(ctx, record.Record{
+		ID: engine.NewRunID(d.now()), Runbook: req.Runbook, Book: rb, NotFound: nf, Params: req.Params,
 		Trigger: req.Source, RequestedBy: req.RequestedBy,
-		Propose: func(ctx context.Context, soFar runbooks.Recorded) bool {
+		Propose: func(ctx context.Context, soFar record.Recorded) bool {
 			if soFar.Err != nil {
 				return false
 			}

@@ -13,6 +13,8 @@ import (
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/internal/redact"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -127,8 +129,8 @@ type Config struct {
 // Catalog, Engine and Remediator are the first Set; Swap replaces them.
 type Deps struct {
 	Catalog    *runbooks.Catalog
-	Engine     *runbooks.Engine
-	Remediator *runbooks.Remediator
+	Engine     *engine.Engine
+	Remediator *remediation.Remediator
 	Store      store.Store
 	Chat       chat.Chat
 	// Logger is slog.Default() when nil; Now is time.Now when nil.
@@ -224,7 +226,7 @@ func (d *Dispatcher) MayApprove(ctx context.Context, approvers []string, user st
 }
 
 // Rearm closes the circuit breaker a failed fix opened for a diagnosis on
-// a deployment (runbooks.Remediator.Rearm): user must be one who may
+// a deployment (remediation.Remediator.Rearm): user must be one who may
 // approve the plan that failed.
 func (d *Dispatcher) Rearm(ctx context.Context, deployment, diagnosis, user string) (store.Plan, error) {
 	rem := d.current().rem

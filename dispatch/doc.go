@@ -3,7 +3,7 @@
 // schedule) builds a Request and submits it; the Dispatcher validates it,
 // queues it durably (deduplicated by its key), claims it from the work
 // queue, runs and records it through the one recording path
-// (runbooks.Recorder), keeps one message per run up to date through a
+// (record.Recorder), keeps one message per run up to date through a
 // chat.Chat when one is configured (logging otherwise), proposes the
 // remediation its diagnosis asks for, and applies it once Vote settles it
 // as approved. RunNow runs a request the trigger waits for (a scheduled

@@ -6,7 +6,8 @@ import (
 	"strings"
 
 	"github.com/runbot/runbot/chat"
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/record"
+	"github.com/runbot/runbot/runbooks/remediation"
 )
 
 // DryRun shows what a plan would change without changing anything: the
@@ -29,7 +30,7 @@ func (d *Dispatcher) DryRun(ctx context.Context, planID string) (chat.Message, e
 
 // recheck re-makes the plan from the targets' current state and says
 // whether it still matches the one shown.
-func (d *Dispatcher) recheck(ctx context.Context, prop *runbooks.Proposal) string {
+func (d *Dispatcher) recheck(ctx context.Context, prop *remediation.Proposal) string {
 	run, err := d.store.GetRun(ctx, prop.Plan.RunID)
 	if err != nil {
 		return "could not re-check the targets: " + err.Error()
@@ -43,7 +44,7 @@ func (d *Dispatcher) recheck(ctx context.Context, prop *runbooks.Proposal) strin
 	if err != nil {
 		return "could not re-check the targets: " + err.Error()
 	}
-	rep, err := runbooks.ReportOf(run)
+	rep, err := record.ReportOf(run)
 	if err != nil {
 		return "could not re-check the targets: " + err.Error()
 	}
@@ -60,7 +61,7 @@ func (d *Dispatcher) recheck(ctx context.Context, prop *runbooks.Proposal) strin
 }
 
 // planSections shows each planned action with its diff or its commands.
-func planSections(body *runbooks.PlanBody) []chat.Section {
+func planSections(body *remediation.PlanBody) []chat.Section {
 	var out []chat.Section
 	for _, a := range body.Actions {
 		s := chat.Section{Heading: a.Plan.Summary}

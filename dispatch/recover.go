@@ -8,6 +8,7 @@ import (
 
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -97,7 +98,7 @@ func (d *Dispatcher) recoveredState(ctx context.Context, runID string, rec store
 		}
 	}
 	set := d.current()
-	var prop *runbooks.Proposal
+	var prop *remediation.Proposal
 	if plan.ID != "" {
 		if prop, err = set.rem.LoadProposal(ctx, plan.ID); err != nil {
 			return nil, err
@@ -164,8 +165,8 @@ func (d *Dispatcher) interruptedRunText(ctx context.Context, run store.Run, rec 
 
 // interruptedPlanText shows an interrupted plan's actions as far as the
 // record goes, and says it will not be resumed.
-func interruptedPlanText(plan store.Plan, actions []store.ActionRecord) ([]runbooks.ApplyEvent, *runbooks.ApplyResult) {
-	var events []runbooks.ApplyEvent
+func interruptedPlanText(plan store.Plan, actions []store.ActionRecord) ([]remediation.ApplyEvent, *remediation.ApplyResult) {
+	var events []remediation.ApplyEvent
 	stage := "verifying it"
 	if len(actions) == 0 {
 		stage = "applying it"
@@ -179,9 +180,9 @@ func interruptedPlanText(plan store.Plan, actions []store.ActionRecord) ([]runbo
 			stage = "applying it"
 		}
 		// An interrupted plan is told action by action ("action N").
-		events = append(events, runbooks.ApplyEvent{Stage: runbooks.ApplyStage(fmt.Sprintf("action %d", a.Index+1)), Detail: detail})
+		events = append(events, remediation.ApplyEvent{Stage: remediation.ApplyStage(fmt.Sprintf("action %d", a.Index+1)), Detail: detail})
 	}
-	return events, &runbooks.ApplyResult{PlanID: plan.ID, State: store.PlanInterrupted,
+	return events, &remediation.ApplyResult{PlanID: plan.ID, State: store.PlanInterrupted,
 		Message: "interrupted: the runbot process carrying it stopped (restarted, crashed, or a replica lost) while " + stage + "; not re-applied, a new approval is needed (run the runbook again for a new plan). Check the targets: they may be half-changed."}
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/chat/chattest"
 	"github.com/runbot/runbot/internal/syncbuf"
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/record"
 	"github.com/runbot/runbot/store"
 )
 
@@ -55,7 +55,7 @@ func TestRunLongerThanTheRecordDeadlineEndsDone(t *testing.T) {
 	require.Equal(t, store.RunFinished, run.Status, logs.String())
 	require.Equal(t, store.OutcomeOK, run.Outcome)
 	require.NotEmpty(t, run.Report, "the report is stored")
-	require.Greater(t, run.FinishedAt.Sub(run.StartedAt), runbooks.RecordTimeout, "the run outlasted the record deadline")
+	require.Greater(t, run.FinishedAt.Sub(run.StartedAt), record.WriteTimeout, "the run outlasted the record deadline")
 	w, err := st.GetWork(t.Context(), run.WorkID)
 	require.NoError(t, err)
 	require.Equal(t, store.WorkDone, w.State)

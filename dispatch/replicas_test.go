@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 	"github.com/runbot/runbot/store/storetest"
 )
@@ -45,7 +45,7 @@ func newReplicaPair(t *testing.T) replicaPair {
 func replicaDispatcher(t *testing.T, st store.Store) *Dispatcher {
 	t.Helper()
 	d := sweepDispatcher(t, st)
-	d.current().rem.Groups = runbooks.Groups{"oncall": {"U0AAA", "U0BBB"}}
+	d.current().rem.Groups = remediation.Groups{"oncall": {"U0AAA", "U0BBB"}}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeoutCause(context.Background(), 30*time.Second, errors.New("replica shutdown took too long"))
 		defer cancel()

@@ -6,6 +6,9 @@ import (
 
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/record"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -26,12 +29,12 @@ type runState struct {
 	report    *runbooks.Report
 	// problem says why the run, or proposing its remediation, failed.
 	problem   string
-	proposal  *runbooks.Proposal
+	proposal  *remediation.Proposal
 	plan      store.Plan
 	approvals []store.Approval
-	apply     []runbooks.ApplyEvent
+	apply     []remediation.ApplyEvent
 	applying  bool
-	result    *runbooks.ApplyResult
+	result    *remediation.ApplyResult
 	applyErr  string
 	// notes are small print under the message (a retry, a restart).
 	notes []string
@@ -57,10 +60,10 @@ func newRunState(run store.Run, rb *runbooks.Runbook) *runState {
 
 // loadRunState rebuilds a run's state from the store, for a click on a
 // message posted before a restart or by a run this process no longer holds.
-func loadRunState(run store.Run, rb *runbooks.Runbook, prop *runbooks.Proposal) (*runState, error) {
+func loadRunState(run store.Run, rb *runbooks.Runbook, prop *remediation.Proposal) (*runState, error) {
 	rs := newRunState(run, rb)
 	if len(run.Report) > 0 {
-		rep, err := runbooks.ReportOf(run)
+		rep, err := record.ReportOf(run)
 		if err != nil {
 			return nil, err
 		}
@@ -73,10 +76,10 @@ func loadRunState(run store.Run, rb *runbooks.Runbook, prop *runbooks.Proposal) 
 }
 
 // stepEvent records a step starting or finishing on a target.
-func (rs *runState) stepEvent(ev runbooks.Event) {
+func (rs *runState) stepEvent(ev engine.Event) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if ev.Kind == runbooks.EventVerdict {
+	if ev.Kind == engine.EventVerdict {
 		rs.verdict, rs.verdictAt = ev.Verdict, ev.At
 		return
 	}
@@ -144,7 +147,7 @@ func (v *View) Title(t string) *View { v.rs.title = t; return v }
 func (v *View) Steps(ids ...string) *View { v.rs.stepOrder = ids; return v }
 
 // Event records a progress event as the run's message does.
-func (v *View) Event(ev runbooks.Event) *View { v.rs.stepEvent(ev); return v }
+func (v *View) Event(ev engine.Event) *View { v.rs.stepEvent(ev); return v }
 
 // Report is the run's report, with its steps.
 func (v *View) Report(rep *runbooks.Report) *View {
@@ -154,13 +157,13 @@ func (v *View) Report(rep *runbooks.Report) *View {
 
 // Proposal is the remediation proposed, in the state plan, with its
 // approvals.
-func (v *View) Proposal(prop *runbooks.Proposal, plan store.Plan, approvals []store.Approval) *View {
+func (v *View) Proposal(prop *remediation.Proposal, plan store.Plan, approvals []store.Approval) *View {
 	v.rs.proposal, v.rs.plan, v.rs.approvals = prop, plan, approvals
 	return v
 }
 
 // Applied is how applying it went so far, and its result when it ended.
-func (v *View) Applied(events []runbooks.ApplyEvent, res *runbooks.ApplyResult) *View {
+func (v *View) Applied(events []remediation.ApplyEvent, res *remediation.ApplyResult) *View {
 	v.rs.apply, v.rs.result = events, res
 	return v
 }
@@ -169,7 +172,7 @@ func (v *View) Applied(events []runbooks.ApplyEvent, res *runbooks.ApplyResult) 
 func (v *View) Message() chat.Message { return v.rs.view() }
 
 // PlanSections are the sections that show a plan (its diff and commands).
-func PlanSections(body *runbooks.PlanBody) []chat.Section { return planSections(body) }
+func PlanSections(body *remediation.PlanBody) []chat.Section { return planSections(body) }
 
 // ShortHash is how a plan hash is shown.
 func ShortHash(hash string) string { return short(hash) }

@@ -5,6 +5,9 @@ import (
 
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/record"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -14,8 +17,8 @@ import (
 // changed in place.
 type Set struct {
 	Catalog    *runbooks.Catalog
-	Engine     *runbooks.Engine
-	Remediator *runbooks.Remediator
+	Engine     *engine.Engine
+	Remediator *remediation.Remediator
 }
 
 // runSet is a Set with the recorder built over it. A run takes the current
@@ -24,9 +27,9 @@ type Set struct {
 // nor the hosts its targets resolve to.
 type runSet struct {
 	catalog  *runbooks.Catalog
-	engine   *runbooks.Engine
-	rem      *runbooks.Remediator
-	recorder *runbooks.Recorder
+	engine   *engine.Engine
+	rem      *remediation.Remediator
+	recorder *record.Recorder
 }
 
 func newRunSet(s Set, runs store.Runs) (*runSet, error) {
@@ -35,7 +38,7 @@ func newRunSet(s Set, runs store.Runs) (*runSet, error) {
 	}
 	return &runSet{
 		catalog: s.Catalog, engine: s.Engine, rem: s.Remediator,
-		recorder: &runbooks.Recorder{Engine: s.Engine, Runs: runs, Remediator: s.Remediator},
+		recorder: &record.Recorder{Engine: s.Engine, Runs: runs, Remediator: s.Remediator},
 	}, nil
 }
 

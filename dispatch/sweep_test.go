@@ -14,6 +14,9 @@ import (
 
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -113,8 +116,8 @@ func sweepDispatcher(t *testing.T, st store.Store) *Dispatcher {
 	require.Empty(t, problems)
 	inv, err := inventory.Load("testdata/inventory.yaml")
 	require.NoError(t, err)
-	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
-	d, err := New(Config{}, Deps{Catalog: catalog, Engine: engine, Remediator: &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog},
+	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
+	d, err := New(Config{}, Deps{Catalog: catalog, Engine: eng, Remediator: &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog},
 		Store: st, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	return d
@@ -134,7 +137,7 @@ func TestSweepAppliesAPlanStrandedByADeadReplica(t *testing.T) {
 		require.NoError(t, err)
 		defer func() { require.NoError(t, st.Close()) }()
 		d := sweepDispatcher(t, st)
-		d.current().rem.Groups = runbooks.Groups{"oncall": {"U0AAA", "U0BBB"}}
+		d.current().rem.Groups = remediation.Groups{"oncall": {"U0AAA", "U0BBB"}}
 		dir := t.TempDir()
 		_, err = d.Submit(ctx, Request{Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": dir}, RequestedBy: requester, Source: store.TriggerChat})
 		require.NoError(t, err)

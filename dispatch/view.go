@@ -10,6 +10,7 @@ import (
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -286,7 +287,7 @@ func planStatus(s store.PlanState) chat.Status {
 
 // approvalButtons carry the plan id and the hash of the plan shown, so an
 // approval is bound to exactly what the approver saw.
-func approvalButtons(prop *runbooks.Proposal, p store.Plan) []chat.Button {
+func approvalButtons(prop *remediation.Proposal, p store.Plan) []chat.Button {
 	value := p.ID + "|" + p.Hash
 	return []chat.Button{
 		{ID: ActionApprove, Label: "Approve", Value: value, Style: chat.StylePrimary,

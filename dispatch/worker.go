@@ -9,15 +9,16 @@ import (
 	"time"
 
 	"github.com/runbot/runbot/chat"
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/record"
 	"github.com/runbot/runbot/store"
 )
 
 // recording returns a context for one write (to the store or the chat)
-// that records a run's end, bounded by runbooks.RecordTimeout from now;
+// that records a run's end, bounded by record.WriteTimeout from now;
 // the cause names what took too long.
 func recording(ctx context.Context, what string) (context.Context, context.CancelFunc) {
-	return runbooks.RecordingContext(ctx, what)
+	return record.WriteContext(ctx, what)
 }
 
 // execute runs one claimed piece of work: it creates the run, posts its
@@ -31,7 +32,7 @@ func recording(ctx context.Context, what string) (context.Context, context.Cance
 func (d *Dispatcher) execute(ctx context.Context, w store.Work, free func()) {
 	log := d.log.With("work", w.ID, "runbook", w.Runbook)
 	// unrecorded is the end of the run when the store did not take it.
-	var unrecorded *runbooks.EndRecord
+	var unrecorded *record.End
 	defer func() {
 		// Marked done last: a process that dies before this line leaves
 		// the work started, and the next start's recovery sees from the
@@ -65,8 +66,8 @@ func (d *Dispatcher) execute(ctx context.Context, w store.Work, free func()) {
 	rb, nf := set.runbook(w.Runbook)
 	var rs *runState
 	var release func()
-	out := set.recorder.Record(ctx, runbooks.Record{
-		ID: runbooks.NewRunID(d.now()), Runbook: w.Runbook, Book: rb, NotFound: nf, Params: w.Params,
+	out := set.recorder.Record(ctx, record.Record{
+		ID: engine.NewRunID(d.now()), Runbook: w.Runbook, Book: rb, NotFound: nf, Params: w.Params,
 		Trigger: w.Trigger, RequestedBy: w.RequestedBy, WorkID: w.ID,
 		Created: func(ctx context.Context, run store.Run) {
 			rs, release, _ = d.hold(run.ID, func() (*runState, error) { return newRunState(run, rb), nil })
@@ -79,7 +80,7 @@ func (d *Dispatcher) execute(ctx context.Context, w store.Work, free func()) {
 				d.postRun(ctx, rs, pl)
 			}
 		},
-		Progress: func(ev runbooks.Event) {
+		Progress: func(ev engine.Event) {
 			rs.stepEvent(ev)
 			rs.publish()
 		},
@@ -152,7 +153,7 @@ func (d *Dispatcher) announceEnd(rs *runState, w store.Work) {
 // it records already ended and was shown; leaving it running would make
 // the next start interrupt it and run it a second time. The slot of the
 // run is not held meanwhile.
-func (d *Dispatcher) recordLater(log *slog.Logger, end *runbooks.EndRecord, workID string) {
+func (d *Dispatcher) recordLater(log *slog.Logger, end *record.End, workID string) {
 	err := d.tasks.Go("recording the end of a run", recordLaterFor, func(ctx context.Context) {
 		for attempt := 0; ; attempt++ {
 			err := d.recordEnd(ctx, end)
@@ -187,11 +188,11 @@ const recordLaterFor = 24 * time.Hour
 
 // recordEnd records a run's end; one recorded already (a write that
 // failed as far as this process could tell had gone through) is fine.
-func (d *Dispatcher) recordEnd(ctx context.Context, end *runbooks.EndRecord) error {
+func (d *Dispatcher) recordEnd(ctx context.Context, end *record.End) error {
 	if end == nil {
 		return nil
 	}
-	_, err := runbooks.RecordEnd(ctx, d.store, *end)
+	_, err := record.WriteEnd(ctx, d.store, *end)
 	var conflict *store.StateConflictError
 	if errors.As(err, &conflict) {
 		return nil

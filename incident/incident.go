@@ -17,6 +17,8 @@ import (
 	"github.com/runbot/runbot/internal/redact"
 	"github.com/runbot/runbot/internal/secret"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/record"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -51,9 +53,9 @@ type Plan struct {
 	Plan store.Plan `json:"plan"`
 	// Body is the plan as approvers were shown it: actions, diffs, the
 	// verify steps and the rollback policy; nil when it cannot be read.
-	Body      *runbooks.PlanBody   `json:"body,omitempty"`
-	Approvals []store.Approval     `json:"approvals,omitempty"`
-	Actions   []store.ActionRecord `json:"actions,omitempty"`
+	Body      *remediation.PlanBody `json:"body,omitempty"`
+	Approvals []store.Approval      `json:"approvals,omitempty"`
+	Actions   []store.ActionRecord  `json:"actions,omitempty"`
 	// Outcome is the message recorded with the plan's final state
 	// ("verified: the symptom is gone", "verification failed: …"); empty
 	// while the plan is not final.
@@ -121,7 +123,7 @@ func load(ctx context.Context, st Store, id string, r *redact.Redactor) (*Incide
 	}
 	inc := &Incident{Run: run}
 	if len(run.Report) > 0 {
-		if inc.Report, err = runbooks.ReportOf(run); err != nil {
+		if inc.Report, err = record.ReportOf(run); err != nil {
 			return nil, fmt.Errorf("load incident %s: %w", run.ID, err)
 		}
 	}
@@ -147,7 +149,7 @@ func load(ctx context.Context, st Store, id string, r *redact.Redactor) (*Incide
 	if run.Trigger == store.TriggerAlert && run.WorkID != "" {
 		inc.Alert = loadAlert(ctx, st, run.WorkID)
 	}
-	if err := hidePlanSecrets(inc, runbooks.PlanSecrets(plans)); err != nil {
+	if err := hidePlanSecrets(inc, remediation.PlanSecrets(plans)); err != nil {
 		return nil, fmt.Errorf("load incident %s: %w", run.ID, err)
 	}
 	return inc, nil
@@ -191,7 +193,7 @@ func redactCopy[T any](r *redact.Redactor, v T) (T, error) {
 
 func loadPlan(ctx context.Context, st Store, p store.Plan, audit []store.AuditEvent) (Plan, error) {
 	ip := Plan{Plan: p}
-	var body runbooks.PlanBody
+	var body remediation.PlanBody
 	if err := json.Unmarshal(p.Body, &body); err == nil {
 		ip.Body = &body
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/runbot/runbot/actions"
 	"github.com/runbot/runbot/internal/redact"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -45,8 +46,8 @@ func wedgeIncident() *Incident {
 		Diagnoses: []runbooks.DiagnosisResult{{ID: "pd_transfer_wedge", Severity: runbooks.Critical, Summary: "Decode stopped batching: KV transfers from prefill never complete",
 			Remediation: "disable_overlap_and_restart", Findings: []string{"alive_not_working", "decode_stalled"}}},
 	}
-	body := runbooks.PlanBody{Runbook: "sglang-pd-wedge", Remediation: "disable_overlap_and_restart", Diagnosis: "pd_transfer_wedge", Deployment: "dsv4",
-		Actions: []runbooks.PlannedAction{
+	body := remediation.PlanBody{Runbook: "sglang-pd-wedge", Remediation: "disable_overlap_and_restart", Diagnosis: "pd_transfer_wedge", Deployment: "dsv4",
+		Actions: []remediation.PlannedAction{
 			{Index: 0, Action: "config_edit", Target: "decode", Plan: actions.Plan{Summary: "add --disable-overlap-schedule to serve_decode.sh on gpu-2", Reversible: true,
 				Diff: "--- serve_decode.sh\n+++ serve_decode.sh\n@@ -3 +3 @@\n-python -m sglang.launch_server \\\n+python -m sglang.launch_server --disable-overlap-schedule \\"}},
 			{Index: 1, Action: "systemd_restart", Target: "decode", Plan: actions.Plan{Summary: "restart sglang-decode.service on gpu-2"}, RerunAfterRollback: true},

@@ -10,6 +10,7 @@ import (
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
 )
 
 // References reports, at the position each was written, every name
@@ -107,7 +108,7 @@ func checkScheduleDeployments(d *yamlnode.Decoder, rb *runbooks.Runbook, s confi
 		if glob == "all" {
 			glob = ""
 		}
-		members, err := runbooks.SelectDeployments(rb, inv, glob)
+		members, err := bind.SelectDeployments(rb, inv, glob)
 		if err != nil {
 			d.ErrorAt(s.At.Of("deployments"), "%s: deployments %q: %v", what, s.Deployments, err)
 			return
@@ -129,7 +130,7 @@ func checkScheduleDeployments(d *yamlnode.Decoder, rb *runbooks.Runbook, s confi
 	if !ok {
 		return
 	}
-	members, err := runbooks.SelectDeployments(rb, inv, name)
+	members, err := bind.SelectDeployments(rb, inv, name)
 	if err == nil {
 		err = members[0].Err
 	}

@@ -3,13 +3,12 @@ package runbooks_test
 import (
 	"testing"
 
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/stretchr/testify/require"
-
-	"github.com/runbot/runbot/runbooks"
 )
 
 func TestGroupsAuthorized(t *testing.T) {
-	g := runbooks.Groups{"sre-oncall": {"alice", "bob"}}
+	g := remediation.Groups{"sre-oncall": {"alice", "bob"}}
 	approvers := []string{"@sre-oncall", "dave", "group:db"}
 	cases := map[string]bool{"alice": true, "bob": true, "dave": true, "mallory": false, "sre-oncall": false, "": false}
 	for user, want := range cases {

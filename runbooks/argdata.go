@@ -24,8 +24,8 @@ func validateCron(spec string) error {
 	return err
 }
 
-// argData is what `with:` templates see: .params, .target and .run.
-func argData(params map[string]any, t target.Target, runID string, started time.Time) map[string]any {
+// ArgData is what `with:` templates see: .params, .target and .run.
+func ArgData(params map[string]any, t target.Target, runID string, started time.Time) map[string]any {
 	return map[string]any{
 		"params": params,
 		"target": map[string]any{
@@ -42,12 +42,12 @@ func zeroArgData(rb *Runbook) map[string]any {
 	for _, p := range rb.Params {
 		params[p.Name] = reflect.Zero(p.goType()).Interface()
 	}
-	return argData(params, target.Target{Labels: map[string]string{}}, "", time.Time{})
+	return ArgData(params, target.Target{Labels: map[string]string{}}, "", time.Time{})
 }
 
-// renderArgs renders templated arguments and converts them to their
+// RenderArgs renders templated arguments and converts them to their
 // declared types.
-func renderArgs(spec argspec.Spec, with map[string]*ArgValue, data map[string]any) (argspec.Values, error) {
+func RenderArgs(spec argspec.Spec, with map[string]*ArgValue, data map[string]any) (argspec.Values, error) {
 	out := argspec.Values{}
 	for name, av := range with {
 		if av.IsConst {

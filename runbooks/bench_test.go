@@ -13,6 +13,7 @@ import (
 	"github.com/runbot/runbot/internal/target"
 	"github.com/runbot/runbot/remote"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/engine"
 )
 
 // instantRunner answers every command at once, so the benchmark measures
@@ -29,7 +30,7 @@ func (instantRunner) Host() string { return "bench" }
 
 type instantTargets struct{}
 
-func (instantTargets) Target(_ context.Context, ref runbooks.TargetRef) (target.Target, error) {
+func (instantTargets) Target(_ context.Context, ref engine.TargetRef) (target.Target, error) {
 	return target.Target{Role: ref.Role, Host: ref.Host, Runner: instantRunner{}}, nil
 }
 
@@ -49,12 +50,12 @@ func BenchmarkEngineOverheadPerStep(b *testing.B) {
 			}
 			rb, problems := runbooks.Parse("bench.yaml", []byte(y.String()))
 			require.Empty(b, problems)
-			e := &runbooks.Engine{Targets: instantTargets{}}
+			e := &engine.Engine{Targets: instantTargets{}}
 			p, err := e.Prepare(b.Context(), rb, map[string]string{"host": "bench"})
 			require.NoError(b, err)
 			b.ResetTimer()
 			for b.Loop() {
-				rep := e.Run(b.Context(), p, runbooks.RunOptions{})
+				rep := e.Run(b.Context(), p, engine.RunOptions{})
 				if len(rep.Findings) != n || rep.Steps[0].Status != step.OK {
 					b.Fatalf("unexpected report: %d findings", len(rep.Findings))
 				}

@@ -16,6 +16,8 @@ import (
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
 )
 
 func load(t testing.TB, name string) *runbooks.Runbook {
@@ -26,19 +28,19 @@ func load(t testing.TB, name string) *runbooks.Runbook {
 	return rb
 }
 
-func engine(t testing.TB) *runbooks.Engine {
+func localEngine(t testing.TB) *engine.Engine {
 	t.Helper()
 	inv, err := inventory.Load("testdata/inventory.yaml")
 	require.NoError(t, err)
-	return &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
+	return &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
 }
 
 func runbook(t *testing.T, ctx context.Context, name string, params map[string]string) *runbooks.Report {
 	t.Helper()
-	e := engine(t)
+	e := localEngine(t)
 	p, err := e.Prepare(ctx, load(t, name), params)
 	require.NoError(t, err)
-	return e.Run(ctx, p, runbooks.RunOptions{})
+	return e.Run(ctx, p, engine.RunOptions{})
 }
 
 // TestStepsWithoutNeedsOverlap proves concurrency with a barrier both steps
@@ -85,13 +87,13 @@ func TestStepTimeoutIsNotAFinding(t *testing.T) {
 func TestCancelledRunMarksStepsCancelled(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(t.Context())
-	e := engine(t)
+	e := localEngine(t)
 	p, err := e.Prepare(ctx, load(t, "timeouts.yaml"), map[string]string{"host": "here", "dir": dir})
 	require.NoError(t, err)
 	started := make(chan struct{}, 8)
 	done := make(chan *runbooks.Report)
 	go func() {
-		done <- e.Run(ctx, p, runbooks.RunOptions{Progress: func(ev runbooks.Event) {
+		done <- e.Run(ctx, p, engine.RunOptions{Progress: func(ev engine.Event) {
 			if ev.Kind == "step_started" && ev.Run.Step == "slow" {
 				started <- struct{}{}
 			}
@@ -108,7 +110,7 @@ func TestCancelledRunMarksStepsCancelled(t *testing.T) {
 }
 
 func TestPrepareRejectsBadInput(t *testing.T) {
-	e := engine(t)
+	e := localEngine(t)
 	rb := load(t, "barrier.yaml")
 	cases := []struct {
 		name   string
@@ -143,11 +145,11 @@ steps:
     with: {cmd: 'printf %s {{ .params.text }}'}
 `))
 	require.Empty(t, problems)
-	e := engine(t)
+	e := localEngine(t)
 	for _, hostile := range []string{"; touch /tmp/pwned-runbot", "$(id)", "`id`", "a\nb", "it's", "\"", "☃ ü", "$HOME", "*"} {
 		p, err := e.Prepare(t.Context(), rb, map[string]string{"host": "here", "text": hostile})
 		require.NoError(t, err)
-		rep := e.Run(t.Context(), p, runbooks.RunOptions{})
+		rep := e.Run(t.Context(), p, engine.RunOptions{})
 		require.Equal(t, step.OK, rep.Steps[0].Status)
 		require.Equal(t, hostile, rep.Steps[0].Values.(checks.CommandOutput).Stdout)
 	}
@@ -155,7 +157,7 @@ steps:
 
 func TestRunIDsAreSortableAndUnique(t *testing.T) {
 	now := time.Date(2026, 11, 29, 8, 30, 12, 0, time.UTC)
-	a, b := runbooks.NewRunID(now), runbooks.NewRunID(now)
+	a, b := engine.NewRunID(now), engine.NewRunID(now)
 	require.NotEqual(t, a, b)
 	require.True(t, strings.HasPrefix(a, "r-20261129-083012-"))
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
 )
 
 // TestWedgeChatProbeSendsHostileModelIntact runs the shipped sglang-pd-wedge
@@ -82,10 +84,10 @@ func runWedgeChat(t *testing.T, url, model string) *runbooks.Report {
 	require.Empty(t, problems)
 	rb, err := catalog.Get("sglang-pd-wedge")
 	require.NoError(t, err)
-	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: in, Runners: runbooks.LocalRunners{}}}
+	e := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: in, Runners: bind.LocalRunners{}}}
 	p, err := e.Prepare(t.Context(), rb, map[string]string{"deployment": "e2e", "model": model, "probe_timeout": "10s"})
 	require.NoError(t, err)
-	return e.Run(t.Context(), p, runbooks.RunOptions{Only: []string{"chat"}})
+	return e.Run(t.Context(), p, engine.RunOptions{Only: []string{"chat"}})
 }
 
 // TestLintPointsAtTheAction: an escaping problem is reported at the action

@@ -60,10 +60,10 @@ func unranReason(rep *Report, refs []stepRef) string {
 	return ""
 }
 
-// evaluate computes findings and diagnoses into the report. A finding that
+// Evaluate computes findings and diagnoses into the report. A finding that
 // reads a step which did not run is inconclusive, never false and never
 // true: a dead SSH connection must not look like "0 bytes received".
-func (rb *Runbook) evaluate(rep *Report, params map[string]any, now time.Time) {
+func (rb *Runbook) Evaluate(rep *Report, params map[string]any, now time.Time) {
 	// Empty lists, not null, in JSON: consumers iterate them.
 	rep.Findings, rep.Diagnoses = []FindingResult{}, []DiagnosisResult{}
 	held := map[string]bool{}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
 )
 
 func loadFleetRunbook(t *testing.T, path string) *runbooks.Runbook {
@@ -37,7 +38,7 @@ func TestSelectDeployments(t *testing.T) {
 		{"web-[ab]", []string{"web-a", "web-b"}, nil},
 		{"batch-1", []string{"batch-1"}, map[string]string{"batch-1": "deployment batch-1 has no role app, which runbook app-check targets"}},
 	} {
-		got, err := runbooks.SelectDeployments(rb, inv, tc.glob)
+		got, err := bind.SelectDeployments(rb, inv, tc.glob)
 		require.NoError(t, err, tc.glob)
 		var names []string
 		missing := map[string]string{}
@@ -61,21 +62,21 @@ func TestSelectDeploymentsRefuses(t *testing.T) {
 	require.NoError(t, err)
 	rb := loadFleetRunbook(t, "testdata/fleet/app-check.yaml")
 
-	_, err = runbooks.SelectDeployments(rb, inv, "db-*")
-	var none *runbooks.NoDeploymentsError
+	_, err = bind.SelectDeployments(rb, inv, "db-*")
+	var none *bind.NoDeploymentsError
 	require.ErrorAs(t, err, &none)
 	require.EqualError(t, err, `inventory testdata/fleet/inventory.yaml has no deployment matching "db-*" (deployments: batch-1, web-a, web-b, web-c)`)
 
-	_, err = runbooks.SelectDeployments(rb, inv, "web-[")
-	var bad *runbooks.BadGlobError
+	_, err = bind.SelectDeployments(rb, inv, "web-[")
+	var bad *bind.BadGlobError
 	require.ErrorAs(t, err, &bad)
 	require.Equal(t, "web-[", bad.Glob)
 	require.EqualError(t, err, `deployment glob "web-[": syntax error in pattern`)
 
-	_, err = runbooks.SelectDeployments(rb, &inventory.Inventory{File: "empty.yaml"}, "")
+	_, err = bind.SelectDeployments(rb, &inventory.Inventory{File: "empty.yaml"}, "")
 	require.EqualError(t, err, "inventory empty.yaml has no deployments")
 	require.True(t, errors.As(err, &none))
 
-	_, err = runbooks.SelectDeployments(loadFleetRunbook(t, "testdata/fleet/host-check.yaml"), inv, "")
+	_, err = bind.SelectDeployments(loadFleetRunbook(t, "testdata/fleet/host-check.yaml"), inv, "")
 	require.EqualError(t, err, "runbook host-check has no deployment param: a fleet run sets one per deployment")
 }

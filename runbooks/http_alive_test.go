@@ -12,6 +12,8 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/replay"
 )
 
@@ -38,13 +40,13 @@ func runBuiltin(t *testing.T, inv *inventory.Inventory, name, caseName string, p
 	pool := sshrun.NewPool()
 	t.Cleanup(func() { _ = pool.Close() })
 	rec := replay.NewRecording()
-	e := &runbooks.Engine{
-		Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}},
+	e := &engine.Engine{
+		Targets: &bind.InventoryTargets{Inventory: inv, Runners: &bind.PoolRunners{Inventory: inv, Pool: pool}},
 		Tape:    rec,
 	}
 	p, err := e.Prepare(t.Context(), rb, params)
 	require.NoError(t, err)
-	rep := e.Run(t.Context(), p, runbooks.RunOptions{})
+	rep := e.Run(t.Context(), p, engine.RunOptions{})
 	out := filepath.Join(t.TempDir(), "recording")
 	require.NoError(t, rec.Save(out, rep, replay.SaveOptions{}))
 	again := replayDir(t, name, out)

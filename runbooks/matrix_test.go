@@ -19,6 +19,8 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
 )
 
 // matrixFault is one fault of the scenario matrix and the one diagnosis the
@@ -278,7 +280,7 @@ func runCell(t *testing.T, rb *runbooks.Runbook, f matrixFault, c matrixConditio
 	}
 	pool := sshrun.NewPool()
 	defer func() { _ = pool.Close() }()
-	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
+	e := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: &bind.PoolRunners{Inventory: inv, Pool: pool}}}
 	p, err := e.Prepare(t.Context(), rb, map[string]string{"deployment": "sim"})
 	if err != nil {
 		fail("prepare: %v", err)
@@ -286,7 +288,7 @@ func runCell(t *testing.T, rb *runbooks.Runbook, f matrixFault, c matrixConditio
 	}
 	var verdict []string
 	var settled bool
-	rep := e.Run(t.Context(), p, runbooks.RunOptions{Progress: func(ev runbooks.Event) {
+	rep := e.Run(t.Context(), p, engine.RunOptions{Progress: func(ev engine.Event) {
 		if ev.Kind == "verdict" {
 			settled = true
 			for _, d := range ev.Verdict {

@@ -1,16 +1,18 @@
-// Package runbooks is runbot's runbook language and engine: the model, the
-// YAML loader that reports every problem with file:line:col, the
-// validator, typed expressions and templates, params (secret ones
-// included), claims and verdicts; the engine that runs a runbook's steps
-// concurrently and evaluates its findings and diagnoses; the Recorder that
-// keeps every run in the store; and the Remediator that proposes, approves,
-// applies, verifies and rolls back fixes. Template escaping
-// (runbooks/escape), record and replay with the runbook tests
-// (runbooks/replay) and the schema and docs generator (runbooks/refdoc)
-// are packages of their own.
+// Package runbooks is runbot's runbook language: the model, the YAML loader
+// that reports every problem with file:line:col, the validator, typed
+// expressions and templates, params (secret ones included), claims,
+// findings, diagnoses, verdicts and the report. It imports no store, no
+// host and no inventory. What executes runbooks lives in sub-packages:
+// the engine (runbooks/engine), target binding to the inventory
+// (runbooks/bind), remediation (runbooks/remediation), the run recorder
+// (runbooks/record), record and replay with the runbook tests
+// (runbooks/replay); template escaping (runbooks/escape) and the schema
+// and docs generator (runbooks/refdoc) are packages of their own too.
 package runbooks
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/expr-lang/expr/vm"
@@ -228,4 +230,19 @@ type ActionStep struct {
 	// reversible changes were rolled back (see actions.Type).
 	RerunAfterRollback bool
 	Pos                yamlnode.Pos
+}
+
+// TargetRoles are the deployment roles rb's steps target, sorted: every
+// step target that is not a host param.
+func (rb *Runbook) TargetRoles() []string {
+	seen := map[string]bool{}
+	for _, s := range rb.Steps {
+		for _, t := range s.Targets {
+			if p := rb.Param(t); p != nil && p.Type == ParamHost {
+				continue
+			}
+			seen[t] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/engine"
 )
 
 const rangedParams = `
@@ -90,10 +91,10 @@ steps:
     with: {samples: '{{ .params.samples }}', metrics: [up], url: "http://127.0.0.1:1/metrics", via: bot}
 `))
 	require.Empty(t, problems)
-	e := engine(t)
+	e := localEngine(t)
 	p, err := e.Prepare(t.Context(), rb, map[string]string{"host": "here", "samples": "0"})
 	require.NoError(t, err, "the param has no range of its own")
-	rep := e.Run(t.Context(), p, runbooks.RunOptions{})
+	rep := e.Run(t.Context(), p, engine.RunOptions{})
 	require.Len(t, rep.Steps, 1)
 	require.Equal(t, step.Error, rep.Steps[0].Status)
 	require.Equal(t, "argument samples: want an int of at least 1, got 0", rep.Steps[0].Error)

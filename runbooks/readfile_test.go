@@ -12,6 +12,8 @@ import (
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/replay"
 )
 
@@ -60,14 +62,14 @@ func TestRecordReplayFileReads(t *testing.T) {
 			pool := sshrun.NewPool()
 			t.Cleanup(func() { _ = pool.Close() })
 			rec := replay.NewRecording()
-			e := &runbooks.Engine{
-				Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}},
+			e := &engine.Engine{
+				Targets: &bind.InventoryTargets{Inventory: inv, Runners: &bind.PoolRunners{Inventory: inv, Pool: pool}},
 				Tape:    rec,
 			}
 			params := map[string]string{"deployment": "d", "conf": conf}
 			p, err := e.Prepare(t.Context(), rb, params)
 			require.NoError(t, err)
-			live := e.Run(t.Context(), p, runbooks.RunOptions{})
+			live := e.Run(t.Context(), p, engine.RunOptions{})
 			for _, s := range live.Steps {
 				require.Equal(t, step.OK, s.Status, "%s: %s", s.Step, s.Error)
 			}

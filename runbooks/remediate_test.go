@@ -15,6 +15,10 @@ import (
 
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/record"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -24,8 +28,8 @@ type remedyEnv struct {
 	script string
 	now    time.Time
 	st     store.Store
-	rem    *runbooks.Remediator
-	p      *runbooks.Prepared
+	rem    *remediation.Remediator
+	p      *engine.Prepared
 }
 
 func (e *remedyEnv) clock() time.Time { return e.now }
@@ -56,8 +60,8 @@ deployments:
 	catalog, problems, err := runbooks.LoadCatalog("testdata/valid")
 	require.NoError(t, err)
 	require.Empty(t, problems)
-	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
-	e.rem = &runbooks.Remediator{Engine: eng, Store: e.st, Catalog: catalog, Groups: runbooks.Groups{"sre": {"alice", "bob"}}, Now: e.clock}
+	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
+	e.rem = &remediation.Remediator{Engine: eng, Store: e.st, Catalog: catalog, Groups: remediation.Groups{"sre": {"alice", "bob"}}, Now: e.clock}
 	rb, err := catalog.Get("remedy")
 	require.NoError(t, err)
 	e.p, err = eng.Prepare(t.Context(), rb, map[string]string{"deployment": "shop"})
@@ -73,9 +77,9 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 }
 
 // propose runs the runbook (recorded, as alice) and proposes its fix.
-func (e *remedyEnv) propose(t *testing.T) *runbooks.Proposal {
+func (e *remedyEnv) propose(t *testing.T) *remediation.Proposal {
 	t.Helper()
-	rep, err := e.rem.Engine.RunAndRecord(t.Context(), e.st, e.p, runbooks.RunOptions{}, "alice")
+	rep, err := record.RunAndRecord(t.Context(), e.rem.Engine, e.st, e.p, engine.RunOptions{}, "alice")
 	require.NoError(t, err)
 	require.Len(t, rep.Diagnoses, 1)
 	prop, err := e.rem.Propose(t.Context(), e.p, rep, "alice")
@@ -84,7 +88,7 @@ func (e *remedyEnv) propose(t *testing.T) *runbooks.Proposal {
 	return prop
 }
 
-func (e *remedyEnv) approve(t *testing.T, prop *runbooks.Proposal, user string) {
+func (e *remedyEnv) approve(t *testing.T, prop *remediation.Proposal, user string) {
 	t.Helper()
 	res, err := e.rem.Vote(t.Context(), prop.Plan.ID, user, true, prop.Plan.Hash)
 	require.NoError(t, err)
@@ -123,7 +127,7 @@ func TestFailedVerificationRollsBackByteForByte(t *testing.T) {
 	require.Equal(t, "If verification fails: undo action(s) 1, then run action(s) 2 again so the restored state takes effect.", prop.Body.RollbackPlan())
 	e.approve(t, prop, "bob")
 	var stages []string
-	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", func(ev runbooks.ApplyEvent) { stages = append(stages, string(ev.Stage)+": "+ev.Detail) })
+	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", func(ev remediation.ApplyEvent) { stages = append(stages, string(ev.Stage)+": "+ev.Detail) })
 	require.NoError(t, err)
 	require.False(t, res.Recovered)
 	require.Equal(t, store.PlanRolledBack, res.State)
@@ -183,7 +187,7 @@ func TestApprovalRefusals(t *testing.T) {
 	prop := e.propose(t)
 
 	_, err := e.rem.Vote(t.Context(), prop.Plan.ID, "mallory", true, prop.Plan.Hash)
-	require.ErrorIs(t, err, runbooks.ErrNotApprover)
+	require.ErrorIs(t, err, remediation.ErrNotApprover)
 
 	_, err = e.rem.Vote(t.Context(), prop.Plan.ID, "alice", true, prop.Plan.Hash)
 	var refusal *store.ApprovalError
@@ -203,7 +207,7 @@ func TestApprovalRefusals(t *testing.T) {
 	script, _ := os.ReadFile(e.script)
 	require.NotContains(t, string(script), "--safe-mode")
 	_, err = e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil)
-	require.ErrorIs(t, err, runbooks.ErrNotApproved)
+	require.ErrorIs(t, err, remediation.ErrNotApproved)
 }
 
 func TestPlanChangedAfterApprovalNeedsNewApproval(t *testing.T) {
@@ -218,7 +222,7 @@ func TestPlanChangedAfterApprovalNeedsNewApproval(t *testing.T) {
 	edited, _ := os.ReadFile(e.script)
 
 	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil)
-	require.ErrorIs(t, err, runbooks.ErrPlanChanged)
+	require.ErrorIs(t, err, remediation.ErrPlanChanged)
 	require.Equal(t, store.PlanFailed, res.State)
 	now, _ := os.ReadFile(e.script)
 	require.Equal(t, edited, now, "nothing was applied")
@@ -267,7 +271,7 @@ func TestDoubleApplyAppliesOnce(t *testing.T) {
 		if err != nil {
 			// The loser either lost the compare-and-set or found the plan
 			// already applying; both refuse to apply a second time.
-			require.True(t, errors.As(err, &conflict) || errors.Is(err, runbooks.ErrNotApproved), "the loser is refused: %v", err)
+			require.True(t, errors.As(err, &conflict) || errors.Is(err, remediation.ErrNotApproved), "the loser is refused: %v", err)
 		}
 	}
 	actions, err := e.st.Actions(t.Context(), prop.Plan.ID)
@@ -287,7 +291,7 @@ func TestCircuitBreakerAfterFailedFix(t *testing.T) {
 	prop2 := e.propose(t)
 	e.approve(t, prop2, "bob")
 	res, err = e.rem.Apply(t.Context(), prop2.Plan.ID, "bob", nil)
-	require.ErrorIs(t, err, runbooks.ErrCircuitOpen)
+	require.ErrorIs(t, err, remediation.ErrCircuitOpen)
 	require.Contains(t, err.Error(), "rearm "+prop.Plan.Deployment+" "+prop.Plan.Diagnosis, "the refusal says how to re-arm")
 	require.Equal(t, store.PlanFailed, res.State)
 }
@@ -299,20 +303,20 @@ func TestCircuitBreakerRearm(t *testing.T) {
 	e := newRemedy(t, "app-hopeless.sh")
 	prop := e.propose(t)
 	_, err := e.rem.Rearm(t.Context(), prop.Plan.Deployment, prop.Plan.Diagnosis, "bob")
-	require.ErrorIs(t, err, runbooks.ErrBreakerClosed, "nothing to re-arm before a fix failed")
+	require.ErrorIs(t, err, remediation.ErrBreakerClosed, "nothing to re-arm before a fix failed")
 	e.approve(t, prop, "bob")
 	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil)
 	require.NoError(t, err)
 	require.Equal(t, store.PlanRolledBack, res.State)
 
 	_, err = e.rem.Rearm(t.Context(), prop.Plan.Deployment, prop.Plan.Diagnosis, "mallory")
-	var ae *runbooks.ApprovalError
+	var ae *remediation.ApprovalError
 	require.ErrorAs(t, err, &ae)
-	require.ErrorIs(t, err, runbooks.ErrMayNotRearm)
+	require.ErrorIs(t, err, remediation.ErrMayNotRearm)
 	opened, err := e.rem.Rearm(t.Context(), prop.Plan.Deployment, prop.Plan.Diagnosis, "bob")
 	require.NoError(t, err)
 	require.Equal(t, prop.Plan.ID, opened.ID)
-	audit, err := e.st.Audit(t.Context(), store.AuditFilter{PlanID: prop.Plan.ID, Kind: runbooks.AuditBreakerRearmed})
+	audit, err := e.st.Audit(t.Context(), store.AuditFilter{PlanID: prop.Plan.ID, Kind: remediation.AuditBreakerRearmed})
 	require.NoError(t, err)
 	require.Len(t, audit, 1)
 	require.Equal(t, "bob", audit[0].Actor)
@@ -329,7 +333,7 @@ func TestCircuitBreakerRearm(t *testing.T) {
 	prop3 := e.propose(t)
 	e.approve(t, prop3, "bob")
 	_, err = e.rem.Apply(t.Context(), prop3.Plan.ID, "bob", nil)
-	require.ErrorIs(t, err, runbooks.ErrCircuitOpen, "a second failure opens it again")
+	require.ErrorIs(t, err, remediation.ErrCircuitOpen, "a second failure opens it again")
 }
 
 func TestRateLimit(t *testing.T) {
@@ -347,7 +351,7 @@ func TestRateLimit(t *testing.T) {
 			require.Equal(t, store.PlanDone, res.State)
 			continue
 		}
-		require.ErrorIs(t, err, runbooks.ErrRateLimited)
+		require.ErrorIs(t, err, remediation.ErrRateLimited)
 	}
 }
 
@@ -357,7 +361,7 @@ func TestApprovedButExpiredIsNotApplied(t *testing.T) {
 	e.approve(t, prop, "bob")
 	e.now = e.now.Add(20 * time.Minute)
 	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil)
-	require.ErrorIs(t, err, runbooks.ErrApprovalExpired)
+	require.ErrorIs(t, err, remediation.ErrApprovalExpired)
 	require.Equal(t, store.PlanExpired, res.State)
 	script, _ := os.ReadFile(e.script)
 	require.NotContains(t, string(script), "--safe-mode")
@@ -375,7 +379,7 @@ func TestUnconfirmedDiagnosisIsNotApplied(t *testing.T) {
 	require.NoError(t, os.Remove(health))
 	require.NoError(t, syscall.Mkfifo(health, 0o644))
 	res, err := e.rem.Apply(t.Context(), prop.Plan.ID, "bob", nil)
-	require.ErrorIs(t, err, runbooks.ErrPreconditionFailed)
+	require.ErrorIs(t, err, remediation.ErrPreconditionFailed)
 	require.Equal(t, store.PlanFailed, res.State)
 	script, _ := os.ReadFile(e.script)
 	require.NotContains(t, string(script), "--safe-mode")

@@ -13,6 +13,8 @@ import (
 
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/replay"
 )
 
@@ -30,13 +32,13 @@ func recordWedge(t *testing.T, fault string) (*runbooks.Report, string) {
 	pool := sshrun.NewPool()
 	t.Cleanup(func() { _ = pool.Close() })
 	rec := replay.NewRecording()
-	e := &runbooks.Engine{
-		Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}},
+	e := &engine.Engine{
+		Targets: &bind.InventoryTargets{Inventory: inv, Runners: &bind.PoolRunners{Inventory: inv, Pool: pool}},
 		Tape:    rec,
 	}
 	p, err := e.Prepare(t.Context(), rb, map[string]string{"deployment": "sim"})
 	require.NoError(t, err)
-	rep := e.Run(t.Context(), p, runbooks.RunOptions{})
+	rep := e.Run(t.Context(), p, engine.RunOptions{})
 	out := filepath.Join(t.TempDir(), "rec")
 	require.NoError(t, rec.Save(out, rep, replay.SaveOptions{}))
 	if d := os.Getenv("RUNBOT_KEEP_RECORDING"); d != "" {

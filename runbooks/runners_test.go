@@ -10,7 +10,7 @@ import (
 
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote/sshrun"
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
 )
 
 // TestPoolRunnersSSHConfig: every SSH field of an inventory host reaches
@@ -47,7 +47,7 @@ deployments:
 	require.NoError(t, err)
 	h, err := inv.Host("gpu-1")
 	require.NoError(t, err)
-	cfg, err := (&runbooks.PoolRunners{Inventory: inv}).SSHConfig(h)
+	cfg, err := (&bind.PoolRunners{Inventory: inv}).SSHConfig(h)
 	require.NoError(t, err)
 	require.Equal(t, sshrun.Config{
 		Name: "gpu-1", Address: "10.0.0.5", Port: 2201, User: "root",

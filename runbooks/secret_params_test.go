@@ -12,6 +12,10 @@ import (
 	"github.com/runbot/runbot/incident"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/record"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -35,9 +39,9 @@ func TestSecretParamsAreUsedButNeverShown(t *testing.T) {
 	st, err := store.Open(t.Context(), filepath.Join(dir, "runbot.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
-	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
-	rem := &runbooks.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: runbooks.Groups{"sre": {"alice", "bob"}}}
-	rec := &runbooks.Recorder{Engine: eng, Runs: st, Remediator: rem}
+	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
+	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: remediation.Groups{"sre": {"alice", "bob"}}}
+	rec := &record.Recorder{Engine: eng, Runs: st, Remediator: rem}
 
 	noSecret := func(what string, v any) string {
 		t.Helper()
@@ -61,10 +65,10 @@ func TestSecretParamsAreUsedButNeverShown(t *testing.T) {
 	require.NotContains(t, err.Error(), "hunter2")
 
 	var mu sync.Mutex
-	var events []runbooks.Event
-	out := rec.Record(t.Context(), runbooks.Record{
+	var events []engine.Event
+	out := rec.Record(t.Context(), record.Record{
 		Book: rb, Runbook: rb.Name, Params: map[string]string{"dir": dir, "token": token, "endpoint": "https://vault.example/v1?t=" + token}, Trigger: store.TriggerCLI, RequestedBy: "carol",
-		Progress: func(ev runbooks.Event) {
+		Progress: func(ev engine.Event) {
 			mu.Lock()
 			defer mu.Unlock()
 			events = append(events, ev)
@@ -103,8 +107,8 @@ func TestSecretParamsAreUsedButNeverShown(t *testing.T) {
 
 	_, err = rem.Vote(t.Context(), out.Proposal.Plan.ID, "bob", true, out.Proposal.Plan.Hash)
 	require.NoError(t, err)
-	var said []runbooks.ApplyEvent
-	res, err := rem.Apply(t.Context(), out.Proposal.Plan.ID, "bob", func(ev runbooks.ApplyEvent) { said = append(said, ev) })
+	var said []remediation.ApplyEvent
+	res, err := rem.Apply(t.Context(), out.Proposal.Plan.ID, "bob", func(ev remediation.ApplyEvent) { said = append(said, ev) })
 	require.NoError(t, err)
 	require.True(t, res.Recovered, res.Message)
 	rotated, err := os.ReadFile(filepath.Join(dir, "rotated"))

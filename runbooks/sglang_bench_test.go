@@ -11,6 +11,8 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
 )
 
 // BenchmarkWedgeRunbookWallVsLongestStep runs the shipped wedge runbook,
@@ -31,12 +33,12 @@ func BenchmarkWedgeRunbookWallVsLongestStep(b *testing.B) {
 	require.NoError(b, err)
 	pool := sshrun.NewPool()
 	defer func() { _ = pool.Close() }() // benchmark cleanup
-	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
+	e := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: &bind.PoolRunners{Inventory: inv, Pool: pool}}}
 	p, err := e.Prepare(b.Context(), rb, map[string]string{"deployment": "sim"})
 	require.NoError(b, err)
 	var ratio, wall float64
 	for b.Loop() {
-		rep := e.Run(b.Context(), p, runbooks.RunOptions{})
+		rep := e.Run(b.Context(), p, engine.RunOptions{})
 		var longest, sum time.Duration
 		for _, s := range rep.Steps {
 			longest = max(longest, s.Duration)
@@ -86,11 +88,11 @@ func BenchmarkTimeToVerdict(b *testing.B) {
 			require.NoError(b, err)
 			pool := sshrun.NewPool()
 			defer func() { _ = pool.Close() }() // benchmark cleanup
-			e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
+			e := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: &bind.PoolRunners{Inventory: inv, Pool: pool}}}
 			run := func(rb *runbooks.Runbook) *runbooks.Report {
 				p, err := e.Prepare(b.Context(), rb, map[string]string{"deployment": "sim"})
 				require.NoError(b, err)
-				return e.Run(b.Context(), p, runbooks.RunOptions{})
+				return e.Run(b.Context(), p, engine.RunOptions{})
 			}
 			var verdict, wall, old float64
 			for b.Loop() {

@@ -15,6 +15,8 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
 )
 
 // simDeployment starts a simulated PD deployment at the simulator's own
@@ -48,11 +50,11 @@ func runWedge(t *testing.T, inv *inventory.Inventory) *runbooks.Report {
 	require.NoError(t, err)
 	pool := sshrun.NewPool()
 	t.Cleanup(func() { _ = pool.Close() })
-	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
+	e := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: &bind.PoolRunners{Inventory: inv, Pool: pool}}}
 	// The runbook's production defaults: the 35 s probe included.
 	p, err := e.Prepare(t.Context(), rb, map[string]string{"deployment": "sim"})
 	require.NoError(t, err)
-	return e.Run(t.Context(), p, runbooks.RunOptions{})
+	return e.Run(t.Context(), p, engine.RunOptions{})
 }
 
 func diagnosisIDs(rep *runbooks.Report) []string {

@@ -12,6 +12,8 @@ import (
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
 )
 
 // auditRunbook runs five commands on one host, all in the same wave; %s is
@@ -57,11 +59,11 @@ func TestSharedSessionOpensOneSession(t *testing.T) {
 			require.Equal(t, tc.option != "", rb.SSH.SharedSession)
 			pool := sshrun.NewPool()
 			t.Cleanup(func() { _ = pool.Close() })
-			e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
+			e := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: &bind.PoolRunners{Inventory: inv, Pool: pool}}}
 			p, err := e.Prepare(t.Context(), rb, map[string]string{"deployment": "d"})
 			require.NoError(t, err)
 
-			rep := e.Run(t.Context(), p, runbooks.RunOptions{})
+			rep := e.Run(t.Context(), p, engine.RunOptions{})
 
 			r := result{outs: map[string]checks.CommandOutput{}}
 			for _, s := range rep.Steps {

@@ -14,6 +14,8 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
 )
 
 // fanoutRunbook runs one command on three roles of a deployment.
@@ -67,10 +69,10 @@ func runFanout(t *testing.T, inv *inventory.Inventory, params map[string]string)
 	require.Empty(t, problems)
 	pool := sshrun.NewPool()
 	t.Cleanup(func() { _ = pool.Close() })
-	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
+	e := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: &bind.PoolRunners{Inventory: inv, Pool: pool}}}
 	p, err := e.Prepare(t.Context(), rb, params)
 	require.NoError(t, err)
-	return e.Run(t.Context(), p, runbooks.RunOptions{})
+	return e.Run(t.Context(), p, engine.RunOptions{})
 }
 
 func TestRunOverSSHQuotesHostileParams(t *testing.T) {
@@ -156,10 +158,10 @@ findings:
 	require.Empty(t, problems)
 	pool := sshrun.NewPool()
 	t.Cleanup(func() { _ = pool.Close() })
-	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
+	e := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: &bind.PoolRunners{Inventory: inv, Pool: pool}}}
 	p, err := e.Prepare(t.Context(), rb, map[string]string{"deployment": "d"})
 	require.NoError(t, err)
-	rep := e.Run(t.Context(), p, runbooks.RunOptions{})
+	rep := e.Run(t.Context(), p, engine.RunOptions{})
 	require.Equal(t, step.Error, rep.Steps[0].Status)
 	require.Contains(t, rep.Steps[0].Error, "host key")
 	require.Empty(t, rep.Findings, "an SSH failure is not a service that refuses connections")

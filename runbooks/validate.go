@@ -143,7 +143,7 @@ func (l *loader) whenNamesExist(w whenRef, names *exprNames, ids runbookIDs) boo
 	rb := l.rb
 	ok := true
 	for _, r := range names.steps {
-		s := rb.step(r.Step)
+		s := rb.StepByID(r.Step)
 		if s == nil {
 			l.exprErr(w.node, names.at["steps."+r.Step], "when: no step %q%s", r.Step, yamlnode.DidYouMean(r.Step, ids.steps))
 			ok = false
@@ -320,7 +320,7 @@ func isStepField(name string) bool {
 func (l *loader) normalizeRefs(refs []stepRef) []stepRef {
 	var out []stepRef
 	for _, r := range refs {
-		if s := l.rb.step(r.Step); s == nil || len(s.Targets) < 2 || !slices.Contains(s.Targets, r.Role) {
+		if s := l.rb.StepByID(r.Step); s == nil || len(s.Targets) < 2 || !slices.Contains(s.Targets, r.Role) {
 			r.Role = ""
 		}
 		if !slices.Contains(out, r) {
@@ -395,8 +395,8 @@ func joinArrow(ids []string) string {
 	return out
 }
 
-// step returns the step with the given id.
-func (rb *Runbook) step(id string) *Step {
+// StepByID returns the step with the given id.
+func (rb *Runbook) StepByID(id string) *Step {
 	for _, s := range rb.Steps {
 		if s.ID == id {
 			return s

@@ -20,7 +20,7 @@ func checkValuesKey(rb *Runbook, idents []string) error {
 	if len(idents) < 4 || idents[0] != "steps" {
 		return nil
 	}
-	s := rb.step(idents[1])
+	s := rb.StepByID(idents[1])
 	if s == nil {
 		return nil
 	}

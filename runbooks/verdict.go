@@ -11,7 +11,7 @@ import (
 // evaluations.
 const maxUnknown = 10
 
-// settle reports what the steps finished so far already decide, so that a
+// Settle reports what the steps finished so far already decide, so that a
 // run can say its verdict before its slowest probe returns. A finding is
 // known once every step it reads has finished. A diagnosis is decided when
 // the steps it reads (in its condition, its summary and its remediation
@@ -20,7 +20,7 @@ const maxUnknown = 10
 // every diagnosis is decided; the diagnoses it returns are then exactly
 // those the complete evaluation will hold, because nothing they depend on
 // can change any more.
-func (rb *Runbook) settle(rep *Report, done map[string]bool, params map[string]any, now time.Time) ([]DiagnosisResult, bool) {
+func (rb *Runbook) Settle(rep *Report, done map[string]bool, params map[string]any, now time.Time) ([]DiagnosisResult, bool) {
 	held := map[string]bool{}
 	known := map[string]bool{}
 	failed := map[string]bool{}

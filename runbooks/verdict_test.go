@@ -10,16 +10,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/engine"
 )
 
 // recorder keeps the progress events of a run in order.
 type recorder struct {
 	mu        sync.Mutex
-	events    []runbooks.Event
+	events    []engine.Event
 	onVerdict func()
 }
 
-func (r *recorder) progress(ev runbooks.Event) {
+func (r *recorder) progress(ev engine.Event) {
 	r.mu.Lock()
 	r.events = append(r.events, ev)
 	r.mu.Unlock()
@@ -66,7 +67,7 @@ func TestVerdictSettlesBeforeTheSlowStep(t *testing.T) {
 		t.Run(c.fastSays, func(t *testing.T) {
 			dir := t.TempDir()
 			rec := &recorder{onVerdict: func() { require.NoError(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)) }}
-			e := engine(t)
+			e := localEngine(t)
 			p, err := e.Prepare(t.Context(), load(t, "verdict.yaml"), map[string]string{"host": "here", "dir": dir, "fast_says": c.fastSays})
 			require.NoError(t, err)
 			if c.diagnosis == "" {
@@ -75,7 +76,7 @@ func TestVerdictSettlesBeforeTheSlowStep(t *testing.T) {
 				// the slow step go at once.
 				require.NoError(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o644))
 			}
-			rep := e.Run(t.Context(), p, runbooks.RunOptions{Progress: rec.progress})
+			rep := e.Run(t.Context(), p, engine.RunOptions{Progress: rec.progress})
 
 			var final []string
 			for _, d := range rep.Diagnoses {
@@ -104,10 +105,10 @@ func TestVerdictSettlesBeforeTheSlowStep(t *testing.T) {
 // unfinished step, is not settled early.
 func TestVerdictWaitsForWhatItReads(t *testing.T) {
 	rec := &recorder{}
-	e := engine(t)
+	e := localEngine(t)
 	p, err := e.Prepare(t.Context(), load(t, "verdict-waits.yaml"), map[string]string{"host": "here"})
 	require.NoError(t, err)
-	rep := e.Run(t.Context(), p, runbooks.RunOptions{Progress: rec.progress})
+	rep := e.Run(t.Context(), p, engine.RunOptions{Progress: rec.progress})
 	kinds := rec.kinds()
 	require.Greater(t, slices.Index(kinds, "verdict"), slices.Index(kinds, "finished slow"), "%v", kinds)
 	require.Equal(t, "The slow step said late", rec.verdict()[1].Summary)

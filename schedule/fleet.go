@@ -12,6 +12,7 @@ import (
 
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/record"
 	"github.com/runbot/runbot/store"
 )
 
@@ -196,7 +197,7 @@ func (s *Scheduler) auditDeployment(ctx context.Context, e *scheduled, dep strin
 			r.Why = "the run could not start"
 		}
 	}
-	rctx, cancel := runbooks.RecordingContext(ctx, "reading the previous run of schedule "+e.Name+" on "+dep)
+	rctx, cancel := record.WriteContext(ctx, "reading the previous run of schedule "+e.Name+" on "+dep)
 	defer cancel()
 	r.PrevRunID, r.Prev, r.HasPrev, r.PrevErr = s.previousOf(rctx, e, dep, out.Run)
 	if r.PrevErr != nil {
@@ -225,7 +226,7 @@ func (s *Scheduler) previousOf(ctx context.Context, e *scheduled, dep string, ru
 		}
 		var rep *runbooks.Report
 		if len(r.Report) > 0 {
-			if rep, err = runbooks.ReportOf(r); err != nil {
+			if rep, err = record.ReportOf(r); err != nil {
 				return "", "", false, err
 			}
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/dispatch"
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/record"
 	"github.com/runbot/runbot/store"
 )
 
@@ -116,7 +116,7 @@ func (s *Scheduler) postFleet(ctx context.Context, e *scheduled, results []deplo
 		res.Err = errors.New("no channel to post the fleet audit to (configure the schedule's or the bot's channel)")
 		return res
 	}
-	pctx, cancel := runbooks.RecordingContext(ctx, "posting fleet audit "+e.Name)
+	pctx, cancel := record.WriteContext(ctx, "posting fleet audit "+e.Name)
 	ref, err := s.chat.Post(pctx, channel, "", m)
 	cancel()
 	if err != nil {
@@ -132,7 +132,7 @@ func (s *Scheduler) postFleet(ctx context.Context, e *scheduled, results []deplo
 		if r.RunID == "" {
 			continue
 		}
-		sctx, cancel := runbooks.RecordingContext(ctx, "recording the message of run "+r.RunID)
+		sctx, cancel := record.WriteContext(ctx, "recording the message of run "+r.RunID)
 		if err := s.store.SetRunMessage(sctx, r.RunID, store.MessageRef(ref)); err != nil {
 			s.log.Warn("record run message", "run", r.RunID, "err", err)
 		}

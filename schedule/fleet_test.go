@@ -15,7 +15,7 @@ import (
 	"github.com/runbot/runbot/chat/chattest"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
 	"github.com/runbot/runbot/store"
 )
 
@@ -291,7 +291,7 @@ func TestNewSchedulerRefusesFleetMistakes(t *testing.T) {
 	inv, err := inventory.Load("testdata/inventory.yaml")
 	require.NoError(t, err)
 	d := testDispatcher(t, testCatalog(t, "testdata/runbooks"), dispatch.Config{})
-	fleet := &runbooks.Fleet{Inventory: inv}
+	fleet := &bind.Fleet{Inventory: inv}
 	ok := func() Schedule {
 		return Schedule{Runbook: "fleet-check", Cron: "0 3 * * *", Deployments: "fleet-*", Params: map[string]string{"dir": "/var/lib/x"}}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/record"
 	"github.com/runbot/runbot/store"
 )
 
@@ -43,7 +44,7 @@ func (s *Scheduler) runAudit(ctx context.Context, e *scheduled) auditResult {
 		Runbook: e.Runbook, Params: e.Params, Source: store.TriggerSchedule, RequestedBy: e.Name, Channel: e.Channel,
 		Post: func(ctx context.Context, run store.Run, rep *runbooks.Report) (bool, string) {
 			res.Signature = signature(run.Outcome, rep)
-			rctx, cancel := runbooks.RecordingContext(ctx, "reading the previous run of schedule "+e.Name)
+			rctx, cancel := record.WriteContext(ctx, "reading the previous run of schedule "+e.Name)
 			prev, hasPrev, err := s.previous(rctx, e, run)
 			cancel()
 			post, reason := decidePost(e.Post, run.Outcome, res.Signature, prev, hasPrev)
@@ -91,7 +92,7 @@ func (s *Scheduler) previous(ctx context.Context, e *scheduled, run store.Run) (
 		}
 		var rep *runbooks.Report
 		if len(r.Report) > 0 {
-			if rep, err = runbooks.ReportOf(r); err != nil {
+			if rep, err = record.ReportOf(r); err != nil {
 				return "", false, err
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
 	"github.com/runbot/runbot/store"
 )
 
@@ -97,7 +98,7 @@ type Options struct {
 	dispatch.TriggerDeps
 	// Fleet is the inventory fleet audits (Schedule.Deployments) pick
 	// their deployments from; a fleet schedule is refused without one.
-	Fleet *runbooks.Fleet
+	Fleet *bind.Fleet
 	// Ticks, when set, are the per-tick claims shared by every replica:
 	// each tick runs once across them, and a tick whose claimer died is
 	// caught up (cluster.go). Without it, each process runs every tick.
@@ -153,7 +154,7 @@ type Scheduler struct {
 	disp    *dispatch.Dispatcher
 	store   store.Store
 	chat    chat.Chat
-	fleet   *runbooks.Fleet
+	fleet   *bind.Fleet
 	entries []*scheduled
 	loc     *time.Location
 	summary cron.Schedule

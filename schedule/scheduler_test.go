@@ -23,6 +23,9 @@ import (
 	"github.com/runbot/runbot/internal/syncbuf"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -58,14 +61,14 @@ func newScheduleHarness(t *testing.T, cfg func(dir string) Config) *scheduleHarn
 	catalog := testCatalog(t, "testdata/runbooks")
 	inv, err := inventory.Load("testdata/inventory.yaml")
 	require.NoError(t, err)
-	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
-	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}
+	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
+	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog}
 	logger := slog.New(slog.NewTextHandler(&syncbuf.Buffer{}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h.disp, err = dispatch.New(dispatch.Config{Channel: opsChan, UpdateInterval: 10 * time.Millisecond}, dispatch.Deps{
-		Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Chat: h.chat, Logger: logger,
+		Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Chat: h.chat, Logger: logger,
 	})
 	require.NoError(t, err)
-	h.sched, err = New(cfg(h.dir), h.disp, Options{TriggerDeps: dispatch.TriggerDeps{Store: st, Chat: h.chat, Logger: logger}, Fleet: &runbooks.Fleet{Inventory: inv}})
+	h.sched, err = New(cfg(h.dir), h.disp, Options{TriggerDeps: dispatch.TriggerDeps{Store: st, Chat: h.chat, Logger: logger}, Fleet: &bind.Fleet{Inventory: inv}})
 	require.NoError(t, err)
 	require.NoError(t, h.reg.Register(h.sched))
 	t.Cleanup(func() {
@@ -243,7 +246,7 @@ func testDispatcher(t *testing.T, catalog *runbooks.Catalog, cfg dispatch.Config
 	t.Helper()
 	var noStore store.Store = (*store.SQLite)(nil)
 	d, err := dispatch.New(cfg, dispatch.Deps{
-		Catalog: catalog, Engine: &runbooks.Engine{}, Remediator: &runbooks.Remediator{}, Store: noStore,
+		Catalog: catalog, Engine: &engine.Engine{}, Remediator: &remediation.Remediator{}, Store: noStore,
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)

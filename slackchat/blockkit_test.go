@@ -19,6 +19,8 @@ import (
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -96,7 +98,7 @@ var fixedPlanTime = time.Date(2026, 6, 18, 20, 44, 49, 0, time.UTC)
 // dispatcher holds it.
 type wedgeRun struct {
 	view *dispatch.View
-	prop *runbooks.Proposal
+	prop *remediation.Proposal
 	plan store.Plan
 }
 
@@ -105,10 +107,10 @@ func wedgeState(t testing.TB) *wedgeRun {
 	rep := wedgeReport(t)
 	run := store.Run{ID: rep.RunID, Runbook: rep.Runbook, Trigger: store.TriggerChat, RequestedBy: "U0REQ", Params: rep.Params, Status: store.RunFinished}
 	view := dispatch.NewView(run, nil).Title(rep.Title).Steps("health", "chat", "counters", "last_batch", "backend", "overlap").Report(rep)
-	body := runbooks.PlanBody{
+	body := remediation.PlanBody{
 		Runbook: "sglang-pd-wedge", Remediation: "disable_overlap_and_restart", Diagnosis: "pd_transfer_wedge", Deployment: "dsv4",
 		Params: rep.Params, Verify: []string{"health", "chat", "last_batch"}, Rollback: "on_failed_verify",
-		Actions: []runbooks.PlannedAction{
+		Actions: []remediation.PlannedAction{
 			{Index: 0, Action: "config_edit", Target: "decode@gpu-1", Plan: actions.Plan{
 				Summary: "edit /root/serve_dsv4_decode.sh on decode@gpu-1: add --disable-overlap-schedule", Reversible: true,
 				Diff: "--- /root/serve_dsv4_decode.sh\n+++ /root/serve_dsv4_decode.sh\n@@ -12,3 +12,4 @@\n   --disaggregation-mode decode \\\n   --disaggregation-transfer-backend nixl \\\n+  --disable-overlap-schedule \\\n   --port 30002\n"}},
@@ -118,7 +120,7 @@ func wedgeState(t testing.TB) *wedgeRun {
 	plan := store.Plan{ID: "p-20260618-204449-77aa01", RunID: rep.RunID, Remediation: body.Remediation, Deployment: "dsv4",
 		Hash: "9d8699a7a3a9b7bc69e3c8bd20ccb61fb1acde15ca21ef0159fb6db7721c94b4", RequestedBy: "U0REQ", State: store.PlanProposed, CreatedAt: fixedPlanTime,
 		Policy: store.Policy{Approvers: []string{"@sre-oncall"}, TwoPerson: true, ExpiresAt: fixedPlanTime.Add(15 * time.Minute)}}
-	prop := &runbooks.Proposal{Plan: plan, Body: body}
+	prop := &remediation.Proposal{Plan: plan, Body: body}
 	view.Proposal(prop, plan, nil)
 	return &wedgeRun{view: view, prop: prop, plan: plan}
 }
@@ -140,13 +142,13 @@ func TestGoldenRemediationApplied(t *testing.T) {
 	rs.plan.State = store.PlanDone
 	approvals := []store.Approval{{PlanID: rs.plan.ID, User: "U0AAA", Decision: store.Approve, PlanHash: rs.plan.Hash, At: fixedPlanTime.Add(time.Minute)}}
 	rs.view.Proposal(rs.prop, rs.plan, approvals)
-	apply := []runbooks.ApplyEvent{
+	apply := []remediation.ApplyEvent{
 		{Stage: "precheck", Detail: "re-running sglang-pd-wedge to confirm pd_transfer_wedge still holds"},
 		{Stage: "action", Detail: "edit /root/serve_dsv4_decode.sh on decode@gpu-1: add --disable-overlap-schedule"},
 		{Stage: "action", Detail: "restart sglang-dsv4-decode.service on gpu-1"},
 		{Stage: "verify", Detail: "re-running health, chat, last_batch"},
 	}
-	result := &runbooks.ApplyResult{PlanID: rs.plan.ID, State: store.PlanDone, Recovered: true, Message: "verified: the symptom is gone",
+	result := &remediation.ApplyResult{PlanID: rs.plan.ID, State: store.PlanDone, Recovered: true, Message: "verified: the symptom is gone",
 		Verify: &runbooks.Report{Findings: []runbooks.FindingResult{{ID: "aborts_are_echoes", Severity: runbooks.Info, Summary: "0 transfer aborts since the restart."}}}}
 	rs.view.Applied(apply, result)
 	golden(t, "wedge-applied", rs.view.Message())
@@ -158,9 +160,9 @@ func TestGoldenRunInProgress(t *testing.T) {
 		Params: map[string]string{"deployment": "dsv4"}}, nil)
 	rs.Title("SGLang PD decode wedge")
 	rs.Steps("health", "chat", "counters", "last_batch")
-	rs.Event(runbooks.Event{Kind: "step_finished", Run: &runbooks.TargetRun{Step: "health", Target: "router", Host: "gpu-1", Status: step.OK, Duration: 12 * time.Millisecond}})
-	rs.Event(runbooks.Event{Kind: "step_started", Run: &runbooks.TargetRun{Step: "chat", Target: "router", Host: "gpu-1"}})
-	rs.Event(runbooks.Event{Kind: "step_finished", Run: &runbooks.TargetRun{Step: "counters", Target: "decode", Host: "gpu-1", Status: step.Error, Error: "ssh: handshake failed: host key mismatch"}})
+	rs.Event(engine.Event{Kind: "step_finished", Run: &runbooks.TargetRun{Step: "health", Target: "router", Host: "gpu-1", Status: step.OK, Duration: 12 * time.Millisecond}})
+	rs.Event(engine.Event{Kind: "step_started", Run: &runbooks.TargetRun{Step: "chat", Target: "router", Host: "gpu-1"}})
+	rs.Event(engine.Event{Kind: "step_finished", Run: &runbooks.TargetRun{Step: "counters", Target: "decode", Host: "gpu-1", Status: step.Error, Error: "ssh: handshake failed: host key mismatch"}})
 	golden(t, "wedge-running", rs.Message())
 }
 

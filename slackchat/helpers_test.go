@@ -25,6 +25,9 @@ import (
 	"github.com/runbot/runbot/internal/syncbuf"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/slackchat/slackrec"
 	"github.com/runbot/runbot/store"
 )
@@ -45,7 +48,7 @@ const (
 
 // testGroups are the runbot groups of the tests: the oncall group may run
 // every runbook and approves the test remediation.
-var testGroups = runbooks.Groups{"oncall": {requester, approverA, approverB}}
+var testGroups = remediation.Groups{"oncall": {requester, approverA, approverB}}
 
 // harness is runbot in Slack wired to real parts, as serve wires it: the
 // SQLite store in a temp file, the dispatch core running the runbook
@@ -110,8 +113,8 @@ func newHarnessWith(t *testing.T, runbookDir string, tweak ...func(*Config)) *ha
 	require.Empty(t, problems)
 	inv, err := inventory.Load("testdata/inventory.yaml")
 	require.NoError(t, err)
-	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
-	rem := &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog, Groups: testGroups}
+	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
+	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: testGroups}
 	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h.slack, err = New(cfg, logger, nil)
 	require.NoError(t, err)
@@ -119,7 +122,7 @@ func newHarnessWith(t *testing.T, runbookDir string, tweak ...func(*Config)) *ha
 	// Updates fast enough for tests; the coalescing itself is tested with
 	// synctest in live_test.go.
 	h.disp, err = dispatch.New(dispatch.Config{Channel: opsChan, UpdateInterval: 20 * time.Millisecond}, dispatch.Deps{
-		Catalog: catalog, Engine: engine, Remediator: rem, Store: st, Chat: h.slack, Logger: logger,
+		Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Chat: h.slack, Logger: logger,
 		Redactor: h.slack.Redactor(),
 		Timeline: func(rep *runbooks.Report) ([]byte, error) {
 			if h.draw == nil {
@@ -131,7 +134,7 @@ func newHarnessWith(t *testing.T, runbookDir string, tweak ...func(*Config)) *ha
 	require.NoError(t, err)
 	cmds, err := commands.New(commands.Config{
 		Groups: testGroups, Access: []commands.AccessRule{{Runbooks: []string{"*"}, Groups: []string{"oncall"}}},
-	}, h.disp, commands.Deps{Store: st, Engine: engine, Replier: h.slack, UserGroups: h.slack, Logger: logger})
+	}, h.disp, commands.Deps{Store: st, Engine: eng, Replier: h.slack, UserGroups: h.slack, Logger: logger})
 	require.NoError(t, err)
 	h.bot, err = NewReceiver(h.slack, cmds)
 	require.NoError(t, err)

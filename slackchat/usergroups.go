@@ -48,7 +48,7 @@ func (g *slackGroups) members(ctx context.Context, group string) ([]string, erro
 
 // ApproverDirectory resolves runbot groups backed by Slack user groups:
 // set it as the remediator's Directory (it has the method that
-// runbooks.Directory asks for, and slackchat knows no runbooks).
+// remediation.Directory asks for, and slackchat knows no runbooks).
 type ApproverDirectory struct {
 	ids    map[string]string // group name -> Slack user group id
 	groups *slackGroups

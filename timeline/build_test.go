@@ -9,6 +9,7 @@ import (
 
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -208,7 +209,7 @@ func TestProgressName(t *testing.T) {
 
 func TestApplyMarkers(t *testing.T) {
 	at0 := time.Date(2026, 6, 18, 20, 50, 0, 0, time.UTC)
-	res := &runbooks.ApplyResult{
+	res := &remediation.ApplyResult{
 		Recovered: true,
 		Actions: []store.ActionRecord{
 			{Action: "systemd_restart", Target: "decode", StartedAt: at0.Add(20 * time.Second)},

@@ -13,6 +13,8 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
 )
 
 // wedgeParams keep the runbook's waits short, as runbooks/sglang_test.go
@@ -30,10 +32,10 @@ func runWedge(t *testing.T, inv *inventory.Inventory) *runbooks.Report {
 	require.NoError(t, err)
 	pool := sshrun.NewPool()
 	t.Cleanup(func() { _ = pool.Close() })
-	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
+	e := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: &bind.PoolRunners{Inventory: inv, Pool: pool}}}
 	p, err := e.Prepare(t.Context(), rb, wedgeParams)
 	require.NoError(t, err)
-	return e.Run(t.Context(), p, runbooks.RunOptions{})
+	return e.Run(t.Context(), p, engine.RunOptions{})
 }
 
 // A live wedge, end to end: traffic through the simulated deployment, the

@@ -3,14 +3,14 @@ package timeline
 import (
 	"slices"
 
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/remediation"
 )
 
 // ApplyMarkers turns what a remediation did into markers: one per action
 // when it started ("systemd_restart decode"), and one for the verification
 // run with its verdict. Pass them in Options.Markers to show the fix on
 // the run's timeline.
-func ApplyMarkers(res *runbooks.ApplyResult) []Marker {
+func ApplyMarkers(res *remediation.ApplyResult) []Marker {
 	if res == nil {
 		return nil
 	}

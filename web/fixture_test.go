@@ -21,6 +21,10 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/record"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -130,13 +134,13 @@ func buildFixture(t *testing.T) (*fixture, error) {
 	}
 	pool := sshrun.NewPool()
 	defer func() { _ = pool.Close() }()
-	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
-	rem := &runbooks.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: runbooks.Groups{"sre-oncall": {f.approver}}}
+	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: &bind.PoolRunners{Inventory: inv, Pool: pool}}}
+	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: remediation.Groups{"sre-oncall": {f.approver}}}
 	p, err := eng.Prepare(ctx, rb, wedgeParams)
 	if err != nil {
 		return nil, err
 	}
-	rep, err := eng.RunAndRecord(ctx, st, p, runbooks.RunOptions{Trigger: string(store.TriggerAlert)}, "alertmanager")
+	rep, err := record.RunAndRecord(ctx, eng, st, p, engine.RunOptions{Trigger: string(store.TriggerAlert)}, "alertmanager")
 	if err != nil {
 		return nil, err
 	}
@@ -175,13 +179,13 @@ func buildFixture(t *testing.T) (*fixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	leng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: local, Runners: runbooks.LocalRunners{}}}
+	leng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: local, Runners: bind.LocalRunners{}}}
 	record := func(deployment string, trigger store.Trigger, by string) (store.Run, error) {
 		lp, err := leng.Prepare(ctx, leakyBook, map[string]string{"deployment": deployment, "host": "here"})
 		if err != nil {
 			return store.Run{}, err
 		}
-		lrep, err := leng.RunAndRecord(ctx, st, lp, runbooks.RunOptions{Trigger: string(trigger)}, by)
+		lrep, err := record.RunAndRecord(ctx, leng, st, lp, engine.RunOptions{Trigger: string(trigger)}, by)
 		if err != nil {
 			return store.Run{}, err
 		}

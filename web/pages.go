@@ -13,6 +13,7 @@ import (
 
 	"github.com/runbot/runbot/incident"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/record"
 	"github.com/runbot/runbot/store"
 	"github.com/runbot/runbot/timeline"
 )
@@ -107,7 +108,7 @@ func (s *Site) loadPage(ctx context.Context, id string, v visitor) (*incident.In
 	if shown, err = s.redact.JSON(shown); err != nil {
 		return nil, cuts{}, fmt.Errorf("load incident %s: %w", inc.Run.ID, err)
 	}
-	if inc.Report, err = runbooks.ReportOf(store.Run{ID: inc.Run.ID, Status: inc.Run.Status, Report: shown}); err != nil {
+	if inc.Report, err = record.ReportOf(store.Run{ID: inc.Run.ID, Status: inc.Run.Status, Report: shown}); err != nil {
 		return nil, cuts{}, fmt.Errorf("load incident %s: %w", inc.Run.ID, err)
 	}
 	return inc, c, nil

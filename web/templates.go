@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -39,7 +39,7 @@ var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
 		return paramText(p)
 	},
 	"sameHash": func(p store.Plan, hash string) bool { return p.Hash == hash },
-	"rollback": func(b *runbooks.PlanBody) string {
+	"rollback": func(b *remediation.PlanBody) string {
 		if b == nil || len(b.Actions) == 0 {
 			return ""
 		}

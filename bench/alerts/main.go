@@ -37,6 +37,9 @@ import (
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/slackchat"
 	"github.com/runbot/runbot/slackchat/slackrec"
 	"github.com/runbot/runbot/store"
@@ -186,7 +189,7 @@ func wire(o options, tmp, slackURL string, st store.Store) (*alerts.Receiver, *d
 	if err != nil {
 		return nil, nil, err
 	}
-	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
+	engine := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sl, err := slackchat.New(slackchat.Config{
 		Transport: slackchat.TransportHTTP, BotToken: botToken, SigningSecret: signing, APIURL: slackURL,
@@ -195,7 +198,7 @@ func wire(o options, tmp, slackURL string, st store.Store) (*alerts.Receiver, *d
 		return nil, nil, err
 	}
 	disp, err := dispatch.New(dispatch.Config{Channel: "C0BENCH", MaxConcurrentRuns: o.runs, UpdateInterval: o.update}, dispatch.Deps{
-		Catalog: catalog, Engine: engine, Remediator: &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}, Store: st,
+		Catalog: catalog, Engine: engine, Remediator: &remediation.Remediator{Engine: engine, Store: st, Catalog: catalog}, Store: st,
 		Chat: sl, Logger: log, Redactor: sl.Redactor(),
 	})
 	if err != nil {

@@ -41,6 +41,9 @@ import (
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/slackchat"
 	"github.com/runbot/runbot/store"
 	"github.com/runbot/runbot/timeline"
@@ -376,7 +379,7 @@ func wire(o options, tmp, slackURL string, st store.Store, catalog *runbooks.Cat
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	engine := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runbooks.LocalRunners{}}}
+	engine := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
 	sl, err := slackchat.New(slackchat.Config{
 		Transport: slackchat.TransportHTTP, BotToken: botToken, SigningSecret: signing, APIURL: slackURL,
 	}, log, nil)
@@ -385,7 +388,7 @@ func wire(o options, tmp, slackURL string, st store.Store, catalog *runbooks.Cat
 	}
 	ob := outbox.New(sl, st, outbox.Config{Platform: "slack"}, log, nil)
 	disp, err := dispatch.New(dispatch.Config{Channel: channel, MaxConcurrentRuns: parallel}, dispatch.Deps{
-		Catalog: catalog, Engine: engine, Remediator: &runbooks.Remediator{Engine: engine, Store: st, Catalog: catalog}, Store: st,
+		Catalog: catalog, Engine: engine, Remediator: &remediation.Remediator{Engine: engine, Store: st, Catalog: catalog}, Store: st,
 		Chat: ob, Logger: log, Timeline: timeline.ForChat, Redactor: sl.Redactor(),
 	})
 	if err != nil {
@@ -580,7 +583,7 @@ func verdictVisible(content, runID string) bool {
 	return strings.Contains(content, runID) && strings.Contains(content, verdictText)
 }
 
-// runIDPattern finds the run IDs a message names (runbooks.NewRunID:
+// runIDPattern finds the run IDs a message names (engine.NewRunID:
 // r-YYYYMMDD-HHMMSS-hex), so that verdictVisible is asked only about the
 // runs a message is about.
 var runIDPattern = regexp.MustCompile(`r-[0-9]{8}-[0-9]{6}-[0-9a-f]+`)

@@ -16,6 +16,9 @@ import (
 
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/record"
 	"github.com/runbot/runbot/store"
 )
 
@@ -59,9 +62,9 @@ type fleetDoc struct {
 
 // selectDeployments lists the inventory's deployments the flags select, by
 // name, each with why the runbook cannot run on it, if it cannot.
-func selectDeployments(rb *runbooks.Runbook, inv *inventory.Inventory, f *fleetFlags) ([]runbooks.FleetMember, error) {
-	deps, err := runbooks.SelectDeployments(rb, inv, f.matching)
-	var bad *runbooks.BadGlobError
+func selectDeployments(rb *runbooks.Runbook, inv *inventory.Inventory, f *fleetFlags) ([]bind.FleetMember, error) {
+	deps, err := bind.SelectDeployments(rb, inv, f.matching)
+	var bad *bind.BadGlobError
 	if errors.As(err, &bad) {
 		return nil, fmt.Errorf("--deployments %q: %w", bad.Glob, bad.Err)
 	}
@@ -119,7 +122,7 @@ func runFleet(cmd *cobra.Command, g *globalFlags, rf *runFlags, f *fleetFlags, n
 	defer closeInto(&err, st)
 	runners, closeRunners := newRunners(inv)
 	defer closeRunners()
-	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runners}}
+	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: runners}}
 
 	start := time.Now()
 	runs := runDeployments(cmd.Context(), eng, st, rb, depParam, given, deps, f.parallel, requestedBy)
@@ -139,7 +142,7 @@ func runFleet(cmd *cobra.Command, g *globalFlags, rf *runFlags, f *fleetFlags, n
 	return nil
 }
 
-func runDeployments(ctx context.Context, eng *runbooks.Engine, st store.Runs, rb *runbooks.Runbook, depParam string, given map[string]string, deps []runbooks.FleetMember, parallel int, requestedBy string) []fleetRun {
+func runDeployments(ctx context.Context, eng *engine.Engine, st store.Runs, rb *runbooks.Runbook, depParam string, given map[string]string, deps []bind.FleetMember, parallel int, requestedBy string) []fleetRun {
 	runs := make([]fleetRun, len(deps))
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
@@ -164,7 +167,7 @@ func runDeployments(ctx context.Context, eng *runbooks.Engine, st store.Runs, rb
 				runs[i].Error = err.Error()
 				return
 			}
-			rep, err := eng.RunAndRecord(ctx, st, p, runbooks.RunOptions{Trigger: "cli"}, requestedBy)
+			rep, err := record.RunAndRecord(ctx, eng, st, p, engine.RunOptions{Trigger: "cli"}, requestedBy)
 			if err != nil {
 				runs[i].Error = err.Error()
 				return

@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/record"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/runbooks/replay"
 	"github.com/runbot/runbot/store"
 	"github.com/runbot/runbot/timeline"
@@ -60,7 +62,7 @@ func newHistoryCmd(g *globalFlags) *cobra.Command {
 			w.println("RUN\tRUNBOOK\tTRIGGER\tBY\tSTARTED\tSTATUS\tOUTCOME\tDIAGNOSIS")
 			for _, r := range runs {
 				diag := "-"
-				if rep, err := runbooks.ReportOf(r); err == nil && len(rep.Diagnoses) > 0 {
+				if rep, err := record.ReportOf(r); err == nil && len(rep.Diagnoses) > 0 {
 					diag = rep.Diagnoses[0].ID
 				}
 				w.printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Runbook, r.Trigger, dash(r.RequestedBy),
@@ -147,11 +149,11 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 			}
 			// A plan keeps its secret params' values, as applying it needs
 			// them; shown (its body, the audit trail), they are hidden.
-			if red, err = stdout.alsoHide(runbooks.PlanSecrets(plans)...); err != nil {
+			if red, err = stdout.alsoHide(remediation.PlanSecrets(plans)...); err != nil {
 				return err
 			}
 			if exportDir != "" {
-				rep, err := runbooks.ReportOf(run)
+				rep, err := record.ReportOf(run)
 				if err != nil {
 					return err
 				}
@@ -165,7 +167,7 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 				note(cmd.ErrOrStderr(), "recording: %s (results only: the store keeps no raw observations)\n", exportDir)
 			}
 			if timelinePath != "" {
-				rep, err := runbooks.ReportOf(run)
+				rep, err := record.ReportOf(run)
 				if err != nil {
 					return err
 				}
@@ -182,7 +184,7 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 			}
 			out := newOutput(cmd.OutOrStdout())
 			out.printf("run %s  %s  %s by %s  status %s\n", run.ID, run.Runbook, run.Trigger, dash(run.RequestedBy), run.Status)
-			if rep, err := runbooks.ReportOf(run); err == nil {
+			if rep, err := record.ReportOf(run); err == nil {
 				out.println()
 				if err := printReport(out, rep, false); err != nil {
 					return err

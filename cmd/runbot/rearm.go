@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -39,7 +39,7 @@ func newRearmCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			defer func() { _ = st.Close() }() // nothing is pending once the audit entry is written
-			rem := &runbooks.Remediator{Store: st, Groups: gr}
+			rem := &remediation.Remediator{Store: st, Groups: gr}
 			plan, err := rem.Rearm(cmd.Context(), args[0], args[1], as)
 			if err != nil {
 				return err

@@ -5,9 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/stretchr/testify/require"
-
-	"github.com/runbot/runbot/runbooks"
 )
 
 // TestRearmCLI: `runbot rearm` needs who looked, and refuses when no
@@ -21,7 +20,7 @@ func TestRearmCLI(t *testing.T) {
 		says string
 	}{
 		{[]string{"rearm", "--store", db, "dsv4", "decode_hung"}, nil, "--as USER is required"},
-		{[]string{"rearm", "--store", db, "dsv4", "decode_hung", "--as", "alice"}, runbooks.ErrBreakerClosed, "re-arm the breaker of decode_hung on dsv4"},
+		{[]string{"rearm", "--store", db, "dsv4", "decode_hung", "--as", "alice"}, remediation.ErrBreakerClosed, "re-arm the breaker of decode_hung on dsv4"},
 	} {
 		root := newRootCmd()
 		var out bytes.Buffer

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -37,7 +39,7 @@ func (o *remediationOutcome) exit(diagnosisCode int) int {
 	return diagnosisCode
 }
 
-func remediate(cmd *cobra.Command, rem *runbooks.Remediator, p *runbooks.Prepared, rep *runbooks.Report, rf *remediateFlags, format string) (_ *remediationOutcome, err error) {
+func remediate(cmd *cobra.Command, rem *remediation.Remediator, p *engine.Prepared, rep *runbooks.Report, rf *remediateFlags, format string) (_ *remediationOutcome, err error) {
 	ctx := cmd.Context()
 	out := newOutput(cmd.OutOrStdout())
 	defer func() {
@@ -93,7 +95,7 @@ func remediate(cmd *cobra.Command, rem *runbooks.Remediator, p *runbooks.Prepare
 	}
 	res, err := rem.Vote(ctx, prop.Plan.ID, approver, approve, prop.Plan.Hash)
 	if err != nil {
-		if hint := groupHint(rem, prop.Plan.Policy.Approvers); hint != "" && errors.Is(err, runbooks.ErrNotApprover) {
+		if hint := groupHint(rem, prop.Plan.Policy.Approvers); hint != "" && errors.Is(err, remediation.ErrNotApprover) {
 			return o, fmt.Errorf("approval: %w; %s", err, hint)
 		}
 		return o, fmt.Errorf("approval: %w", err)
@@ -109,7 +111,7 @@ func remediate(cmd *cobra.Command, rem *runbooks.Remediator, p *runbooks.Prepare
 	if text {
 		out.printf("Approved by %s. Applying plan %s…\n", approver, prop.Plan.ID)
 	}
-	ar, err := rem.Apply(ctx, prop.Plan.ID, approver, func(ev runbooks.ApplyEvent) {
+	ar, err := rem.Apply(ctx, prop.Plan.ID, approver, func(ev remediation.ApplyEvent) {
 		if text {
 			out.printf("  [%s] %s\n", ev.Stage, ev.Detail)
 		}
@@ -137,7 +139,7 @@ func remediate(cmd *cobra.Command, rem *runbooks.Remediator, p *runbooks.Prepare
 	return o, nil
 }
 
-func outcomeOf(b *runbooks.PlanBody) *remediationOutcome {
+func outcomeOf(b *remediation.PlanBody) *remediationOutcome {
 	o := &remediationOutcome{Remediation: b.Remediation, Diff: b.Diff()}
 	for _, a := range b.Actions {
 		o.Actions = append(o.Actions, a.Plan.Summary)
@@ -145,7 +147,7 @@ func outcomeOf(b *runbooks.PlanBody) *remediationOutcome {
 	return o
 }
 
-func printPlan(out *output, b *runbooks.PlanBody, planID string) {
+func printPlan(out *output, b *remediation.PlanBody, planID string) {
 	out.printf("\nProposed remediation %s for %s on %s", b.Remediation, b.Diagnosis, b.Deployment)
 	if planID != "" {
 		out.printf(" (plan %s, hash %.12s)", planID, b.Hash())
@@ -176,7 +178,7 @@ func printPlan(out *output, b *runbooks.PlanBody, planID string) {
 // groupHint says how to define the approver groups a policy names that
 // this run does not know: the CLI has no config, so without --group no one
 // can approve a plan whose approvers are all groups.
-func groupHint(rem *runbooks.Remediator, approvers []string) string {
+func groupHint(rem *remediation.Remediator, approvers []string) string {
 	missing := rem.Groups.Undefined(approvers)
 	if len(missing) == 0 || rem.Directory != nil {
 		return ""

@@ -10,6 +10,7 @@ import (
 
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/engine"
 )
 
 // palette holds ANSI colours, empty when output is not a terminal.
@@ -22,8 +23,8 @@ func colors(on bool) palette {
 	return palette{"\033[31m", "\033[33m", "\033[32m", "\033[2m", "\033[1m", "\033[0m"}
 }
 
-func printProgress(w io.Writer, ev runbooks.Event, started time.Time) {
-	if ev.Kind == runbooks.EventVerdict {
+func printProgress(w io.Writer, ev engine.Event, started time.Time) {
+	if ev.Kind == engine.EventVerdict {
 		ids := make([]string, len(ev.Verdict))
 		for i, d := range ev.Verdict {
 			ids[i] = d.ID
@@ -36,7 +37,7 @@ func printProgress(w io.Writer, ev runbooks.Event, started time.Time) {
 		return
 	}
 	verb := "running"
-	if ev.Kind == runbooks.EventStepFinished {
+	if ev.Kind == engine.EventStepFinished {
 		verb = string(ev.Run.Status)
 	}
 	// Progress is a courtesy on a terminal: a failed write must not stop the run.

@@ -12,6 +12,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/record"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/runbooks/replay"
 	"github.com/runbot/runbot/store"
 	"github.com/runbot/runbot/timeline"
@@ -102,12 +105,12 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 				rf.requestedBy = currentUser()
 			}
 
-			opts := runbooks.RunOptions{Trigger: "cli"}
+			opts := engine.RunOptions{Trigger: "cli"}
 			tty := isTTY(os.Stderr)
 			if tty && format == "text" {
 				var mu sync.Mutex
 				started := time.Now()
-				opts.Progress = func(ev runbooks.Event) {
+				opts.Progress = func(ev engine.Event) {
 					mu.Lock()
 					defer mu.Unlock()
 					printProgress(cmd.ErrOrStderr(), ev, started)
@@ -121,7 +124,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 				rec = replay.NewRecording()
 				pr.engine.Tape = rec
 			}
-			rep, err := pr.engine.RunAndRecord(cmd.Context(), st, pr.p, opts, rf.requestedBy)
+			rep, err := record.RunAndRecord(cmd.Context(), pr.engine, st, pr.p, opts, rf.requestedBy)
 			// The recording is of the diagnosis only: a remediation's
 			// verification runs are live runs of their own.
 			pr.engine.Tape = nil
@@ -158,7 +161,7 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 						return fmt.Errorf("write report: %w", err)
 					}
 				}
-				rem := &runbooks.Remediator{Engine: pr.engine, Store: st, Catalog: pr.catalog, Groups: groups}
+				rem := &remediation.Remediator{Engine: pr.engine, Store: st, Catalog: pr.catalog, Groups: groups}
 				if remOut, err = remediate(cmd, rem, pr.p, rep, rf, format); err != nil {
 					return err
 				}
@@ -223,8 +226,8 @@ func currentUser() string {
 	return os.Getenv("USER")
 }
 
-func parseGroups(specs []string) (runbooks.Groups, error) {
-	g := runbooks.Groups{}
+func parseGroups(specs []string) (remediation.Groups, error) {
+	g := remediation.Groups{}
 	for _, s := range specs {
 		name, members, ok := cutEq(s)
 		if !ok || name == "" || members == "" {

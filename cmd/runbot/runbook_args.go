@@ -11,6 +11,8 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
 )
 
 // runFlags are shared by run and explain.
@@ -68,8 +70,8 @@ func findRunbook(cmd *cobra.Command, g *globalFlags, name string) (*runbooks.Run
 
 // prepared is a runbook ready to run, with what was needed to get there.
 type prepared struct {
-	engine  *runbooks.Engine
-	p       *runbooks.Prepared
+	engine  *engine.Engine
+	p       *engine.Prepared
 	catalog *runbooks.Catalog
 	close   func()
 }
@@ -92,7 +94,7 @@ func prepare(ctx context.Context, cmd *cobra.Command, g *globalFlags, f *runFlag
 		return nil, err
 	}
 	runners, closeRunners := newRunners(inv)
-	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: runners}}
+	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: runners}}
 	p, err := eng.Prepare(ctx, rb, given)
 	if err != nil {
 		closeRunners()
@@ -102,7 +104,7 @@ func prepare(ctx context.Context, cmd *cobra.Command, g *globalFlags, f *runFlag
 }
 
 // newRunners gives one run one SSH connection per host, closed at the end.
-func newRunners(inv *inventory.Inventory) (runbooks.Runners, func()) {
+func newRunners(inv *inventory.Inventory) (bind.Runners, func()) {
 	pool := sshrun.NewPool()
-	return &runbooks.PoolRunners{Inventory: inv, Pool: pool}, func() { _ = pool.Close() }
+	return &bind.PoolRunners{Inventory: inv, Pool: pool}, func() { _ = pool.Close() }
 }

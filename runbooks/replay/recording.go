@@ -16,6 +16,7 @@ import (
 
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/engine"
 
 	"go.yaml.in/yaml/v3"
 
@@ -240,7 +241,7 @@ func (r *Recording) Params() map[string]string { return maps.Clone(r.doc.Params)
 func runKey(stepID, role string) string { return stepID + "/" + role }
 
 // Target implements Tape for a live recording.
-func (r *Recording) Target(stepID string, index int, t target.Target) runbooks.TargetTape {
+func (r *Recording) Target(stepID string, index int, t target.Target) engine.TargetTape {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := runKey(stepID, t.Role)
@@ -302,8 +303,8 @@ func (lt *liveTape) Bind(t target.Target, now func() time.Time) (target.Target, 
 	return t, clock, &liveNet{tape: lt}
 }
 
-func (lt *liveTape) Replayed(string) (runbooks.TapedOutcome, bool) {
-	return runbooks.TapedOutcome{}, false
+func (lt *liveTape) Replayed(string) (engine.TapedOutcome, bool) {
+	return engine.TapedOutcome{}, false
 }
 
 func (lt *liveTape) Finish(tr *runbooks.TargetRun) {

@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/runbot/runbot/runbooks"
 	"net"
 	"os"
 	"path/filepath"
@@ -20,6 +19,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/engine"
 
 	"go.yaml.in/yaml/v3"
 
@@ -135,7 +137,7 @@ func Replay(ctx context.Context, rb *runbooks.Runbook, rec *Recording, opts Repl
 		params[k] = v
 	}
 	finished := rec.doc.Finished
-	e := &runbooks.Engine{
+	e := &engine.Engine{
 		Targets: replayTargets{rec: rec},
 		Tape:    replayTape{rec: rec},
 		// Only the engine's bookkeeping reads this clock; every time in
@@ -146,13 +148,13 @@ func Replay(ctx context.Context, rb *runbooks.Runbook, rec *Recording, opts Repl
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", rec.Dir, err)
 	}
-	return e.Run(ctx, p, runbooks.RunOptions{RunID: rec.doc.RunID, Trigger: rec.doc.Trigger}), nil
+	return e.Run(ctx, p, engine.RunOptions{RunID: rec.doc.RunID, Trigger: rec.doc.Trigger}), nil
 }
 
 // replayTargets resolves targets to the ones the recording names.
 type replayTargets struct{ rec *Recording }
 
-func (rt replayTargets) Target(_ context.Context, ref runbooks.TargetRef) (target.Target, error) {
+func (rt replayTargets) Target(_ context.Context, ref engine.TargetRef) (target.Target, error) {
 	for _, t := range rt.rec.doc.Targets {
 		// A target written without a host (inline observations) is the
 		// role on whichever host the params name.
@@ -197,7 +199,7 @@ func (o offline) RestartCall(unit string) string        { return "restart " + un
 // replayTape answers a run from a recording.
 type replayTape struct{ rec *Recording }
 
-func (rt replayTape) Target(stepID string, index int, t target.Target) runbooks.TargetTape {
+func (rt replayTape) Target(stepID string, index int, t target.Target) engine.TargetTape {
 	od := rt.rec.runs[runKey(stepID, t.Role)]
 	if alt := rt.rec.runs[fmt.Sprintf("%s/%s-%d", stepID, t.Role, index+1)]; alt != nil {
 		od = alt
@@ -235,8 +237,8 @@ func (m *missingRun) Bind(t target.Target, now func() time.Time) (target.Target,
 	return t, now, nil
 }
 
-func (m *missingRun) Replayed(string) (runbooks.TapedOutcome, bool) {
-	return runbooks.TapedOutcome{Status: step.Error, Error: fmt.Sprintf("replay: the recording has nothing for step %s on %s", m.step, m.target)}, true
+func (m *missingRun) Replayed(string) (engine.TapedOutcome, bool) {
+	return engine.TapedOutcome{Status: step.Error, Error: fmt.Sprintf("replay: the recording has nothing for step %s on %s", m.step, m.target)}, true
 }
 
 func (m *missingRun) Finish(tr *runbooks.TargetRun) {
@@ -268,18 +270,18 @@ func (rr *replayRun) Bind(t target.Target, _ func() time.Time) (target.Target, f
 	return t, rr.now, replayNet{run: rr}
 }
 
-func (rr *replayRun) Replayed(check string) (runbooks.TapedOutcome, bool) {
+func (rr *replayRun) Replayed(check string) (engine.TapedOutcome, bool) {
 	if rr.od.Status != step.OK {
-		return runbooks.TapedOutcome{Status: rr.od.Status, Error: rr.od.Error}, true
+		return engine.TapedOutcome{Status: rr.od.Status, Error: rr.od.Error}, true
 	}
 	if rr.od.Result == nil {
-		return runbooks.TapedOutcome{}, false
+		return engine.TapedOutcome{}, false
 	}
 	res, err := rr.od.Result.result(check)
 	if err != nil {
-		return runbooks.TapedOutcome{Status: step.Error, Error: fmt.Sprintf("replay: %s: %v", rr.where(), err)}, true
+		return engine.TapedOutcome{Status: step.Error, Error: fmt.Sprintf("replay: %s: %v", rr.where(), err)}, true
 	}
-	return runbooks.TapedOutcome{Status: step.OK, Result: res}, true
+	return engine.TapedOutcome{Status: step.OK, Result: res}, true
 }
 
 func (rr *replayRun) Finish(tr *runbooks.TargetRun) {

@@ -116,7 +116,7 @@ var rateLimitTests = []test{
 }
 
 // The rate limit query: how often a remediation ran recently. (The circuit
-// breaker reads the plans and their actions: runbooks.Remediator.)
+// breaker reads the plans and their actions: remediation.Remediator.)
 func testRateLimitQueries(t *testing.T, e *Env) {
 	s, c, ctx := e.S, e.Clock, t.Context()
 	start := c.Now()

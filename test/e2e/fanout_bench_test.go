@@ -19,6 +19,9 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/record"
 	"github.com/runbot/runbot/store"
 	"github.com/runbot/runbot/test/e2e/testhost"
 )
@@ -72,8 +75,8 @@ func BenchmarkFanoutWarm(b *testing.B) {
 // warmAudit is runbot's native audit of the fleet, prepared once, run by
 // one engine whose pool keeps every host's connection between runs.
 type warmAudit struct {
-	eng   *runbooks.Engine
-	p     *runbooks.Prepared
+	eng   *engine.Engine
+	p     *engine.Prepared
 	st    store.Runs
 	steps int
 }
@@ -117,7 +120,7 @@ func newWarmAudit(b *testing.B, c *testhost.Cluster, hosts []*testhost.Host) *wa
 
 	pool := sshrun.NewPool()
 	b.Cleanup(func() { _ = pool.Close() }) // the benchmark is over
-	eng := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: loaded, Runners: &runbooks.PoolRunners{Inventory: loaded, Pool: pool}}}
+	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: loaded, Runners: &bind.PoolRunners{Inventory: loaded, Pool: pool}}}
 	p, err := eng.Prepare(b.Context(), book, map[string]string{"deployment": "fleet"})
 	require.NoError(b, err)
 	st, err := store.Open(b.Context(), filepath.Join(dir, "runbot.db"))
@@ -129,7 +132,7 @@ func newWarmAudit(b *testing.B, c *testhost.Cluster, hosts []*testhost.Host) *wa
 // run audits the fleet once and checks what every step read, as
 // bench/fanout/run.sh's verify_native does.
 func (a *warmAudit) run(b *testing.B, ctx context.Context) {
-	rep, err := a.eng.RunAndRecord(ctx, a.st, a.p, runbooks.RunOptions{Trigger: "schedule"}, "bench")
+	rep, err := record.RunAndRecord(ctx, a.eng, a.st, a.p, engine.RunOptions{Trigger: "schedule"}, "bench")
 	require.NoError(b, err)
 	require.Len(b, rep.Steps, a.steps)
 	for _, s := range rep.Steps {

@@ -22,6 +22,8 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/engine"
 )
 
 func main() {
@@ -60,12 +62,12 @@ func record(invPath, out, params string) error {
 	}
 	pool := sshrun.NewPool()
 	defer pool.Close()
-	e := &runbooks.Engine{Targets: &runbooks.InventoryTargets{Inventory: inv, Runners: &runbooks.PoolRunners{Inventory: inv, Pool: pool}}}
+	e := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: &bind.PoolRunners{Inventory: inv, Pool: pool}}}
 	p, err := e.Prepare(ctx, rb, ps)
 	if err != nil {
 		return err
 	}
-	rep := e.Run(ctx, p, runbooks.RunOptions{RunID: runbooks.NewRunID(time.Now()), Trigger: "cli"})
+	rep := e.Run(ctx, p, engine.RunOptions{RunID: engine.NewRunID(time.Now()), Trigger: "cli"})
 	raw, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err

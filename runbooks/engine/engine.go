@@ -1,4 +1,9 @@
-package runbooks
+// Package engine runs a prepared runbook: every step as soon as the steps
+// it needs are done, every target of a step concurrently, each under its
+// own timeout, over the runners its Targets give; findings and diagnoses
+// are settled as soon as the steps so far decide them. It streams progress
+// events and can be fed taped observations instead of live ones (replay).
+package engine
 
 import (
 	"context"
@@ -13,6 +18,7 @@ import (
 	"github.com/runbot/runbot/checks"
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/internal/target"
+	"github.com/runbot/runbot/runbooks"
 )
 
 // Engine runs runbooks.
@@ -48,11 +54,11 @@ type RunOptions struct {
 type Event struct {
 	Kind EventKind
 	At   time.Time
-	Run  *TargetRun
+	Run  *runbooks.TargetRun
 	// Verdict holds, for a "verdict" event, the diagnoses that the steps
 	// finished so far already decide: the complete report will hold the
 	// same, while the remaining steps add evidence.
-	Verdict []DiagnosisResult
+	Verdict []runbooks.DiagnosisResult
 }
 
 // EventKind says what an Event reports.
@@ -80,6 +86,9 @@ func (e *StepTimeoutError) Error() string {
 	return fmt.Sprintf("step %s on %s timed out after %s", e.Step, e.Target, e.Timeout)
 }
 
+// Time is the engine's clock: Now, or time.Now when Now is nil.
+func (e *Engine) Time() time.Time { return e.now() }
+
 func (e *Engine) now() time.Time {
 	if e.Now != nil {
 		return e.Now()
@@ -97,21 +106,21 @@ func NewRunID(now time.Time) string {
 // Prepared is a runbook bound to validated params and resolved targets:
 // everything that can be wrong with a request is found before anything runs.
 type Prepared struct {
-	Runbook *Runbook
+	Runbook *runbooks.Runbook
 	Params  map[string]any
 	Text    map[string]string
 	targets map[string][]target.Target // by step id
 }
 
 // Prepare validates params and resolves every step's targets.
-func (e *Engine) Prepare(ctx context.Context, rb *Runbook, given map[string]string) (*Prepared, error) {
+func (e *Engine) Prepare(ctx context.Context, rb *runbooks.Runbook, given map[string]string) (*Prepared, error) {
 	typed, text, err := rb.ResolveParams(given)
 	if err != nil {
 		return nil, err
 	}
 	p := &Prepared{Runbook: rb, Params: typed, Text: text, targets: map[string][]target.Target{}}
 	for _, s := range rb.Steps {
-		ts, err := e.resolve(ctx, rb, s.Targets, typed)
+		ts, err := e.Resolve(ctx, rb, s.Targets, typed)
 		if err != nil {
 			return nil, fmt.Errorf("step %s: %w", s.ID, err)
 		}
@@ -120,8 +129,10 @@ func (e *Engine) Prepare(ctx context.Context, rb *Runbook, given map[string]stri
 	return p, nil
 }
 
-func (e *Engine) resolve(ctx context.Context, rb *Runbook, names []string, params map[string]any) ([]target.Target, error) {
-	refs := rb.refsFor(names, params)
+// Resolve binds the named step or action targets of rb, under params, to
+// live targets through e.Targets.
+func (e *Engine) Resolve(ctx context.Context, rb *runbooks.Runbook, names []string, params map[string]any) ([]target.Target, error) {
+	refs := RefsFor(rb, names, params)
 	out := make([]target.Target, len(refs))
 	for i, ref := range refs {
 		t, err := e.Targets.Target(ctx, ref)
@@ -136,7 +147,7 @@ func (e *Engine) resolve(ctx context.Context, rb *Runbook, names []string, param
 // Run runs a prepared runbook: every step as soon as the steps it needs are
 // done, every target of a step concurrently, and then its findings and
 // diagnoses. It returns an error only when the run could not start.
-func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *Report {
+func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *runbooks.Report {
 	rb := p.Runbook
 	start := e.runTime("started", e.now())
 	if opts.RunID == "" {
@@ -146,8 +157,8 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *Report 
 	// the checks saw, for the expressions evaluated on it after the run
 	// (preconditions, verification): its shown form is Prepared.Shown.
 	opts.Progress = p.showing(opts.Progress)
-	rep := &Report{RunID: opts.RunID, Runbook: rb.Name, Title: rb.Title, Trigger: opts.Trigger, Params: p.Text, StartedAt: start}
-	selected := rb.closure(opts.Only)
+	rep := &runbooks.Report{RunID: opts.RunID, Runbook: rb.Name, Title: rb.Title, Trigger: opts.Trigger, Params: p.Text, StartedAt: start}
+	selected := closure(rb, opts.Only)
 	var shells *runShells
 	if rb.SSH.SharedSession {
 		shells = newRunShells()
@@ -156,7 +167,7 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *Report 
 
 	type stepState struct {
 		done chan struct{}
-		runs []*TargetRun
+		runs []*runbooks.TargetRun
 	}
 	states := map[string]*stepState{}
 	for _, s := range rb.Steps {
@@ -184,7 +195,7 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *Report 
 			}
 		}
 		now := e.now()
-		if ds, ok := rb.settle(&partial, finished, p.Params, now); ok {
+		if ds, ok := rb.Settle(&partial, finished, p.Params, now); ok {
 			verdictAt = now
 			if opts.Progress != nil {
 				opts.Progress(Event{Kind: EventVerdict, At: now, Verdict: ds})
@@ -230,7 +241,7 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *Report 
 		rep.Steps = append(rep.Steps, states[s.ID].runs...)
 	}
 	rep.FinishedAt = e.runTime("finished", e.now())
-	rb.evaluate(rep, p.Params, rep.FinishedAt)
+	rb.Evaluate(rep, p.Params, rep.FinishedAt)
 	rep.VerdictAt = verdictAt
 	if verdictAt.IsZero() {
 		rep.VerdictAt = rep.FinishedAt
@@ -242,8 +253,8 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *Report 
 	return rep
 }
 
-// closure returns the selected steps plus everything they need.
-func (rb *Runbook) closure(only []string) map[string]bool {
+// closure returns the selected steps of rb plus everything they need.
+func closure(rb *runbooks.Runbook, only []string) map[string]bool {
 	sel := map[string]bool{}
 	if len(only) == 0 {
 		for _, s := range rb.Steps {
@@ -257,7 +268,7 @@ func (rb *Runbook) closure(only []string) map[string]bool {
 			return
 		}
 		sel[id] = true
-		if s := rb.step(id); s != nil {
+		if s := rb.StepByID(id); s != nil {
 			for _, n := range s.Needs {
 				add(n)
 			}
@@ -269,9 +280,9 @@ func (rb *Runbook) closure(only []string) map[string]bool {
 	return sel
 }
 
-func (e *Engine) runStep(ctx context.Context, p *Prepared, s *Step, observed []step.Event, blocked string, runStart time.Time, opts RunOptions, shells *runShells) []*TargetRun {
+func (e *Engine) runStep(ctx context.Context, p *Prepared, s *runbooks.Step, observed []step.Event, blocked string, runStart time.Time, opts RunOptions, shells *runShells) []*runbooks.TargetRun {
 	targets := p.targets[s.ID]
-	runs := make([]*TargetRun, len(targets))
+	runs := make([]*runbooks.TargetRun, len(targets))
 	parallel := e.Parallel
 	if parallel <= 0 {
 		parallel = 16
@@ -279,7 +290,7 @@ func (e *Engine) runStep(ctx context.Context, p *Prepared, s *Step, observed []s
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for i, t := range targets {
-		tr := &TargetRun{Step: s.ID, Check: s.Check, Target: t.Role, Host: t.Host}
+		tr := &runbooks.TargetRun{Step: s.ID, Check: s.Check, Target: t.Role, Host: t.Host}
 		runs[i] = tr
 		if blocked != "" {
 			tr.Status, tr.Error, tr.StartedAt = step.Skipped, blocked, e.now()
@@ -305,7 +316,7 @@ func (e *Engine) runStep(ctx context.Context, p *Prepared, s *Step, observed []s
 	return runs
 }
 
-func (e *Engine) runTarget(ctx context.Context, p *Prepared, s *Step, index int, t target.Target, tr *TargetRun, observed []step.Event, runStart time.Time, opts RunOptions) {
+func (e *Engine) runTarget(ctx context.Context, p *Prepared, s *runbooks.Step, index int, t target.Target, tr *runbooks.TargetRun, observed []step.Event, runStart time.Time, opts RunOptions) {
 	ct, _ := checks.Lookup(s.Check)
 	var tape TargetTape
 	if e.Tape != nil {
@@ -333,7 +344,7 @@ func (e *Engine) runTarget(ctx context.Context, p *Prepared, s *Step, index int,
 			return
 		}
 	}
-	args, err := renderArgs(ct.Spec, s.With, argData(p.Params, t, opts.RunID, runStart))
+	args, err := runbooks.RenderArgs(ct.Spec, s.With, runbooks.ArgData(p.Params, t, opts.RunID, runStart))
 	if err != nil {
 		tr.Status, tr.Error = step.Error, err.Error()
 		return
@@ -397,10 +408,24 @@ func (e *Engine) runTime(what string, live time.Time) time.Time {
 	return e.Tape.RunTime(what, live)
 }
 
-func (e *Engine) emit(opts RunOptions, kind EventKind, tr *TargetRun) {
+func (e *Engine) emit(opts RunOptions, kind EventKind, tr *runbooks.TargetRun) {
 	if opts.Progress == nil {
 		return
 	}
 	cp := *tr
 	opts.Progress(Event{Kind: kind, At: e.now(), Run: &cp})
+}
+
+// Deployment names what a remediation locks: the deployment param's value,
+// or else the first host param's.
+func (p *Prepared) Deployment() string {
+	if dp := p.Runbook.DeploymentParam(); dp != nil {
+		return p.Text[dp.Name]
+	}
+	for _, prm := range p.Runbook.Params {
+		if prm.Type == runbooks.ParamHost {
+			return "host/" + p.Text[prm.Name]
+		}
+	}
+	return p.Runbook.Name
 }

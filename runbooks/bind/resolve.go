@@ -1,4 +1,8 @@
-package runbooks
+// Package bind binds runbooks to the inventory: a deployment's roles
+// resolve to hosts, units, URLs and files, each with its runner (an SSH
+// runner from a pool, or the local machine), and a fleet run picks its
+// deployments from the inventory.
+package bind
 
 import (
 	"context"
@@ -8,6 +12,7 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote"
 	"github.com/runbot/runbot/remote/sshrun"
+	"github.com/runbot/runbot/runbooks/engine"
 )
 
 // Runners hands out the runner for an inventory host. Implementations keep
@@ -23,7 +28,7 @@ type InventoryTargets struct {
 }
 
 // Target implements Targets.
-func (it *InventoryTargets) Target(ctx context.Context, ref TargetRef) (target.Target, error) {
+func (it *InventoryTargets) Target(ctx context.Context, ref engine.TargetRef) (target.Target, error) {
 	inv := it.Inventory
 	if ref.Host != "" {
 		h, err := inv.Host(ref.Host)

@@ -1,4 +1,4 @@
-package runbooks
+package remediation
 
 import (
 	"context"

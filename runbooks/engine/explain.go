@@ -1,4 +1,4 @@
-package runbooks
+package engine
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/runbot/runbot/actions"
 	"github.com/runbot/runbot/checks"
 	"github.com/runbot/runbot/internal/redact"
+	"github.com/runbot/runbot/runbooks"
 )
 
 // PlannedStep is what one step would do on one target.
@@ -31,7 +32,7 @@ func (e *Engine) Explain(p *Prepared) []PlannedStep {
 		ct, _ := checks.Lookup(s.Check)
 		for _, t := range p.targets[s.ID] {
 			ps := PlannedStep{Step: s.ID, Check: s.Check, Target: t.Name(), Needs: s.Needs, Timeout: s.Timeout}
-			args, err := renderArgs(ct.Spec, s.With, argData(p.Params, t, "(run id)", now))
+			args, err := runbooks.RenderArgs(ct.Spec, s.With, runbooks.ArgData(p.Params, t, "(run id)", now))
 			if err != nil {
 				ps.Lines = []string{fmt.Sprintf("cannot render arguments: %v", err)}
 			} else {
@@ -60,19 +61,19 @@ type ExplainedAction struct {
 
 // ExplainRemediation lists each action of rem on each of its targets with
 // its rendered arguments, a secret param's value shown as [redacted].
-func (e *Engine) ExplainRemediation(ctx context.Context, p *Prepared, rem *Remediation) ([]ExplainedAction, error) {
+func (e *Engine) ExplainRemediation(ctx context.Context, p *Prepared, rem *runbooks.Remediation) ([]ExplainedAction, error) {
 	var out []ExplainedAction
 	now := e.now()
 	hide := redact.Values(p.Secrets()...)
 	for _, as := range rem.Actions {
 		at, _ := actions.Lookup(as.Action)
-		targets, err := e.resolve(ctx, p.Runbook, as.Targets, p.Params)
+		targets, err := e.Resolve(ctx, p.Runbook, as.Targets, p.Params)
 		if err != nil {
 			return nil, fmt.Errorf("explain %s: %w", rem.Name, err)
 		}
 		for _, t := range targets {
 			ea := ExplainedAction{Action: as.Action, Target: t.Name()}
-			args, err := renderArgs(at.Spec, as.With, argData(p.Params, t, "(run id)", now))
+			args, err := runbooks.RenderArgs(at.Spec, as.With, runbooks.ArgData(p.Params, t, "(run id)", now))
 			if err != nil {
 				ea.Args = []string{hide.Redact(fmt.Sprintf("cannot render arguments: %v", err))}
 			}

@@ -1,4 +1,4 @@
-package runbooks
+package engine
 
 import (
 	"time"
@@ -6,6 +6,7 @@ import (
 	"github.com/runbot/runbot/checks"
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/internal/target"
+	"github.com/runbot/runbot/runbooks"
 )
 
 // Tape stands between a run and everything its checks observe, so that a
@@ -45,7 +46,7 @@ type TargetTape interface {
 	Replayed(check string) (out TapedOutcome, ok bool)
 	// Finish is told what the target run became; a replay sets the
 	// recorded start and duration on it.
-	Finish(tr *TargetRun)
+	Finish(tr *runbooks.TargetRun)
 }
 
 // TapedOutcome is how a replayed target run ended: its status and error,

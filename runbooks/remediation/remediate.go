@@ -1,4 +1,9 @@
-package runbooks
+// Package remediation proposes the fixes diagnoses ask for, records votes
+// on them under the runbook's approval policy, and applies an approved
+// plan with every guardrail (fresh precheck, exact plan hash, deployment
+// lock, rate limit, circuit breaker), then verifies it and rolls back
+// what it changed when verification fails.
+package remediation
 
 import (
 	"context"
@@ -14,6 +19,8 @@ import (
 	"github.com/runbot/runbot/actions"
 	"github.com/runbot/runbot/internal/redact"
 	"github.com/runbot/runbot/internal/target"
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/store"
 )
 
@@ -23,9 +30,9 @@ import (
 // rate limit, a circuit breaker, verification and rollback. Every state
 // change is in the store before the side effect it announces.
 type Remediator struct {
-	Engine  *Engine
+	Engine  *engine.Engine
 	Store   store.Store
-	Catalog *Catalog
+	Catalog *runbooks.Catalog
 	Groups  Groups
 	// Directory, when set, resolves approver groups that are not in Groups
 	// (Slack user groups). Set it before the first Vote.
@@ -34,6 +41,14 @@ type Remediator struct {
 	Now func() time.Time
 	// Holder names this process in locks, e.g. "runbot@host/pid".
 	Holder string
+	// Observer, when set, is told how every remediation ended (metrics).
+	Observer Observer
+}
+
+// Observer is told how every remediation applied ended, e.g. to export
+// metrics. Implementations must be quick and safe for concurrent use.
+type Observer interface {
+	RemediationFinished(remediation string, res *ApplyResult)
 }
 
 // PlannedAction is one action on one target, as shown to approvers.
@@ -142,7 +157,7 @@ func (r *Remediator) now() time.Time {
 }
 
 // remediationFor returns the remediation a report's diagnoses propose.
-func remediationFor(rb *Runbook, rep *Report) (*Remediation, *DiagnosisResult) {
+func remediationFor(rb *runbooks.Runbook, rep *runbooks.Report) (*runbooks.Remediation, *runbooks.DiagnosisResult) {
 	for i := range rep.Diagnoses {
 		d := &rep.Diagnoses[i]
 		if d.Remediation != "" {
@@ -155,7 +170,7 @@ func remediationFor(rb *Runbook, rep *Report) (*Remediation, *DiagnosisResult) {
 // Plan makes the plan a report's diagnosis proposes, reading the targets'
 // current state but changing nothing. It returns nil when no diagnosis
 // proposes a remediation.
-func (r *Remediator) Plan(ctx context.Context, p *Prepared, rep *Report) (*PlanBody, error) {
+func (r *Remediator) Plan(ctx context.Context, p *engine.Prepared, rep *runbooks.Report) (*PlanBody, error) {
 	rem, diag := remediationFor(p.Runbook, rep)
 	if rem == nil {
 		return nil, nil
@@ -163,15 +178,15 @@ func (r *Remediator) Plan(ctx context.Context, p *Prepared, rep *Report) (*PlanB
 	return r.plan(ctx, p, rem, diag.ID)
 }
 
-func (r *Remediator) plan(ctx context.Context, p *Prepared, rem *Remediation, diagnosis string) (*PlanBody, error) {
+func (r *Remediator) plan(ctx context.Context, p *engine.Prepared, rem *runbooks.Remediation, diagnosis string) (*PlanBody, error) {
 	body := &PlanBody{
-		Runbook: p.Runbook.Name, Remediation: rem.Name, Diagnosis: diagnosis, Deployment: p.deployment(),
+		Runbook: p.Runbook.Name, Remediation: rem.Name, Diagnosis: diagnosis, Deployment: p.Deployment(),
 		Params: p.Text, Secret: p.Runbook.SecretNames(), Verify: rem.Verify, Rollback: rem.Rollback, Escalate: rem.Escalate,
 	}
 	idx := 0
 	for _, as := range rem.Actions {
 		at, _ := actions.Lookup(as.Action)
-		targets, err := r.Engine.resolve(ctx, p.Runbook, as.Targets, p.Params)
+		targets, err := r.Engine.Resolve(ctx, p.Runbook, as.Targets, p.Params)
 		if err != nil {
 			return nil, fmt.Errorf("plan %s: %w", rem.Name, err)
 		}
@@ -194,35 +209,21 @@ func (r *Remediator) plan(ctx context.Context, p *Prepared, rem *Remediation, di
 	return body, nil
 }
 
-func planTimeout(as *ActionStep) time.Duration {
+func planTimeout(as *runbooks.ActionStep) time.Duration {
 	return min(as.Timeout, 30*time.Second) + 5*time.Second
 }
 
-func (r *Remediator) actionEnv(at actions.Type, as *ActionStep, p *Prepared, t target.Target) (actions.Env, error) {
-	args, err := renderArgs(at.Spec, as.With, argData(p.Params, t, "", r.now()))
+func (r *Remediator) actionEnv(at actions.Type, as *runbooks.ActionStep, p *engine.Prepared, t target.Target) (actions.Env, error) {
+	args, err := runbooks.RenderArgs(at.Spec, as.With, runbooks.ArgData(p.Params, t, "", r.now()))
 	if err != nil {
 		return actions.Env{}, err
 	}
 	return actions.Env{Target: t, Args: args, Now: r.now}, nil
 }
 
-// deployment names what a remediation locks: the deployment param's value,
-// or else the first host param's.
-func (p *Prepared) deployment() string {
-	if dp := p.Runbook.DeploymentParam(); dp != nil {
-		return p.Text[dp.Name]
-	}
-	for _, prm := range p.Runbook.Params {
-		if prm.Type == ParamHost {
-			return "host/" + p.Text[prm.Name]
-		}
-	}
-	return p.Runbook.Name
-}
-
 // Propose stores the plan a report's diagnosis proposes, for approval. It
 // returns nil when there is nothing to propose.
-func (r *Remediator) Propose(ctx context.Context, p *Prepared, rep *Report, requestedBy string) (*Proposal, error) {
+func (r *Remediator) Propose(ctx context.Context, p *engine.Prepared, rep *runbooks.Report, requestedBy string) (*Proposal, error) {
 	rem, diag := remediationFor(p.Runbook, rep)
 	if rem == nil {
 		return nil, nil
@@ -342,8 +343,8 @@ type ApplyResult struct {
 	Message string
 	Actions []store.ActionRecord
 	// Precheck and Verify are the reports of the runs before and after.
-	Precheck *Report
-	Verify   *Report
+	Precheck *runbooks.Report
+	Verify   *runbooks.Report
 }
 
 // Apply carries out an approved plan. See Remediator for the guardrails.
@@ -397,8 +398,8 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 			return res, err
 		}
 		res.State, res.Message = to, msg
-		if r.Engine.Observer != nil {
-			r.Engine.Observer.RemediationFinished(body.Remediation, res)
+		if r.Observer != nil {
+			r.Observer.RemediationFinished(body.Remediation, res)
 		}
 		if cause != nil {
 			if msg == scrub(cause.Error()) {
@@ -424,7 +425,7 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 	}
 
 	say(StagePrecheck, "re-running %s to confirm %s still holds", rb.Name, body.Diagnosis)
-	pre := r.Engine.Run(ctx, p, RunOptions{Trigger: "precheck"})
+	pre := r.Engine.Run(ctx, p, engine.RunOptions{Trigger: "precheck"})
 	res.Precheck = p.Shown(pre)
 	if !hasDiagnosis(pre, body.Diagnosis) {
 		// Absent because it was checked and is gone, or because the checks
@@ -479,7 +480,7 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 		}
 	}
 	say(StageVerify, "re-running %s", strings.Join(rem.Verify, ", "))
-	ver := r.Engine.Run(ctx, p, RunOptions{Trigger: "verify", Only: rem.Verify})
+	ver := r.Engine.Run(ctx, p, engine.RunOptions{Trigger: "verify", Only: rem.Verify})
 	res.Verify = p.Shown(ver)
 	res.Recovered = r.recovered(rb, rem, ver, p, body.Diagnosis)
 	if res.Recovered {
@@ -533,7 +534,7 @@ func (r *Remediator) move(ctx context.Context, plan store.Plan, from, to store.P
 }
 
 // guardrails enforces the rate limit and the circuit breaker.
-func (r *Remediator) guardrails(ctx context.Context, plan store.Plan, body PlanBody, rem *Remediation) error {
+func (r *Remediator) guardrails(ctx context.Context, plan store.Plan, body PlanBody, rem *runbooks.Remediation) error {
 	if rem.MaxPerHour > 0 {
 		n, err := r.Store.CountApplied(ctx, store.AppliedFilter{Deployment: body.Deployment, Remediation: body.Remediation, Since: r.now().Add(-time.Hour)})
 		if err != nil {
@@ -562,14 +563,14 @@ func (r *Remediator) guardrails(ctx context.Context, plan store.Plan, body PlanB
 // before it runs. It returns what was applied — including the action that
 // failed, which may have changed part of its target — and the index that
 // failed.
-func (r *Remediator) applyActions(ctx context.Context, planID string, p *Prepared, rem *Remediation, body *PlanBody, say func(ApplyStage, string, ...any)) ([]appliedAction, int, error) {
+func (r *Remediator) applyActions(ctx context.Context, planID string, p *engine.Prepared, rem *runbooks.Remediation, body *PlanBody, say func(ApplyStage, string, ...any)) ([]appliedAction, int, error) {
 	var done []appliedAction
 	targets := map[string][]target.Target{}
 	for i, pa := range body.Actions {
 		as := actionStepFor(rem, pa)
 		at, _ := actions.Lookup(pa.Action)
 		if _, ok := targets[pa.Action+fmt.Sprint(as.Pos)]; !ok {
-			ts, err := r.Engine.resolve(ctx, p.Runbook, as.Targets, p.Params)
+			ts, err := r.Engine.Resolve(ctx, p.Runbook, as.Targets, p.Params)
 			if err != nil {
 				return done, i, err
 			}
@@ -707,7 +708,7 @@ func (r *Remediator) rollback(ctx context.Context, planID string, done []applied
 	return out
 }
 
-func actionStepFor(rem *Remediation, pa PlannedAction) *ActionStep {
+func actionStepFor(rem *runbooks.Remediation, pa PlannedAction) *runbooks.ActionStep {
 	// Actions are planned in order, one per target; walk the same order.
 	idx := 0
 	for _, as := range rem.Actions {
@@ -723,7 +724,7 @@ func actionStepFor(rem *Remediation, pa PlannedAction) *ActionStep {
 // recovered decides whether verification shows the symptom gone: every
 // verify step ran, the diagnosis no longer holds, no critical finding that
 // could be evaluated holds, and verify_when (if given) is true.
-func (r *Remediator) recovered(rb *Runbook, rem *Remediation, ver *Report, p *Prepared, diagnosis string) bool {
+func (r *Remediator) recovered(rb *runbooks.Runbook, rem *runbooks.Remediation, ver *runbooks.Report, p *engine.Prepared, diagnosis string) bool {
 	for _, s := range ver.Steps {
 		if !s.Status.Ran() {
 			return false
@@ -733,7 +734,7 @@ func (r *Remediator) recovered(rb *Runbook, rem *Remediation, ver *Report, p *Pr
 		return false
 	}
 	for _, f := range ver.Findings {
-		if f.Severity == Critical {
+		if f.Severity == runbooks.Critical {
 			return false
 		}
 	}
@@ -744,7 +745,7 @@ func (r *Remediator) recovered(rb *Runbook, rem *Remediation, ver *Report, p *Pr
 	return true
 }
 
-func hasDiagnosis(rep *Report, id string) bool {
+func hasDiagnosis(rep *runbooks.Report, id string) bool {
 	for _, d := range rep.Diagnoses {
 		if d.ID == id {
 			return true

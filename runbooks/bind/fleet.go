@@ -1,4 +1,4 @@
-package runbooks
+package bind
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/runbot/runbot/inventory"
+	"github.com/runbot/runbot/runbooks"
 )
 
 // FleetMember is one inventory deployment a fleet run covers: the CLI's
@@ -67,14 +68,14 @@ func CheckGlob(glob string) error {
 // was not run instead of failing the others. It is an error when rb has no
 // deployment param to set, when glob does not parse (*BadGlobError) and
 // when nothing matches (*NoDeploymentsError).
-func SelectDeployments(rb *Runbook, inv *inventory.Inventory, glob string) ([]FleetMember, error) {
+func SelectDeployments(rb *runbooks.Runbook, inv *inventory.Inventory, glob string) ([]FleetMember, error) {
 	if rb.DeploymentParam() == nil {
 		return nil, fmt.Errorf("runbook %s has no deployment param: a fleet run sets one per deployment", rb.Name)
 	}
 	if err := CheckGlob(glob); err != nil {
 		return nil, err
 	}
-	roles := rb.targetRoles()
+	roles := rb.TargetRoles()
 	known := slices.Sorted(maps.Keys(inv.Deployments))
 	var out []FleetMember
 	for _, name := range known {
@@ -101,21 +102,6 @@ func SelectDeployments(rb *Runbook, inv *inventory.Inventory, glob string) ([]Fl
 	return out, nil
 }
 
-// targetRoles are the deployment roles rb's steps target, sorted: every
-// step target that is not a host param.
-func (rb *Runbook) targetRoles() []string {
-	seen := map[string]bool{}
-	for _, s := range rb.Steps {
-		for _, t := range s.Targets {
-			if p := rb.Param(t); p != nil && p.Type == ParamHost {
-				continue
-			}
-			seen[t] = true
-		}
-	}
-	return slices.Sorted(maps.Keys(seen))
-}
-
 // Fleet is one inventory's deployments, as fleet runs pick from them; it
 // lets a trigger that knows runbooks but not the inventory (the scheduler)
 // select deployments.
@@ -124,6 +110,6 @@ type Fleet struct {
 }
 
 // Select is SelectDeployments over the fleet's inventory.
-func (f *Fleet) Select(rb *Runbook, glob string) ([]FleetMember, error) {
+func (f *Fleet) Select(rb *runbooks.Runbook, glob string) ([]FleetMember, error) {
 	return SelectDeployments(rb, f.Inventory, glob)
 }

@@ -1,4 +1,8 @@
-package runbooks
+// Package record is the one path from a request to a stored run: it
+// prepares and creates the run, runs it, stores its end (also when the
+// store failed for a while) and proposes its remediation; ReportOf reads
+// the report a stored run keeps.
+package record
 
 import (
 	"context"
@@ -6,21 +10,24 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
-// RecordTimeout bounds one store write that records how a run ended. Each
+// WriteTimeout bounds one store write that records how a run ended. Each
 // such write gets its own deadline, started right before it and detached
-// from the run's context (RecordingContext): it happens even when the
+// from the run's context (WriteContext): it happens even when the
 // run's own deadline has passed, however long the run took.
-const RecordTimeout = 30 * time.Second
+const WriteTimeout = 30 * time.Second
 
-// RecordingContext returns a context for one write that records a run's
-// end, bounded by RecordTimeout from now and detached from ctx's
+// WriteContext returns a context for one write that records a run's
+// end, bounded by WriteTimeout from now and detached from ctx's
 // cancellation; the cause names what took too long.
-func RecordingContext(ctx context.Context, what string) (context.Context, context.CancelFunc) {
-	return context.WithTimeoutCause(context.WithoutCancel(ctx), RecordTimeout,
-		fmt.Errorf("%s took longer than %s", what, RecordTimeout))
+func WriteContext(ctx context.Context, what string) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(context.WithoutCancel(ctx), WriteTimeout,
+		fmt.Errorf("%s took longer than %s", what, WriteTimeout))
 }
 
 // Record is one run to carry out and keep in the store, from any trigger:
@@ -36,10 +43,10 @@ type Record struct {
 	// nil, NotFound says why (the runbook is not in the catalog) and the
 	// run is recorded as one that could not start.
 	Runbook  string
-	Book     *Runbook
+	Book     *runbooks.Runbook
 	NotFound error
 	Params   map[string]string
-	Prepared *Prepared
+	Prepared *engine.Prepared
 
 	Trigger     store.Trigger
 	RequestedBy string
@@ -53,7 +60,7 @@ type Record struct {
 	// before it starts (also when it cannot start): post its message here.
 	Created func(ctx context.Context, run store.Run)
 	// Progress and Only are RunOptions'.
-	Progress func(Event)
+	Progress func(engine.Event)
 	Only     []string
 	// Propose, when set, is asked after the run was recorded (so far is
 	// what became of it) whether to propose the remediation its diagnosis
@@ -68,37 +75,37 @@ type Recorded struct {
 	// created when recording its end failed. Its ID is empty when the run
 	// could not even be created (Err says why).
 	Run      store.Run
-	Prepared *Prepared
+	Prepared *engine.Prepared
 	// Report is nil when the run could not start; StartErr says why (an
 	// unknown runbook, a bad param, an unresolvable target).
-	Report   *Report
+	Report   *runbooks.Report
 	StartErr error
 	// Proposal is the remediation proposed, if any; ProposeErr why
 	// proposing failed. Proposed says whether proposing was attempted.
 	Proposed   bool
-	Proposal   *Proposal
+	Proposal   *remediation.Proposal
 	ProposeErr error
 	// Err is a failure to record: creating the run, encoding its report
 	// or recording its end.
 	Err error
 	// Unrecorded is the end of a run the store did not take (it was full,
 	// read-only or down): the caller keeps it and records it later
-	// (RecordEnd), so that a run that ended is never left running, and
+	// (WriteEnd), so that a run that ended is never left running, and
 	// never run again after a restart because of it.
-	Unrecorded *EndRecord
+	Unrecorded *End
 }
 
-// EndRecord is how a run ended, as the store records it.
-type EndRecord struct {
+// End is how a run ended, as the store records it.
+type End struct {
 	RunID   string
 	Status  store.RunStatus
 	Outcome store.Outcome
 	Report  json.RawMessage
 }
 
-// RecordEnd records e in runs, under a RecordTimeout deadline.
-func RecordEnd(ctx context.Context, runs store.Runs, e EndRecord) (store.Run, error) {
-	rctx, cancel := RecordingContext(ctx, "recording the end of run "+e.RunID)
+// WriteEnd records e in runs, under a WriteTimeout deadline.
+func WriteEnd(ctx context.Context, runs store.Runs, e End) (store.Run, error) {
+	rctx, cancel := WriteContext(ctx, "recording the end of run "+e.RunID)
 	defer cancel()
 	return runs.FinishRun(rctx, e.RunID, e.Status, e.Outcome, e.Report)
 }
@@ -106,9 +113,9 @@ func RecordEnd(ctx context.Context, runs store.Runs, e EndRecord) (store.Run, er
 // Recorder carries out Records: Engine runs them, Runs keeps them, and
 // Remediator, when set, proposes what their diagnoses ask for.
 type Recorder struct {
-	Engine     *Engine
+	Engine     *engine.Engine
 	Runs       store.Runs
-	Remediator *Remediator
+	Remediator *remediation.Remediator
 }
 
 // Record carries out one run and keeps it: the run is created before the
@@ -152,7 +159,7 @@ func (r *Recorder) Record(ctx context.Context, rec Record) Recorded {
 		rec.Created(ctx, run)
 	}
 	if out.StartErr != nil {
-		rctx, cancel := RecordingContext(ctx, "recording the end of run "+run.ID)
+		rctx, cancel := WriteContext(ctx, "recording the end of run "+run.ID)
 		defer cancel()
 		if fin, err := r.Runs.FinishRun(rctx, run.ID, store.RunFailed, store.OutcomeError, nil); err != nil {
 			out.Err = fmt.Errorf("record run end: %w", err)
@@ -162,7 +169,7 @@ func (r *Recorder) Record(ctx context.Context, rec Record) Recorded {
 		return out
 	}
 
-	seen := r.Engine.Run(ctx, p, RunOptions{RunID: run.ID, Trigger: string(rec.Trigger), Progress: rec.Progress, Only: rec.Only})
+	seen := r.Engine.Run(ctx, p, engine.RunOptions{RunID: run.ID, Trigger: string(rec.Trigger), Progress: rec.Progress, Only: rec.Only})
 	rep := p.Shown(seen)
 	out.Report = rep
 	status := store.RunFinished
@@ -176,8 +183,8 @@ func (r *Recorder) Record(ctx context.Context, rec Record) Recorded {
 	}
 	// The deadline starts now, not with the run: a run may take longer
 	// than recording its end may.
-	end := EndRecord{RunID: run.ID, Status: status, Outcome: store.Outcome(rep.Outcome), Report: raw}
-	fin, ferr := RecordEnd(ctx, r.Runs, end)
+	end := End{RunID: run.ID, Status: status, Outcome: store.Outcome(rep.Outcome), Report: raw}
+	fin, ferr := WriteEnd(ctx, r.Runs, end)
 	if ferr != nil {
 		if out.Err == nil {
 			out.Err = fmt.Errorf("record run result: %w", ferr)
@@ -195,17 +202,17 @@ func (r *Recorder) Record(ctx context.Context, rec Record) Recorded {
 	return out
 }
 
-// RunAndRecord runs p and keeps the run in st (Recorder.Record, without
-// proposing): the run is created before the first step starts, so a crash
-// leaves a trace, and finished with its report and outcome.
-func (e *Engine) RunAndRecord(ctx context.Context, st store.Runs, p *Prepared, opts RunOptions, requestedBy string) (*Report, error) {
+// RunAndRecord runs p on e and keeps the run in st (Recorder.Record,
+// without proposing): the run is created before the first step starts, so
+// a crash leaves a trace, and finished with its report and outcome.
+func RunAndRecord(ctx context.Context, e *engine.Engine, st store.Runs, p *engine.Prepared, opts engine.RunOptions, requestedBy string) (*runbooks.Report, error) {
 	trigger := store.Trigger(opts.Trigger)
 	if trigger == "" {
 		trigger = store.TriggerCLI
 	}
 	r := &Recorder{Engine: e, Runs: st}
 	out := r.Record(ctx, Record{
-		ID: opts.RunID, Prepared: p, Trigger: trigger, RequestedBy: requestedBy, StartedAt: e.now(), Progress: opts.Progress, Only: opts.Only,
+		ID: opts.RunID, Prepared: p, Trigger: trigger, RequestedBy: requestedBy, StartedAt: e.Time(), Progress: opts.Progress, Only: opts.Only,
 	})
 	if out.Run.ID == "" {
 		return nil, out.Err
@@ -214,11 +221,11 @@ func (e *Engine) RunAndRecord(ctx context.Context, st store.Runs, p *Prepared, o
 }
 
 // ReportOf decodes the report kept with a stored run.
-func ReportOf(r store.Run) (*Report, error) {
+func ReportOf(r store.Run) (*runbooks.Report, error) {
 	if len(r.Report) == 0 {
 		return nil, fmt.Errorf("run %s has no report (status %s)", r.ID, r.Status)
 	}
-	var rep Report
+	var rep runbooks.Report
 	if err := json.Unmarshal(r.Report, &rep); err != nil {
 		return nil, fmt.Errorf("decode report of run %s: %w", r.ID, err)
 	}

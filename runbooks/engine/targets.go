@@ -1,9 +1,10 @@
-package runbooks
+package engine
 
 import (
 	"context"
 
 	"github.com/runbot/runbot/internal/target"
+	"github.com/runbot/runbot/runbooks"
 )
 
 // TargetRef names a target before it is resolved: a role of a deployment,
@@ -21,16 +22,16 @@ type Targets interface {
 	Target(ctx context.Context, ref TargetRef) (target.Target, error)
 }
 
-// refsFor returns the references for a list of step or action target names
-// under the given params.
-func (rb *Runbook) refsFor(names []string, params map[string]any) []TargetRef {
+// RefsFor returns the references for a list of step or action target
+// names of rb under the given params.
+func RefsFor(rb *runbooks.Runbook, names []string, params map[string]any) []TargetRef {
 	dep := ""
 	if p := rb.DeploymentParam(); p != nil {
 		dep, _ = params[p.Name].(string)
 	}
 	refs := make([]TargetRef, len(names))
 	for i, n := range names {
-		if p := rb.Param(n); p != nil && p.Type == ParamHost {
+		if p := rb.Param(n); p != nil && p.Type == runbooks.ParamHost {
 			h, _ := params[n].(string)
 			refs[i] = TargetRef{Host: h, Role: n}
 			continue
