@@ -10,6 +10,15 @@ import (
 	"github.com/runbot/runbot/internal/step"
 )
 
+// utc reads a "2006-01-02 15:04:05" time in UTC; a bad one is a broken test.
+func utc(s string) time.Time {
+	t, err := time.Parse("2006-01-02 15:04:05.999999999", s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
 func TestProbeWindows(t *testing.T) {
 	t0 := utc("2026-06-18 21:05:00")
 	events := []step.Event{

@@ -11,11 +11,13 @@ import (
 	"slices"
 	"strings"
 	"time"
+
 	// The timezone argument names the target host's zone; runbot may run
 	// where no zone database is installed.
 	_ "time/tzdata"
 
 	"github.com/runbot/runbot/internal/argspec"
+	"github.com/runbot/runbot/internal/sglanglog"
 	"github.com/runbot/runbot/internal/shell"
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/remote"
@@ -321,8 +323,8 @@ func parseLog(raw []byte, format string, loc *time.Location, reversed bool) []lo
 	entries := make([]logEntry, 0, len(recs))
 	var prev time.Time
 	for _, r := range recs {
-		sl := parseSGLangLine(r.Message)
-		t := resolveTime(sl.Stamp, r.JournalTime, loc)
+		sl := sglanglog.Parse(r.Message)
+		t := sglanglog.ResolveTime(sl.Stamp, r.JournalTime, loc)
 		if t.IsZero() {
 			t = prev
 		}
@@ -412,7 +414,7 @@ func (a logAnalysis) run(entries []logEntry) (LogProgressOutput, []step.Event) {
 	if last >= 0 {
 		le := entries[last]
 		o.Found, o.LastProgress, o.LastLine = true, le.Time, le.Message
-		if b, ok := parseBatchLine(le.Text); ok {
+		if b, ok := sglanglog.ParseBatch(le.Text); ok {
 			o.LastFields = b.Fields
 		}
 		o.PerMinute = a.perMinute(entries, progress, le.Time)
@@ -468,7 +470,7 @@ func (a logAnalysis) recent(entries []logEntry, progress []bool) []ProgressLine 
 			out = out[:len(out)-1]
 		}
 		pl := ProgressLine{Time: e.Time, Ranks: e.Ranks}
-		if b, ok := parseBatchLine(e.Text); ok {
+		if b, ok := sglanglog.ParseBatch(e.Text); ok {
 			pl.Fields = b.Fields
 		}
 		out = append(out, pl)
@@ -536,7 +538,7 @@ func (a logAnalysis) countPattern(entries []logEntry, p namedPattern) (PatternSu
 		}
 		sum.Lines++
 		sum.LastLine = e.Text
-		room, rid := lineIDs(e.Text)
+		room, rid := sglanglog.IDs(e.Text)
 		key := fmt.Sprintf("line:%d", i)
 		switch {
 		case room != "":

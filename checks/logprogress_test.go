@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/internal/argspec"
+	"github.com/runbot/runbot/internal/sglanglog"
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/internal/target"
 	"github.com/runbot/runbot/remote"
@@ -59,13 +60,13 @@ func TestParseFixtureLogs(t *testing.T) {
 				}
 				if strings.HasPrefix(e.Text, w.progress) {
 					last = e
-					if b, ok := parseBatchLine(e.Text); !ok || len(b.Fields) < 8 {
+					if b, ok := sglanglog.ParseBatch(e.Text); !ok || len(b.Fields) < 8 {
 						t.Fatalf("batch line %d does not parse: %s", i+1, e.Text)
 					}
 				}
 				if strings.Contains(e.Text, "transfer failed") {
 					failures++
-					if room, rid := lineIDs(e.Text); room == "" || rid == "" {
+					if room, rid := sglanglog.IDs(e.Text); room == "" || rid == "" {
 						t.Fatalf("line %d: no room or rid: %s", i+1, e.Text)
 					}
 				}

@@ -1,4 +1,4 @@
-package checks
+package sglanglog
 
 import (
 	"testing"
@@ -50,7 +50,7 @@ func TestParseSGLangLine(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := parseSGLangLine(c.in)
+			got := Parse(c.in)
 			if c.stamp == "" {
 				require.True(t, got.Stamp.IsZero())
 			} else {
@@ -93,7 +93,7 @@ func TestParseBatchLine(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b, ok := parseBatchLine(c.in)
+			b, ok := ParseBatch(c.in)
 			require.True(t, ok)
 			require.Equal(t, c.kind, b.Kind)
 			require.Equal(t, c.iter, b.Iter)
@@ -101,7 +101,7 @@ func TestParseBatchLine(t *testing.T) {
 		})
 	}
 	for _, not := range []string{"Decode transfer failed for request rank=0", "KV cache pool is full. Retract requests.", "Decode batches"} {
-		_, ok := parseBatchLine(not)
+		_, ok := ParseBatch(not)
 		require.False(t, ok, not)
 	}
 }
@@ -117,7 +117,7 @@ func TestLineIDs(t *testing.T) {
 		{"Decode batch, #running-req: 1", "", ""},
 	}
 	for _, c := range cases {
-		room, rid := lineIDs(c.in)
+		room, rid := IDs(c.in)
 		require.Equal(t, c.room, room, c.in)
 		require.Equal(t, c.rid, rid, c.in)
 	}
@@ -148,7 +148,7 @@ func TestResolveTime(t *testing.T) {
 			if c.journal != "" {
 				journal = utc(c.journal)
 			}
-			require.Equal(t, utc(c.want), resolveTime(stamp, journal, c.loc))
+			require.Equal(t, utc(c.want), ResolveTime(stamp, journal, c.loc))
 		})
 	}
 }

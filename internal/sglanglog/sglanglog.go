@@ -1,4 +1,9 @@
-package checks
+// Package sglanglog reads the lines SGLang's loggers print: the
+// "[stamp DP0 TP0]" prefix, the wall-clock stamp resolved against
+// journald's, the "Prefill batch" and "Decode batch" lines of every era,
+// and the request and room ids a line names. It knows the format, not
+// where the lines come from.
+package sglanglog
 
 import (
 	"regexp"
@@ -7,11 +12,11 @@ import (
 	"time"
 )
 
-// sglangLine is a log message split into the prefix the SGLang logger puts
+// Line is a log message split into the prefix the SGLang logger puts
 // in front of it and the text.
-type sglangLine struct {
+type Line struct {
 	// Stamp is the printed wall-clock time read as if it were UTC; the
-	// host's zone is applied later (see resolveTime). Zero when the line
+	// host's zone is applied later (see ResolveTime). Zero when the line
 	// has no time of its own (a traceback line, a glog line).
 	Stamp time.Time
 	// Ranks is the rank prefix, e.g. "DP0 TP0 EP0"; empty for the HTTP,
@@ -26,35 +31,35 @@ type sglangLine struct {
 // format ("2026-06-18 20:38:03,123 - …") print it.
 var leadingStamp = regexp.MustCompile(`^(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})(?:[.,](\d{1,9}))?\s`)
 
-// parseSGLangLine splits msg into its prefix and text. A line without a
+// Parse splits msg into its prefix and text. A line without a
 // recognised prefix is returned whole as Text with a zero Stamp.
-func parseSGLangLine(msg string) sglangLine {
-	if l, ok := parseSGLangPrefix(msg); ok {
+func Parse(msg string) Line {
+	if l, ok := parsePrefix(msg); ok {
 		return l
 	}
 	if len(msg) > 0 && msg[0] >= '0' && msg[0] <= '9' {
 		if m := leadingStamp.FindStringSubmatch(msg); m != nil {
 			if t, ok := parseStamp(strings.Replace(m[1], "T", " ", 1), m[2]); ok {
-				return sglangLine{Stamp: t, Text: msg}
+				return Line{Stamp: t, Text: msg}
 			}
 		}
 	}
-	return sglangLine{Text: msg}
+	return Line{Text: msg}
 }
 
-// parseSGLangPrefix reads "[2026-06-18 20:38:03 DP0 TP0] text" with an
+// parsePrefix reads "[2026-06-18 20:38:03 DP0 TP0] text" with an
 // optional ".mmm" (or ",mmm") fraction and any rank parts in the order
 // SGLang builds them: DP, PP, ATTN_CP, MOE_DP, TP, EP. It is written out
 // by hand because it runs on every line of a journal that may hold tens of
 // thousands.
-func parseSGLangPrefix(msg string) (sglangLine, bool) {
+func parsePrefix(msg string) (Line, bool) {
 	const stampLen = len("2006-01-02 15:04:05")
 	if len(msg) < stampLen+2 || msg[0] != '[' {
-		return sglangLine{}, false
+		return Line{}, false
 	}
 	end := strings.IndexByte(msg, ']')
 	if end < stampLen+1 {
-		return sglangLine{}, false
+		return Line{}, false
 	}
 	inner := msg[1:end]
 	stamp, rest := inner[:stampLen], inner[stampLen:]
@@ -65,25 +70,25 @@ func parseSGLangPrefix(msg string) (sglangLine, bool) {
 			n++
 		}
 		if n == 1 {
-			return sglangLine{}, false
+			return Line{}, false
 		}
 		frac, rest = rest[1:n], rest[n:]
 	}
 	if rest != "" && rest[0] != ' ' {
-		return sglangLine{}, false
+		return Line{}, false
 	}
 	ranks := strings.TrimSpace(rest)
 	for part := range strings.FieldsSeq(ranks) {
 		if !isRankPart(part) {
-			return sglangLine{}, false
+			return Line{}, false
 		}
 	}
 	t, ok := parseStamp(stamp, frac)
 	if !ok {
-		return sglangLine{}, false
+		return Line{}, false
 	}
 	text := strings.TrimPrefix(msg[end+1:], " ")
-	return sglangLine{Stamp: t, Ranks: ranks, Text: text}, true
+	return Line{Stamp: t, Ranks: ranks, Text: text}, true
 }
 
 // isRankPart recognises one rank part: capitals and underscores, then
@@ -116,14 +121,14 @@ func parseStamp(s, frac string) (time.Time, bool) {
 	return t, true
 }
 
-// resolveTime turns a printed wall-clock stamp into an absolute time.
+// ResolveTime turns a printed wall-clock stamp into an absolute time.
 // SGLang prints local time without a zone. When journald's timestamp is
 // known, the host's UTC offset is the difference between the two rounded to
 // a quarter hour (every zone offset is a multiple of 15 minutes), so the
 // stamp's finer precision is kept without knowing the zone. Without a
 // journal the stamp is read in loc. A stamp that disagrees with journald by
 // more than a few minutes beyond any offset is not trusted.
-func resolveTime(stamp, journal time.Time, loc *time.Location) time.Time {
+func ResolveTime(stamp, journal time.Time, loc *time.Location) time.Time {
 	switch {
 	case stamp.IsZero():
 		return journal
@@ -138,8 +143,8 @@ func resolveTime(stamp, journal time.Time, loc *time.Location) time.Time {
 	return stamp.Add(-offset).UTC()
 }
 
-// batchLine is a parsed "Prefill batch" or "Decode batch" line.
-type batchLine struct {
+// Batch is a parsed "Prefill batch" or "Decode batch" line.
+type Batch struct {
 	Kind string // Prefill or Decode
 	// Iter is the forward iteration SGLANG_LOG_FORWARD_ITERS adds, -1 when
 	// absent.
@@ -156,14 +161,14 @@ type batchLine struct {
 // iterations).
 var batchHead = regexp.MustCompile(`^(Prefill|Decode) batch(?: ?\[(\d+)\])?[.,] ?`)
 
-// parseBatchLine reads a batch line's fields; it tolerates the trailing
+// ParseBatch reads a batch line's fields; it tolerates the trailing
 // ", " older builds print and any fields it does not know.
-func parseBatchLine(text string) (batchLine, bool) {
+func ParseBatch(text string) (Batch, bool) {
 	m := batchHead.FindStringSubmatchIndex(text)
 	if m == nil {
-		return batchLine{}, false
+		return Batch{}, false
 	}
-	b := batchLine{Kind: text[m[2]:m[3]], Iter: -1, Fields: map[string]float64{}}
+	b := Batch{Kind: text[m[2]:m[3]], Iter: -1, Fields: map[string]float64{}}
 	if m[4] >= 0 {
 		b.Iter, _ = strconv.Atoi(text[m[4]:m[5]])
 	}
@@ -212,10 +217,10 @@ var (
 	requestID = regexp.MustCompile(`\brid=['"]?([^'",\s)]+)`)
 )
 
-// lineIDs returns the bootstrap room and request id a line names, if any.
+// IDs returns the bootstrap room and request id a line names, if any.
 // The room is the same on prefill and decode; the rid differs per engine
 // unless the client chose it (as http_probe does).
-func lineIDs(text string) (room, rid string) {
+func IDs(text string) (room, rid string) {
 	if m := roomID.FindStringSubmatch(text); m != nil {
 		room = m[1]
 	}
