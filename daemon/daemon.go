@@ -88,16 +88,16 @@ type daemonParts struct {
 // then shuts down within the config's grace period. plan is a config that
 // preflight.Load checked without errors; notify is SdNotify under systemd.
 func Run(ctx context.Context, plan *preflight.Plan, notify Notifier) error {
-	cfg, catalog, inv := plan.Config, plan.Catalog, plan.Inventory
+	cfg := plan.Config
 	// One redaction for everything serve shows: Slack, the pages, the
 	// logs.
-	red, err := serveRedactor(cfg, inv)
+	red, err := serveRedactor(cfg, plan.Inventory)
 	if err != nil {
 		return fmt.Errorf("config %s: %w", cfg.File, err)
 	}
 	log := newLogger(cfg.Log, red)
 	slog.SetDefault(log)
-	d := &daemonParts{log: log, redactor: red}
+	d := &daemonParts{log: log, redactor: red, inv: plan.Inventory}
 	// SIGHUP (systemctl reload) reloads the config, the inventory and the
 	// runbooks (reload.go). It is caught from the very start, since its
 	// default action kills the process; one that arrives while serve
@@ -105,6 +105,64 @@ func Run(ctx context.Context, plan *preflight.Plan, notify Notifier) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	recovered, closeStore, err := d.openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	d.pool = sshrun.NewPool()
+	d.pool.IdleTimeout = cfg.SSHIdleTimeout
+	// Closing SSH connections at shutdown: a peer that already went away is
+	// not worth reporting.
+	defer func() { _ = d.pool.Close() }()
+
+	runCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLoops()
+	w, err := d.wire(runCtx, plan, recovered)
+	if err != nil {
+		return err
+	}
+	addr, serveErr, err := d.listen(ctx, runCtx, cfg, w.mux)
+	if err != nil {
+		return err
+	}
+	log.Info("runbot serving", "listen", addr, "runbooks", len(plan.Catalog.Names()), "slack", cfg.Slack != nil, "alerts", cfg.Alerts != nil, "schedules", len(cfg.Schedules))
+
+	// READY=1 only once every readiness loop has really succeeded once.
+	if err := waitReady(ctx, w.live, w.ready); err != nil {
+		if ctx.Err() == nil {
+			return err
+		}
+		// Stopped while starting (systemctl stop, Ctrl-C): a clean
+		// shutdown like any other, not a failure.
+		return d.shutdown(cfg.ShutdownGrace, notify, stopLoops)
+	}
+	if err := notify("READY=1\nSTATUS=serving on " + addr); err != nil {
+		log.Warn("sd_notify READY failed", "err", err)
+	}
+	// Reloads start once serve is ready: systemd takes RELOADING=1 only
+	// from a service that is running.
+	rl := &reloader{d: d, extraRunbooks: plan.ExtraRunbooks, plan: plan, notify: notify, metrics: w.reloads, ready: w.ready,
+		status: "serving on " + addr, now: time.Now}
+	d.loops.Go(func() { rl.loop(runCtx, ctx.Done(), hup) })
+	if interval, err := systemd.SdWatchdogEnabled(false); err == nil && interval > 0 {
+		d.loops.Go(func() { watchdog(runCtx, interval/2, joined(w.live, w.ready), notify, log) })
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("http server: %w", err)
+		}
+	}
+	return d.shutdown(cfg.ShutdownGrace, notify, stopLoops)
+}
+
+// openStore opens the store the config names, recovers what a dead process
+// left, and holds this process's replica lease. closeStore resigns the
+// lease (after the shutdown) and then closes the store.
+func (d *daemonParts) openStore(ctx context.Context, cfg *config.Config) (_ store.Recovery, closeStore func(), _ error) {
 	var storeOpts []store.Option
 	if cfg.Alerts != nil {
 		storeOpts = append(storeOpts, store.WithDedupWindow(cfg.Alerts.DedupWindow))
@@ -113,85 +171,131 @@ func Run(ctx context.Context, plan *preflight.Plan, notify Notifier) error {
 	// only to open the store, whose errors redact its password.
 	loc, err := cfg.StoreLocation()
 	if err != nil {
-		return err
+		return store.Recovery{}, nil, err
 	}
 	st, recovered, err := store.OpenRecovering(ctx, loc.Reveal(), storeOpts...)
 	if err != nil {
-		return err
+		return store.Recovery{}, nil, err
 	}
-	d.st = st
-	defer func() {
+	closeSt := func() {
 		if err := st.Close(); err != nil {
-			log.Warn("close store", "err", err)
+			d.log.Warn("close store", "err", err)
 		}
-	}()
+	}
 	// The lease says to every replica sharing the database that this
 	// process is alive; it is held before anything is claimed and resigned
 	// (after the shutdown) before the store closes.
-	stopLease, err := store.HoldLease(ctx, st, log)
+	stopLease, err := store.HoldLease(ctx, st, d.log)
 	if err != nil {
-		return err
+		closeSt()
+		return store.Recovery{}, nil, err
 	}
-	defer stopLease()
+	d.st = st
+	return recovered, func() { stopLease(); closeSt() }, nil
+}
 
-	d.inv = inv
-	d.pool = sshrun.NewPool()
-	d.pool.IdleTimeout = cfg.SSHIdleTimeout
-	// Closing SSH connections at shutdown: a peer that already went away is
-	// not worth reporting.
-	defer func() { _ = d.pool.Close() }()
+// wired is what Run serves and watches once the parts are wired.
+type wired struct {
+	mux     *http.ServeMux
+	reloads *reloadMetrics
+	// live and ready watch runbot's own loops and the store, without
+	// which nothing is accepted safely.
+	live, ready *heartbeat.Monitor
+}
 
+// wire builds the core and every part around it from the plan: metrics,
+// the engine and the remediator, health and metrics endpoints, the chat
+// platform behind its outbox, the report pages, the dispatcher (resumed
+// with what recovery requeued), the chat commands, the triggers and the
+// loops that keep the daemon honest. Loops run under runCtx.
+func (d *daemonParts) wire(runCtx context.Context, plan *preflight.Plan, recovered store.Recovery) (*wired, error) {
+	cfg, catalog, inv := plan.Config, plan.Catalog, plan.Inventory
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := newMetrics(reg, st)
-	reloadM := newReloadMetrics(reg, time.Now())
+	m := newMetrics(reg, d.st)
+	w := &wired{mux: http.NewServeMux(), reloads: newReloadMetrics(reg, time.Now()), live: heartbeat.New(nil), ready: heartbeat.New(nil)}
 	d.pool.OnDial = m.Dialed
 	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: &bind.PoolRunners{Inventory: inv, Pool: d.pool}}, Observer: m}
-	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: cfg.Groups, Observer: m}
+	rem := &remediation.Remediator{Engine: eng, Store: d.st, Catalog: catalog, Groups: cfg.Groups, Observer: m}
 
-	// live and ready watch runbot's own loops and the store, without
-	// which nothing is accepted safely; degraded watches Slack, whose
-	// outage only delays posts (they wait in the outbox) and so neither
-	// fails readiness nor withholds the systemd watchdog: an outage
-	// longer than WatchdogSec must not restart runbot and cut its runs.
-	live, ready, degraded := heartbeat.New(nil), heartbeat.New(nil), heartbeat.New(nil)
-	mux := http.NewServeMux()
-	hh := healthHandlers{live: live, ready: ready, degraded: degraded}
-	mux.HandleFunc("GET /healthz", hh.healthz)
-	mux.HandleFunc("GET /readyz", hh.readyz)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	// degraded watches Slack, whose outage only delays posts (they wait
+	// in the outbox) and so neither fails readiness nor withholds the
+	// systemd watchdog: an outage longer than WatchdogSec must not
+	// restart runbot and cut its runs.
+	degraded := heartbeat.New(nil)
+	hh := healthHandlers{live: w.live, ready: w.ready, degraded: degraded}
+	w.mux.HandleFunc("GET /healthz", hh.healthz)
+	w.mux.HandleFunc("GET /readyz", hh.readyz)
+	w.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 
-	runCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopLoops()
 	// The dispatcher is the core every trigger submits to; Slack, when
 	// configured, is its chat, and the chat commands come in through it.
 	dcfg := dispatch.Config{MaxConcurrentRuns: cfg.Parallel}
-	ddeps := dispatch.Deps{Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Logger: log, Timeline: timeline.ForChat}
-	var sl *slackchat.Slack
+	ddeps := dispatch.Deps{Catalog: catalog, Engine: eng, Remediator: rem, Store: d.st, Logger: d.log, Timeline: timeline.ForChat}
 	var site *web.Site
-	if cfg.Slack != nil {
-		if sl, err = slackchat.New(withReportLinks(slackConfig(cfg, red), &site), log, nil); err != nil {
-			return fmt.Errorf("config %s: %w", cfg.File, err)
-		}
+	sl, err := d.chatPlatform(runCtx, cfg, reg, &site)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", cfg.File, err)
+	}
+	if sl != nil {
 		dcfg.Channel = cfg.Slack.Channel
-		// Everything runbot posts goes through the outbox: recorded
-		// first, delivered at Slack's pace, retried until Slack takes
-		// it, so that no run waits for Slack and no outage loses a post.
-		ob := outbox.New(sl, st, outbox.Config{Platform: "slack"}, log, nil)
-		d.outbox = ob
-		d.loops.Go(func() { _ = ob.Run(runCtx) })
-		reg.MustRegister(ob)
-		ddeps.Chat, ddeps.Redactor = ob, sl.Redactor()
+		ddeps.Chat, ddeps.Redactor = d.outbox, sl.Redactor()
 		rem.Directory = sl.Approvers()
-		reg.MustRegister(sl)
 	}
 	// The report pages, when configured, before anything posts a link.
-	if site, err = newWebSite(cfg, st, red, log); err != nil {
-		return fmt.Errorf("config %s: %w", cfg.File, err)
+	if site, err = newWebSite(cfg, d.st, d.redactor, d.log); err != nil {
+		return nil, fmt.Errorf("config %s: %w", cfg.File, err)
 	}
 	if site != nil {
-		mountWeb(mux, site)
+		mountWeb(w.mux, site)
 	}
+	if err := d.startDispatcher(runCtx, dcfg, ddeps, recovered); err != nil {
+		return nil, err
+	}
+	if sl != nil {
+		if err := d.chatCommands(runCtx, cfg, sl, w.mux); err != nil {
+			return nil, err
+		}
+		d.watch(runCtx, slackDependency(sl), degraded)
+	}
+	if err := wireTriggers(runCtx, cfg, d, w.mux, reg, w.ready); err != nil {
+		return nil, fmt.Errorf("config %s: %w", cfg.File, err)
+	}
+	d.housekeeping(runCtx, w.live)
+	d.watch(runCtx, storeDependency(d.st), w.ready)
+	gauges := newDependencyGauges(w.ready, "store")
+	if sl != nil {
+		gauges.and(degraded, "slack")
+	}
+	reg.MustRegister(gauges)
+	return w, nil
+}
+
+// chatPlatform connects Slack when the config has a slack: block (nil
+// otherwise) and starts the outbox everything runbot posts goes through:
+// recorded first, delivered at Slack's pace, retried until Slack takes it,
+// so that no run waits for Slack and no outage loses a post. site is where
+// the report pages will be, for the links Slack's messages carry.
+func (d *daemonParts) chatPlatform(runCtx context.Context, cfg *config.Config, reg prometheus.Registerer, site **web.Site) (*slackchat.Slack, error) {
+	if cfg.Slack == nil {
+		return nil, nil
+	}
+	sl, err := slackchat.New(withReportLinks(slackConfig(cfg, d.redactor), site), d.log, nil)
+	if err != nil {
+		return nil, err
+	}
+	ob := outbox.New(sl, d.st, outbox.Config{Platform: "slack"}, d.log, nil)
+	d.outbox = ob
+	d.loops.Go(func() { _ = ob.Run(runCtx) })
+	reg.MustRegister(ob)
+	reg.MustRegister(sl)
+	return sl, nil
+}
+
+// startDispatcher builds the dispatcher, brings the messages of recovered
+// runs up to date, resumes queued work and starts the recovery sweeps.
+func (d *daemonParts) startDispatcher(runCtx context.Context, dcfg dispatch.Config, ddeps dispatch.Deps, recovered store.Recovery) error {
+	var err error
 	if d.disp, err = dispatch.New(dcfg, ddeps); err != nil {
 		return err
 	}
@@ -205,38 +309,32 @@ func Run(ctx context.Context, plan *preflight.Plan, notify Notifier) error {
 	// recovered by the sweeps of those that live, once their lease
 	// expired.
 	d.loops.Go(func() { d.disp.SweepEvery(runCtx, store.DefaultRecoveryInterval, nil) })
-	if sl != nil {
-		// No Engine: the commands explain runbooks with the dispatcher's
-		// current one, which follows a reload.
-		cmds, err := commands.New(commandsConfig(cfg), d.disp, commands.Deps{Store: st, Replier: sl, UserGroups: sl, Logger: log})
-		d.cmds = cmds
-		if err != nil {
-			// serve --check's rules report these at their position first;
-			// what is left names the file at least.
-			return fmt.Errorf("config %s: %w", cfg.File, err)
-		}
-		if err := d.receiveSlack(runCtx, sl, cmds, mux); err != nil {
-			return err
-		}
-		d.watch(runCtx, slackDependency(sl), degraded)
-	}
-	if err := wireTriggers(runCtx, cfg, d, mux, reg, ready); err != nil {
+	return nil
+}
+
+// chatCommands takes Slack's slash commands and button clicks.
+func (d *daemonParts) chatCommands(runCtx context.Context, cfg *config.Config, sl *slackchat.Slack, mux *http.ServeMux) error {
+	// No Engine: the commands explain runbooks with the dispatcher's
+	// current one, which follows a reload.
+	cmds, err := commands.New(commandsConfig(cfg), d.disp, commands.Deps{Store: d.st, Replier: sl, UserGroups: sl, Logger: d.log})
+	d.cmds = cmds
+	if err != nil {
+		// serve --check's rules report these at their position first;
+		// what is left names the file at least.
 		return fmt.Errorf("config %s: %w", cfg.File, err)
 	}
-	d.housekeeping(runCtx, live)
-	d.watch(runCtx, storeDependency(st), ready)
-	gauges := newDependencyGauges(ready, "store")
-	if sl != nil {
-		gauges.and(degraded, "slack")
-	}
-	reg.MustRegister(gauges)
+	return d.receiveSlack(runCtx, sl, cmds, mux)
+}
 
+// listen binds the config's address and serves mux on it (TLS when
+// configured) until shutdown; serveErr says why serving stopped.
+func (d *daemonParts) listen(ctx, runCtx context.Context, cfg *config.Config, mux *http.ServeMux) (addr string, serveErr <-chan error, _ error) {
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+		return "", nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	d.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return runCtx }}
-	serveErr := make(chan error, 1)
+	errs := make(chan error, 1)
 	go func() {
 		var err error
 		if cfg.TLS != nil {
@@ -245,39 +343,9 @@ func Run(ctx context.Context, plan *preflight.Plan, notify Notifier) error {
 		} else {
 			err = d.server.Serve(ln)
 		}
-		serveErr <- err
+		errs <- err
 	}()
-	log.Info("runbot serving", "listen", ln.Addr().String(), "runbooks", len(catalog.Names()), "slack", cfg.Slack != nil, "alerts", cfg.Alerts != nil, "schedules", len(cfg.Schedules))
-
-	// READY=1 only once every readiness loop has really succeeded once.
-	if err := waitReady(ctx, live, ready); err != nil {
-		if ctx.Err() == nil {
-			return err
-		}
-		// Stopped while starting (systemctl stop, Ctrl-C): a clean
-		// shutdown like any other, not a failure.
-		return d.shutdown(cfg.ShutdownGrace, notify, stopLoops)
-	}
-	if err := notify("READY=1\nSTATUS=serving on " + ln.Addr().String()); err != nil {
-		log.Warn("sd_notify READY failed", "err", err)
-	}
-	// Reloads start once serve is ready: systemd takes RELOADING=1 only
-	// from a service that is running.
-	rl := &reloader{d: d, extraRunbooks: plan.ExtraRunbooks, plan: plan, notify: notify, metrics: reloadM, ready: ready,
-		status: "serving on " + ln.Addr().String(), now: time.Now}
-	d.loops.Go(func() { rl.loop(runCtx, ctx.Done(), hup) })
-	if interval, err := systemd.SdWatchdogEnabled(false); err == nil && interval > 0 {
-		d.loops.Go(func() { watchdog(runCtx, interval/2, joined(live, ready), notify, log) })
-	}
-
-	select {
-	case <-ctx.Done():
-	case err := <-serveErr:
-		if !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("http server: %w", err)
-		}
-	}
-	return d.shutdown(cfg.ShutdownGrace, notify, stopLoops)
+	return ln.Addr().String(), errs, nil
 }
 
 // shutdown stops accepting, lets work in flight finish up to grace, and
