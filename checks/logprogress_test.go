@@ -365,7 +365,7 @@ func TestLogProgressJournalHealthy(t *testing.T) {
 	require.Equal(t, utc("2026-06-18 19:59:59"), o.LastProgress)
 	require.Equal(t, 6*time.Second, o.Gap)
 	require.InDelta(t, 173.4, o.PerMinute, 0.1, "345 lines from 19:58:00 to 19:59:59")
-	require.Equal(t, 4, len(o.LastByRank))
+	require.Len(t, o.LastByRank, 4)
 	require.Contains(t, o.LastLine, "DP2 TP2", "of the lines at 19:59:59 the last one written is reported")
 	require.Zero(t, o.Patterns["aborts"].Count)
 	require.Contains(t, res.Evidence[0], "progressing")

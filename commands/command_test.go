@@ -14,7 +14,7 @@ import (
 	"github.com/runbot/runbot/store"
 )
 
-func TestCommandErrorsAreEphemeralAndRunNothing(t *testing.T) {
+func TestCommandErrorsAreEphemeralAndRunNothing(t *testing.T) { //nolint:tparallel // the cases share one harness and count what it ran, in order
 	t.Parallel()
 	cases := []struct {
 		name, user, channel, text string
@@ -162,6 +162,7 @@ func TestConfigRefusesMistakes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := New(tc.cfg, h.disp, Deps{Store: h.store, Engine: &engine.Engine{}})
 			require.ErrorContains(t, err, tc.want)
 		})

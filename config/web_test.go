@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -85,7 +84,7 @@ func TestWebConfigWarnsOfTrustingEveryone(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, problems.Err())
 	require.Len(t, problems, 1)
-	require.True(t, strings.Contains(problems[0].String(), "trusts the X-User header from any address"), problems[0].String())
+	require.Contains(t, problems[0].String(), "trusts the X-User header from any address", problems[0].String())
 }
 
 func writeTemp(t *testing.T, content string) string {

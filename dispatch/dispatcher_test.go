@@ -142,7 +142,7 @@ func TestShutdownRefusesNewWork(t *testing.T) {
 	defer cancel()
 	require.NoError(t, d.Shutdown(ctx))
 	_, err := d.Submit(t.Context(), Request{Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": dir}, Source: store.TriggerSchedule})
-	require.True(t, errors.Is(err, ErrShuttingDown), "%v", err)
+	require.ErrorIs(t, err, ErrShuttingDown, "%v", err)
 	require.ErrorContains(t, err, "queued as", "the request is kept for the next start")
 }
 

@@ -28,6 +28,7 @@ func TestWorkPayloadReadsWhatEveryVersionWrote(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			var got workPayload
 			require.NoError(t, json.Unmarshal([]byte(tc.raw), &got))
 			require.Equal(t, tc.want, got)

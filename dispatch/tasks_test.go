@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -42,7 +41,7 @@ func TestShutdownCancelsTasksWhenItRunsOutOfTime(t *testing.T) {
 		err := ts.Shutdown(ctx)
 		require.Error(t, err)
 		require.Equal(t, 5*time.Second, time.Since(start))
-		require.True(t, errors.Is(cause, ErrShuttingDown))
+		require.ErrorIs(t, cause, ErrShuttingDown)
 	})
 }
 

@@ -32,7 +32,7 @@ func TestUnitName(t *testing.T) {
 	}
 	require.Equal(t, "Service", unitInterface("x.service"))
 	require.Equal(t, "Automount", unitInterface("x.automount"))
-	require.Equal(t, "", unitInterface("x"))
+	require.Empty(t, unitInterface("x"))
 }
 
 // TestUnitStateFromProperties maps properties typed as the D-Bus library
@@ -73,7 +73,7 @@ func TestUnitStateFromProperties(t *testing.T) {
 	require.Equal(t, "-1", st.Props["ExecMainStatus"])
 	require.Equal(t, "yes", st.Props["CanRestart"])
 	require.Equal(t, "1073741824", st.Props["MemoryCurrent"])
-	require.Equal(t, "", st.Props["InactiveExitTimestamp"])
+	require.Empty(t, st.Props["InactiveExitTimestamp"])
 	require.Equal(t, "sglang-dsv4-decode.service decode.service", st.Props["Names"])
 	parsed, err := ParseSystemdTime(st.Props["ActiveEnterTimestamp"])
 	require.NoError(t, err, "the text form must be what ParseSystemdTime reads")

@@ -1,7 +1,6 @@
 package runbooks_test
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -75,7 +74,7 @@ func TestSelectDeploymentsRefuses(t *testing.T) {
 
 	_, err = bind.SelectDeployments(rb, &inventory.Inventory{File: "empty.yaml"}, "")
 	require.EqualError(t, err, "inventory empty.yaml has no deployments")
-	require.True(t, errors.As(err, &none))
+	require.ErrorAs(t, err, &none)
 
 	_, err = bind.SelectDeployments(loadFleetRunbook(t, "testdata/fleet/host-check.yaml"), inv, "")
 	require.EqualError(t, err, "runbook host-check has no deployment param: a fleet run sets one per deployment")

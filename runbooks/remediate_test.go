@@ -266,7 +266,7 @@ func TestDoubleApplyAppliesOnce(t *testing.T) {
 	}
 	wg.Wait()
 	var conflict *store.StateConflictError
-	require.True(t, (errs[0] == nil) != (errs[1] == nil), "exactly one apply succeeds: %v / %v", errs[0], errs[1])
+	require.NotEqual(t, (errs[0] == nil), (errs[1] == nil), "exactly one apply succeeds: %v / %v", errs[0], errs[1])
 	for _, err := range errs {
 		if err != nil {
 			// The loser either lost the compare-and-set or found the plan

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +106,5 @@ func TestWedgeEchoesAreNotCauses(t *testing.T) {
 			echoFinding = f.Summary
 		}
 	}
-	require.True(t, strings.Contains(echoFinding, "own probe"), echoFinding)
+	require.Contains(t, echoFinding, "own probe", echoFinding)
 }

@@ -411,7 +411,7 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
 // the run a reload finds going still skips the successor's ticks, and both
 // count into the same metrics; a schedule it adds starts idle, and one
 // naming a runbook the new catalog lacks is refused.
-func TestSuccessorKeepsTheStateOfSchedulesThatStay(t *testing.T) {
+func TestSuccessorKeepsTheStateOfSchedulesThatStay(t *testing.T) { //nolint:tparallel // the cases read one successor built before them
 	t.Parallel()
 	h := newScheduleHarness(t, func(dir string) Config {
 		return Config{Schedules: []Schedule{serviceSchedule("kept", dir, PostAlways)}}

@@ -3,7 +3,6 @@ package sim
 import (
 	"io"
 	"log/slog"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -55,8 +54,8 @@ func TestBatchLineEras(t *testing.T) {
 			`^Decode batch, #running-req: 7, .*#queue-req: 0$`},
 	} {
 		t.Run(tc.era.String(), func(t *testing.T) {
-			require.Regexp(t, regexp.MustCompile(tc.prefill), FormatPrefillBatch(tc.era, tc.iters, p))
-			require.Regexp(t, regexp.MustCompile(tc.decode), FormatDecodeBatch(tc.era, tc.iters, dstats))
+			require.Regexp(t, tc.prefill, FormatPrefillBatch(tc.era, tc.iters, p))
+			require.Regexp(t, tc.decode, FormatDecodeBatch(tc.era, tc.iters, dstats))
 			era, err := ParseLogEra(tc.era.String())
 			require.NoError(t, err)
 			require.Equal(t, tc.era, era)

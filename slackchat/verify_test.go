@@ -41,7 +41,7 @@ func TestSignMatchesSlacksWorkedExample(t *testing.T) {
 }
 
 // Our verifier and slack-go's agree on fresh requests.
-func TestVerifierAgreesWithSlackGo(t *testing.T) {
+func TestVerifierAgreesWithSlackGo(t *testing.T) { //nolint:tparallel // the cases sit a second inside Slack's 5-minute window of real time: they run at once, in order
 	t.Parallel()
 	now := time.Now()
 	body := []byte("text=hello&user_id=U1")
@@ -77,7 +77,7 @@ func TestVerifierAgreesWithSlackGo(t *testing.T) {
 }
 
 // Unverified requests get 401 and start nothing.
-func TestUnverifiedRequestsAreRefused(t *testing.T) {
+func TestUnverifiedRequestsAreRefused(t *testing.T) { //nolint:tparallel // the cases share one harness and check it ran nothing, in order
 	t.Parallel()
 	h := newHarness(t)
 	cmd := []byte(h.commandForm(requester, opsChan, "stuck here "+h.dir).Encode())

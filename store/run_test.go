@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -37,7 +36,7 @@ func TestRecordJSON(t *testing.T) {
 		"plan":{"actions":[]},"requested_by":"U1","state":"proposed","created_at":"2026-11-29T08:30:12Z",
 		"updated_at":"2026-11-29T08:30:12Z",
 		"policy":{"approvers":["sre"],"two_person":true,"expires_at":"2026-11-29T08:45:12Z"}}`, string(b))
-	require.False(t, strings.Contains(string(b), "applied_at"), "zero times are omitted")
+	require.NotContains(t, string(b), "applied_at", "zero times are omitted")
 }
 
 // The SQLite file holds command output before redaction: a new one is

@@ -1,7 +1,6 @@
 package timeline
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -131,7 +130,7 @@ func TestFromReportEdges(t *testing.T) {
 	})
 	t.Run("nothing recorded", func(t *testing.T) {
 		_, err := FromReport(rep(&runbooks.TargetRun{Step: "units", Target: "decode"}), Options{})
-		require.True(t, errors.Is(err, ErrNothingToDraw), "%v", err)
+		require.ErrorIs(t, err, ErrNothingToDraw, "%v", err)
 	})
 	t.Run("window and end", func(t *testing.T) {
 		c, err := FromReport(rep(&runbooks.TargetRun{Step: "chat", Target: "router", Events: []step.Event{probe}}),

@@ -310,7 +310,7 @@ func TestBrowserShowsNoSecret(t *testing.T) {
 	href := eval[string](t, ctx, `document.getElementById("postmortem-link").href`)
 	require.EqualValues(t, 200, open(t, ctx, href))
 	md := eval[string](t, ctx, `document.body.innerText`)
-	require.True(t, strings.Contains(html, "db_password=[redacted]"), "the evidence is shown, redacted")
+	require.Contains(t, html, "db_password=[redacted]", "the evidence is shown, redacted")
 	require.Contains(t, md, "# Postmortem draft")
 	signIn(t, ctx, "alice")
 	require.EqualValues(t, 200, open(t, ctx, ts.srv.URL+"/runs/"))
@@ -319,9 +319,9 @@ func TestBrowserShowsNoSecret(t *testing.T) {
 	// Contains, not NotContains: a failure names the secret, not the
 	// whole page.
 	for _, s := range planted {
-		require.False(t, strings.Contains(html, s), "the run page shows %q", s)
-		require.False(t, strings.Contains(md, s), "the postmortem shows %q", s)
-		require.False(t, strings.Contains(list, s), "the run list shows %q", s)
+		require.NotContains(t, html, s, "the run page shows %q", s)
+		require.NotContains(t, md, s, "the postmortem shows %q", s)
+		require.NotContains(t, list, s, "the run list shows %q", s)
 	}
-	require.False(t, strings.Contains(html, string(linkKey)), "the page shows the link secret")
+	require.NotContains(t, html, string(linkKey), "the page shows the link secret")
 }

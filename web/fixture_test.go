@@ -85,7 +85,7 @@ func buildFixture(t *testing.T) (*fixture, error) {
 	ctx, cancel := context.WithTimeoutCause(context.Background(), 4*time.Minute, fmt.Errorf("building the web test fixture took too long"))
 	defer cancel()
 	var err error
-	if fixDir, err = os.MkdirTemp("", "runbot-web-"); err != nil {
+	if fixDir, err = os.MkdirTemp("", "runbot-web-"); err != nil { //nolint:usetesting // one fixture for every test of the package, which outlives any one test
 		return nil, err
 	}
 	f := &fixture{path: filepath.Join(fixDir, "runbot.db"), approver: "U0ALICE"}

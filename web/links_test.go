@@ -17,7 +17,7 @@ var t0 = time.Date(2026, 6, 18, 20, 44, 12, 0, time.UTC)
 // A link opens its run until it expires; any change to the run id, the
 // expiry or the signature, or another key, refuses it; an expired link
 // says when it expired.
-func TestSignerVerify(t *testing.T) {
+func TestSignerVerify(t *testing.T) { //nolint:tparallel // the cases move one shared clock
 	t.Parallel()
 	now := t0
 	s, err := NewSigner([]byte("0123456789abcdef-key"), time.Hour, func() time.Time { return now })
@@ -65,7 +65,7 @@ func TestSignerVerify(t *testing.T) {
 			}
 			require.ErrorIs(t, err, tc.want)
 			var le *LinkError
-			require.True(t, errors.As(err, &le))
+			require.ErrorAs(t, err, &le)
 			if errors.Is(tc.want, ErrLinkExpired) {
 				require.Equal(t, t0.Add(time.Hour), le.Expired)
 				require.Contains(t, err.Error(), "2026-06-18 21:44 UTC")
@@ -84,7 +84,7 @@ func TestNewSignerRefusesWeakSetups(t *testing.T) {
 	require.NoError(t, err)
 	exp, _, _ := strings.Cut(s.Sign("r"), ".")
 	require.Equal(t, "1782420252", exp, "the default TTL is a week")
-	require.Equal(t, t0.Add(DefaultLinkTTL).Unix(), int64(1782420252))
+	require.Equal(t, int64(1782420252), t0.Add(DefaultLinkTTL).Unix())
 }
 
 // RunURL puts the link under the site's public URL, path prefix included,

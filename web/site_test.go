@@ -17,7 +17,7 @@ import (
 
 // The site's answers that need no browser: status codes, the headers that
 // keep a signed link from leaking, and the messages of refusals.
-func TestSiteAnswers(t *testing.T) {
+func TestSiteAnswers(t *testing.T) { //nolint:tparallel // the cases share one store and site
 	t.Parallel()
 	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "runbot.db"))
 	require.NoError(t, err)

@@ -57,7 +57,7 @@ func TestTrimText(t *testing.T) {
 			for _, h := range tc.holdsNot {
 				require.NotContains(t, got, h)
 			}
-			require.True(t, strings.ToValidUTF8(got, "?") == got, "cut on a rune's start")
+			require.Equal(t, strings.ToValidUTF8(got, "?"), got, "cut on a rune's start")
 		})
 	}
 }

@@ -26,7 +26,7 @@ var (
 func Binary(t testing.TB) string {
 	t.Helper()
 	once.Do(func() {
-		dir, e := os.MkdirTemp("", "runbot-sim-")
+		dir, e := os.MkdirTemp("", "runbot-sim-") //nolint:usetesting // built once for every test of the binary, which outlives any one test
 		if e != nil {
 			err = e
 			return

@@ -2,7 +2,6 @@ package sshrun_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -113,7 +112,7 @@ func TestPoolClose(t *testing.T) {
 	require.NoError(t, pool.Close())
 
 	_, err = r.Run(testCtx(t), remote.Command{Line: "true"})
-	require.True(t, errors.Is(err, sshrun.ErrClosed), "got %v", err)
+	require.ErrorIs(t, err, sshrun.ErrClosed, "got %v", err)
 	_, err = pool.Get(testCtx(t), cfg)
 	require.ErrorIs(t, err, sshrun.ErrClosed)
 }

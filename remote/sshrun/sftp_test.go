@@ -93,7 +93,7 @@ func TestReadFile(t *testing.T) {
 // each a round trip. /proc files, which stat says are empty, read the same.
 // OpenSSH's sftp-server logs each request it serves (-l DEBUG1), which is
 // what is counted.
-func TestReadFileOverSFTPAsksForWholeChunks(t *testing.T) {
+func TestReadFileOverSFTPAsksForWholeChunks(t *testing.T) { //nolint:tparallel // the cases share one sshd and read its sftp log, in order
 	t.Parallel()
 	dir := t.TempDir()
 	log := filepath.Join(dir, "sftp.log")
@@ -187,5 +187,5 @@ func TestShellReadsFilesOverSFTP(t *testing.T) {
 	require.NotEmpty(t, f.Data)
 	var fr remote.FileReader = sh
 	_, err = fr.ReadFile(testCtx(t), "/nonexistent/x", 10)
-	require.True(t, errors.As(err, new(*remote.FileError)), "got %v", err)
+	require.ErrorAs(t, err, new(*remote.FileError), "got %v", err)
 }

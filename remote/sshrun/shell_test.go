@@ -198,7 +198,15 @@ func TestShellTimeoutKillsRemoteProcessTree(t *testing.T) {
 	// The step "times out" once both sleeps run, which the test sees
 	// rather than waits for.
 	go func() {
-		for ctx.Err() == nil && len(pgrep(t, "sleep "+marker)) < 2 {
+		for ctx.Err() == nil {
+			pids, err := findPIDs("sleep " + marker)
+			if err != nil {
+				cancel(err)
+				return
+			}
+			if len(pids) >= 2 {
+				break
+			}
 			time.Sleep(10 * time.Millisecond)
 		}
 		cancel(errors.New("step timeout"))
@@ -275,7 +283,7 @@ func TestShellConnectionDrops(t *testing.T) {
 
 	err := <-done
 	require.ErrorIs(t, err, sshrun.ErrConnectionLost)
-	require.False(t, errors.As(err, new(*remote.TimeoutError)), "a lost connection is not a timeout: %v", err)
+	require.NotErrorAs(t, err, new(*remote.TimeoutError), "a lost connection is not a timeout: %v", err)
 	out, err := sh.Run(testCtx(t), remote.Command{Line: "echo again"})
 	require.NoError(t, err)
 	require.Equal(t, "again\n", string(out.Stdout))
@@ -322,7 +330,15 @@ func TestShellWithoutSetsid(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(t.Context())
 	defer cancel(nil)
 	go func() {
-		for ctx.Err() == nil && len(pgrep(t, "sleep "+marker)) < 1 {
+		for ctx.Err() == nil {
+			pids, err := findPIDs("sleep " + marker)
+			if err != nil {
+				cancel(err)
+				return
+			}
+			if len(pids) >= 1 {
+				break
+			}
 			time.Sleep(10 * time.Millisecond)
 		}
 		cancel(errors.New("step timeout"))

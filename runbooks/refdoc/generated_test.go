@@ -24,6 +24,6 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 		}
 		got, err := os.ReadFile(path)
 		require.NoError(t, err, "run make generate")
-		require.True(t, string(want) == string(got), "%s is stale: run make generate", path)
+		require.Equal(t, string(want), string(got), "%s is stale: run make generate", path)
 	}
 }

@@ -23,6 +23,7 @@ func TestLockOutlivesTheApply(t *testing.T) {
 		{"apply_timeout of 2h", 2 * time.Hour, 2*time.Hour + 59*time.Second, 2*time.Hour + time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := t.Context()
 			if tc.deadline > 0 {
 				var cancel context.CancelFunc

@@ -52,7 +52,7 @@ func TestIncidentRecordingIsCurrent(t *testing.T) {
 	got := readTree(t, incidentRecording)
 	require.Equal(t, keys(want), keys(got), "files of %s: run with -update", incidentRecording)
 	for name, w := range want {
-		require.True(t, w == got[name], "%s is stale: run go test ./runbooks/replay -run TestIncidentRecordingIsCurrent -update", name)
+		require.Equal(t, w, got[name], "%s is stale: run go test ./runbooks/replay -run TestIncidentRecordingIsCurrent -update", name)
 	}
 }
 

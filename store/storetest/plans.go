@@ -130,7 +130,7 @@ func testTransitionConflictNamesCurrentState(t *testing.T, e *Env) {
 	_, err := s.TransitionPlan(t.Context(), store.Transition{PlanID: p.ID, From: store.PlanApproved, To: store.PlanApplying})
 	var conflict *store.StateConflictError
 	require.ErrorAs(t, err, &conflict)
-	require.Equal(t, string(store.PlanApproved), conflict.Want)
+	require.Equal(t, conflict.Want, string(store.PlanApproved))
 	require.Equal(t, string(store.PlanApplying), conflict.Got)
 
 	_, err = s.TransitionPlan(t.Context(), store.Transition{PlanID: "p-missing", From: store.PlanApproved, To: store.PlanApplying})

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"encoding/json"
-	"regexp"
 	"testing"
 	"time"
 
@@ -24,7 +23,7 @@ var runTests = []test{
 func testRunLifecycle(t *testing.T, e *Env) {
 	s, c, ctx := e.S, e.Clock, t.Context()
 	r := CreateRun(t, s)
-	require.Regexp(t, regexp.MustCompile(`^r-20261129-083012-[0-9a-f]{6}$`), r.ID)
+	require.Regexp(t, `^r-20261129-083012-[0-9a-f]{6}$`, r.ID)
 	require.Equal(t, store.RunRunning, r.Status)
 	require.Equal(t, c.Now(), r.StartedAt)
 	require.Equal(t, MainOwner, r.Owner)

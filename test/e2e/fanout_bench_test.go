@@ -150,7 +150,7 @@ type persistentSSH struct {
 
 func newPersistentSSH(b *testing.B, c *testhost.Cluster, hosts []*testhost.Host) *persistentSSH {
 	b.Helper()
-	dir, err := os.MkdirTemp("/tmp", "rb-mux-") // a short path: a unix socket's is limited
+	dir, err := os.MkdirTemp("/tmp", "rb-mux-") //nolint:usetesting // a short path: a unix socket's is limited, and b.TempDir's is long
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = os.RemoveAll(dir) })
 	opts := func(h *testhost.Host) []string {

@@ -29,7 +29,7 @@ var (
 func runbotBinary(t *testing.T) string {
 	t.Helper()
 	runbotOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "runbot-e2e-bin-")
+		dir, err := os.MkdirTemp("", "runbot-e2e-bin-") //nolint:usetesting // built once for every e2e test, which outlives any one test
 		if err != nil {
 			runbotErr = err
 			return

@@ -5,7 +5,6 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -56,7 +55,7 @@ findings:
 	took := time.Since(start)
 
 	var exit *exec.ExitError
-	require.True(t, errors.As(err, &exit), "runbot must finish: %v\n%s", err, stderr.String())
+	require.ErrorAs(t, err, &exit, "runbot must finish: %v\n%s", err, stderr.String())
 	require.Equal(t, 3, exit.ExitCode(), "inconclusive: %s", stderr.String())
 	var res runResult
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &res), stdout.String())

@@ -285,7 +285,7 @@ func lockUse(t testing.TB) func() {
 	}
 	// The scripts this process runs while it holds the lock (up.sh from
 	// Up, down.sh from a test that powers a host off) must not wait for it.
-	_ = os.Setenv(UseLockHeldEnv, "1") // Setenv fails only on a malformed name
+	_ = os.Setenv(UseLockHeldEnv, "1") //nolint:usetesting // held across tests until the returned func; Setenv fails only on a malformed name
 	return func() {
 		_ = os.Unsetenv(UseLockHeldEnv)
 		_ = f.Close() // closing the file releases the flock
