@@ -344,7 +344,7 @@ func (e *Engine) runTarget(ctx context.Context, p *Prepared, s *runbooks.Step, i
 			return
 		}
 	}
-	args, err := runbooks.RenderArgs(ct.Spec, s.With, runbooks.ArgData(p.Params, t, opts.RunID, runStart))
+	args, err := RenderArgs(ct.Spec, s.With, runbooks.ArgData(p.Params, t, opts.RunID, runStart))
 	if err != nil {
 		tr.Status, tr.Error = step.Error, err.Error()
 		return

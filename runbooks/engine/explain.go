@@ -32,7 +32,7 @@ func (e *Engine) Explain(p *Prepared) []PlannedStep {
 		ct, _ := checks.Lookup(s.Check)
 		for _, t := range p.targets[s.ID] {
 			ps := PlannedStep{Step: s.ID, Check: s.Check, Target: t.Name(), Needs: s.Needs, Timeout: s.Timeout}
-			args, err := runbooks.RenderArgs(ct.Spec, s.With, runbooks.ArgData(p.Params, t, "(run id)", now))
+			args, err := RenderArgs(ct.Spec, s.With, runbooks.ArgData(p.Params, t, "(run id)", now))
 			if err != nil {
 				ps.Lines = []string{fmt.Sprintf("cannot render arguments: %v", err)}
 			} else {
@@ -73,7 +73,7 @@ func (e *Engine) ExplainRemediation(ctx context.Context, p *Prepared, rem *runbo
 		}
 		for _, t := range targets {
 			ea := ExplainedAction{Action: as.Action, Target: t.Name()}
-			args, err := runbooks.RenderArgs(at.Spec, as.With, runbooks.ArgData(p.Params, t, "(run id)", now))
+			args, err := RenderArgs(at.Spec, as.With, runbooks.ArgData(p.Params, t, "(run id)", now))
 			if err != nil {
 				ea.Args = []string{hide.Redact(fmt.Sprintf("cannot render arguments: %v", err))}
 			}

@@ -214,7 +214,7 @@ func planTimeout(as *runbooks.ActionStep) time.Duration {
 }
 
 func (r *Remediator) actionEnv(at actions.Type, as *runbooks.ActionStep, p *engine.Prepared, t target.Target) (actions.Env, error) {
-	args, err := runbooks.RenderArgs(at.Spec, as.With, runbooks.ArgData(p.Params, t, "", r.now()))
+	args, err := engine.RenderArgs(at.Spec, as.With, runbooks.ArgData(p.Params, t, "", r.now()))
 	if err != nil {
 		return actions.Env{}, err
 	}
