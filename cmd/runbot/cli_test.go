@@ -53,6 +53,15 @@ func TestLintReportsPositions(t *testing.T) {
 	require.ErrorAs(t, err, &exit)
 	require.Equal(t, 1, exit.ExitCode())
 	require.Contains(t, string(out), `when-unknown-field.yaml:11:22: when: steps.chat has no field "exit_cod" (did you mean "exit_code"?)`)
+	require.NotContains(t, string(out), "  11 |", "not a terminal: the file:line:col lines alone, for editors and scripts")
+
+	// With --excerpts (the default at a terminal) each problem shows its
+	// line, with a caret under the column, as go-task shows them.
+	out, err = exec.Command(runbot, "lint", "--excerpts", "../../runbooks/testdata/invalid/when-unknown-field.yaml").CombinedOutput()
+	require.ErrorAs(t, err, &exit)
+	require.Contains(t, string(out), `when-unknown-field.yaml:11:22: when: steps.chat has no field "exit_cod" (did you mean "exit_code"?)`+"\n"+
+		"    11 |     when: steps.chat.exit_cod != 0\n"+
+		"       |                      ^\n")
 
 	out, err = exec.Command(runbot, "lint").CombinedOutput()
 	require.NoError(t, err, "the shipped runbooks are clean:\n%s", out)

@@ -10,7 +10,8 @@ import (
 )
 
 func newLintCmd(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	var excerpts bool
+	cmd := &cobra.Command{
 		Use:   "lint [PATH...]",
 		Short: "Check runbooks: every problem as file:line:col, exit 1 if any is an error",
 		Long: "Check runbook files or directories (default: the built-ins and --runbooks).\n" +
@@ -41,9 +42,7 @@ func newLintCmd(g *globalFlags) *cobra.Command {
 			}
 			problems.Sort()
 			out := newOutput(cmd.OutOrStdout())
-			for _, p := range problems {
-				out.println(p.String())
-			}
+			printProblems(out, problems, excerpts)
 			errs := len(problems.Errors())
 			if errs > 0 {
 				note(cmd.ErrOrStderr(), "%d error(s) in %d file(s)\n", errs, files)
@@ -60,4 +59,6 @@ func newLintCmd(g *globalFlags) *cobra.Command {
 			return out.err
 		},
 	}
+	addExcerptsFlag(cmd, &excerpts)
+	return cmd
 }

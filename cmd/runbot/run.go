@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/runbot/runbot/internal/redact"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/record"
@@ -39,12 +40,19 @@ type remediateFlags struct {
 	groups      []string
 }
 
+// runCmd is `runbot run`: its flags, and the steps of one run.
+type runCmd struct {
+	g  *globalFlags
+	f  *runFlags
+	rf *remediateFlags
+	ff *fleetFlags
+
+	format, timelinePath, recordDir string
+	redact                          []string
+}
+
 func newRunCmd(g *globalFlags) *cobra.Command {
-	f := &runFlags{}
-	rf := &remediateFlags{}
-	ff := &fleetFlags{}
-	var format, timelinePath, recordDir string
-	var redact []string
+	o := &runCmd{g: g, f: &runFlags{}, rf: &remediateFlags{}, ff: &fleetFlags{}}
 	cmd := &cobra.Command{
 		Use:   "run RUNBOOK",
 		Short: "Run a runbook and report findings and diagnoses; optionally remediate, with approval",
@@ -60,144 +68,171 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 			"Exit status: 0 ran and found nothing critical (or remediated and verified);\n" +
 			"1 could not run (bad input); 2 critical finding or diagnosis; 3 inconclusive.",
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			if format != "text" && format != "json" {
-				return fmt.Errorf("--format %q: want text or json", format)
-			}
-			groups, err := parseGroups(rf.groups)
-			if err != nil {
-				return err
-			}
-			// What the run prints (and records) is redacted as Slack's
-			// messages are; a bad --redact pattern is found before the
-			// run, not after it.
-			red, notice, err := g.cliRedactor(cmd, redact)
-			if err != nil {
-				return err
-			}
-			stdout, flush := redactOutput(cmd, red, notice, format == "json")
-			defer flush(&err)
-			if ff.on() {
-				if rf.remediate || rf.dryRun || timelinePath != "" || recordDir != "" {
-					return fmt.Errorf("--remediate, --dry-run, --timeline and --record apply to one deployment's run, not a fleet run")
-				}
-				if rf.requestedBy == "" {
-					rf.requestedBy = currentUser()
-				}
-				return runFleet(cmd, g, f, ff, args[0], format, rf.requestedBy)
-			}
-			pr, err := prepare(cmd.Context(), cmd, g, f, args[0])
-			if err != nil {
-				return err
-			}
-			defer pr.close()
-			// The run's secret params are hidden in all it prints and
-			// records, also where a command printed them.
-			if red, err = stdout.alsoHide(pr.p.Secrets()...); err != nil {
-				return err
-			}
-			st, err := store.OpenLeased(cmd.Context(), g.store)
-			if err != nil {
-				return err
-			}
-			defer closeInto(&err, st)
-			if rf.requestedBy == "" {
-				rf.requestedBy = currentUser()
-			}
-
-			opts := engine.RunOptions{Trigger: "cli"}
-			tty := isTTY(os.Stderr)
-			if tty && format == "text" {
-				var mu sync.Mutex
-				started := time.Now()
-				opts.Progress = func(ev engine.Event) {
-					mu.Lock()
-					defer mu.Unlock()
-					printProgress(cmd.ErrOrStderr(), ev, started)
-				}
-			}
-			var rec *replay.Recording
-			if recordDir != "" {
-				if err := emptyDir(recordDir); err != nil {
-					return fmt.Errorf("--record: %w", err)
-				}
-				rec = replay.NewRecording()
-				pr.engine.Tape = rec
-			}
-			rep, err := record.RunAndRecord(cmd.Context(), pr.engine, st, pr.p, opts, rf.requestedBy)
-			// The recording is of the diagnosis only: a remediation's
-			// verification runs are live runs of their own.
-			pr.engine.Tape = nil
-			if tty && format == "text" {
-				note(cmd.ErrOrStderr(), "\r\033[K")
-			}
-			if err != nil {
-				return err
-			}
-			if rec != nil {
-				if err := saveRecording(rec, recordDir, rep, red); err != nil {
-					return err
-				}
-				note(cmd.ErrOrStderr(), "recording: %s\n", recordDir)
-			}
-			if format == "text" {
-				if err := printReport(cmd.OutOrStdout(), rep, isTTY(os.Stdout)); err != nil {
-					return fmt.Errorf("write report: %w", err)
-				}
-			}
-			if timelinePath != "" {
-				shown := new(runbooks.Report)
-				if err := red.Copy(rep, shown); err != nil {
-					return err
-				}
-				writeTimeline(cmd, timelinePath, shown, nil)
-			}
-			code := exitFor(rep)
-			var remOut *remediationOutcome
-			if rf.remediate || rf.dryRun {
-				// The plan must show before the approval prompt.
-				if format == "text" {
-					if err := stdout.Direct(); err != nil {
-						return fmt.Errorf("write report: %w", err)
-					}
-				}
-				rem := &remediation.Remediator{Engine: pr.engine, Store: st, Catalog: pr.catalog, Groups: groups}
-				if remOut, err = remediate(cmd, rem, pr.p, rep, rf, format); err != nil {
-					return err
-				}
-				if remOut != nil {
-					code = remOut.exit(code)
-				}
-			}
-			if format == "json" {
-				doc := any(rep)
-				if remOut != nil {
-					doc = reportWithRemediation{Report: rep, Remediation: remOut}
-				}
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(doc); err != nil {
-					return fmt.Errorf("write report: %w", err)
-				}
-			}
-			if code != exitOK {
-				return exitError{code}
-			}
-			return nil
-		},
+		RunE: o.run,
 	}
-	f.register(cmd)
-	ff.register(cmd)
-	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
-	cmd.Flags().StringVar(&timelinePath, "timeline", "", "also draw the run's evidence timeline into this PNG file")
-	cmd.Flags().StringVar(&recordDir, "record", "", "write what the checks observed into this directory (for runbot test)")
-	cmd.Flags().StringArrayVar(&redact, "redact", nil, "also redact matches of this regular expression in what is printed and recorded (repeatable; a group redacts only itself)")
-	cmd.Flags().BoolVar(&rf.remediate, "remediate", false, "propose the diagnosis' remediation, ask for approval, apply, verify")
-	cmd.Flags().BoolVar(&rf.dryRun, "dry-run", false, "show the remediation plan and diff; change nothing")
-	cmd.Flags().StringVar(&rf.approveAs, "approve-as", "", "approve as this user without a prompt (scripted use; the policy still applies)")
-	cmd.Flags().StringVar(&rf.requestedBy, "requested-by", "", "who asks for the run (default: the OS user)")
-	cmd.Flags().StringArrayVar(&rf.groups, "group", nil, "approver group as NAME=user1,user2 (repeatable), for @NAME in approval policies")
+	o.f.register(cmd)
+	o.ff.register(cmd)
+	cmd.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
+	cmd.Flags().StringVar(&o.timelinePath, "timeline", "", "also draw the run's evidence timeline into this PNG file")
+	cmd.Flags().StringVar(&o.recordDir, "record", "", "write what the checks observed into this directory (for runbot test)")
+	cmd.Flags().StringArrayVar(&o.redact, "redact", nil, "also redact matches of this regular expression in what is printed and recorded (repeatable; a group redacts only itself)")
+	cmd.Flags().BoolVar(&o.rf.remediate, "remediate", false, "propose the diagnosis' remediation, ask for approval, apply, verify")
+	cmd.Flags().BoolVar(&o.rf.dryRun, "dry-run", false, "show the remediation plan and diff; change nothing")
+	cmd.Flags().StringVar(&o.rf.approveAs, "approve-as", "", "approve as this user without a prompt (scripted use; the policy still applies)")
+	cmd.Flags().StringVar(&o.rf.requestedBy, "requested-by", "", "who asks for the run (default: the OS user)")
+	cmd.Flags().StringArrayVar(&o.rf.groups, "group", nil, "approver group as NAME=user1,user2 (repeatable), for @NAME in approval policies")
 	return cmd
+}
+
+// run checks the flags, sets up redacted output and runs one deployment's
+// run or a fleet run.
+func (o *runCmd) run(cmd *cobra.Command, args []string) (err error) {
+	if o.format != "text" && o.format != "json" {
+		return fmt.Errorf("--format %q: want text or json", o.format)
+	}
+	groups, err := parseGroups(o.rf.groups)
+	if err != nil {
+		return err
+	}
+	// What the run prints (and records) is redacted as Slack's messages
+	// are; a bad --redact pattern is found before the run, not after it.
+	red, notice, err := o.g.cliRedactor(cmd, o.redact)
+	if err != nil {
+		return err
+	}
+	stdout, flush := redactOutput(cmd, red, notice, o.format == "json")
+	defer flush(&err)
+	if o.rf.requestedBy == "" {
+		o.rf.requestedBy = currentUser()
+	}
+	if o.ff.on() {
+		if o.rf.remediate || o.rf.dryRun || o.timelinePath != "" || o.recordDir != "" {
+			return fmt.Errorf("--remediate, --dry-run, --timeline and --record apply to one deployment's run, not a fleet run")
+		}
+		return runFleet(cmd, o.g, o.f, o.ff, args[0], o.format, o.rf.requestedBy)
+	}
+	return o.runOne(cmd, args[0], stdout, groups)
+}
+
+// runOne runs one deployment's run, records it, prints it, and remediates
+// when asked to.
+func (o *runCmd) runOne(cmd *cobra.Command, name string, stdout *redactedOut, groups remediation.Groups) (err error) {
+	pr, err := prepare(cmd.Context(), cmd, o.g, o.f, name)
+	if err != nil {
+		return err
+	}
+	defer pr.close()
+	// The run's secret params are hidden in all it prints and records,
+	// also where a command printed them.
+	red, err := stdout.alsoHide(pr.p.Secrets()...)
+	if err != nil {
+		return err
+	}
+	st, err := store.OpenLeased(cmd.Context(), o.g.store)
+	if err != nil {
+		return err
+	}
+	defer closeInto(&err, st)
+
+	rep, err := o.diagnose(cmd, pr, st, red)
+	if err != nil {
+		return err
+	}
+	code := exitFor(rep)
+	var remOut *remediationOutcome
+	if o.rf.remediate || o.rf.dryRun {
+		// The plan must show before the approval prompt.
+		if o.format == "text" {
+			if err := stdout.Direct(); err != nil {
+				return fmt.Errorf("write report: %w", err)
+			}
+		}
+		rem := &remediation.Remediator{Engine: pr.engine, Store: st, Catalog: pr.catalog, Groups: groups}
+		if remOut, err = remediate(cmd, rem, pr.p, rep, o.rf, o.format); err != nil {
+			return err
+		}
+		if remOut != nil {
+			code = remOut.exit(code)
+		}
+	}
+	if o.format == "json" {
+		if err := writeJSONReport(cmd, rep, remOut); err != nil {
+			return err
+		}
+	}
+	if code != exitOK {
+		return exitError{code}
+	}
+	return nil
+}
+
+// diagnose runs and records the diagnosis, with progress at a terminal,
+// writes the recording (--record) and prints the report (text) and the
+// timeline (--timeline).
+func (o *runCmd) diagnose(cmd *cobra.Command, pr *prepared, st store.Store, red *redact.Redactor) (*runbooks.Report, error) {
+	opts := engine.RunOptions{Trigger: "cli"}
+	tty := isTTY(os.Stderr) && o.format == "text"
+	if tty {
+		var mu sync.Mutex
+		started := time.Now()
+		opts.Progress = func(ev engine.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			printProgress(cmd.ErrOrStderr(), ev, started)
+		}
+	}
+	var rec *replay.Recording
+	if o.recordDir != "" {
+		if err := emptyDir(o.recordDir); err != nil {
+			return nil, fmt.Errorf("--record: %w", err)
+		}
+		rec = replay.NewRecording()
+		pr.engine.Tape = rec
+	}
+	rep, err := record.RunAndRecord(cmd.Context(), pr.engine, st, pr.p, opts, o.rf.requestedBy)
+	// The recording is of the diagnosis only: a remediation's
+	// verification runs are live runs of their own.
+	pr.engine.Tape = nil
+	if tty {
+		note(cmd.ErrOrStderr(), "\r\033[K")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if rec != nil {
+		if err := saveRecording(rec, o.recordDir, rep, red); err != nil {
+			return nil, err
+		}
+		note(cmd.ErrOrStderr(), "recording: %s\n", o.recordDir)
+	}
+	if o.format == "text" {
+		if err := printReport(cmd.OutOrStdout(), rep, isTTY(os.Stdout)); err != nil {
+			return nil, fmt.Errorf("write report: %w", err)
+		}
+	}
+	if o.timelinePath != "" {
+		shown := new(runbooks.Report)
+		if err := red.Copy(rep, shown); err != nil {
+			return nil, err
+		}
+		writeTimeline(cmd, o.timelinePath, shown, nil)
+	}
+	return rep, nil
+}
+
+// writeJSONReport prints the report, with the remediation's outcome when
+// there was one, as indented JSON.
+func writeJSONReport(cmd *cobra.Command, rep *runbooks.Report, remOut *remediationOutcome) error {
+	doc := any(rep)
+	if remOut != nil {
+		doc = reportWithRemediation{Report: rep, Remediation: remOut}
+	}
+	enc := json.NewEncoder(cmd.OutOrStdout())
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
 }
 
 // reportWithRemediation is the JSON document of a run that remediated: the

@@ -12,9 +12,10 @@ import (
 
 func newServeCmd(g *globalFlags) *cobra.Command {
 	var (
-		check   bool
-		secrets bool
-		over    preflight.Overrides
+		check    bool
+		secrets  bool
+		excerpts bool
+		over     preflight.Overrides
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -47,7 +48,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 					problems = append(problems, preflight.Secrets(plan.Config, secrets)...)
 					problems.Sort()
 				}
-				return reportCheck(cmd, cfgPath, problems)
+				return reportCheck(cmd, cfgPath, problems, excerpts)
 			}
 			if secrets {
 				return errors.New("--secrets goes with --check: the daemon loads its secrets at start")
@@ -59,6 +60,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&check, "check", false, "check the config and everything it names, start nothing; exit 1 on errors")
+	addExcerptsFlag(cmd, &excerpts)
 	cmd.Flags().BoolVar(&secrets, "secrets", false, "with --check: a secret reference or TLS file that does not load is an error, not a warning")
 	cmd.Flags().StringVar(&over.Inventory, "inventory", "", "with --check: the inventory to check against instead of the config's")
 	cmd.Flags().StringSliceVar(&over.Runbooks, "runbook-dir", nil, "with --check: runbook directories instead of the config's runbooks:")

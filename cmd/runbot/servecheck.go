@@ -9,11 +9,9 @@ import (
 
 // reportCheck prints serve --check's problems, one per line on stdout, and
 // a summary on stderr; an error among them is exit 1.
-func reportCheck(cmd *cobra.Command, cfgPath string, problems yamlnode.Problems) error {
+func reportCheck(cmd *cobra.Command, cfgPath string, problems yamlnode.Problems, excerpts bool) error {
 	out := newOutput(cmd.OutOrStdout())
-	for _, p := range problems {
-		out.println(p.String())
-	}
+	printProblems(out, problems, excerpts)
 	if errs := len(problems.Errors()); errs > 0 {
 		note(cmd.ErrOrStderr(), "%s: %d error(s): runbot serve would not start\n", cfgPath, errs)
 		return exitError{exitBadInput}

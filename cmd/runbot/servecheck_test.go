@@ -247,3 +247,18 @@ schedules:
 runbot.yaml:4:88: schedule 1: param disk_full_pct: want an int from 1 to 100, got 150
 `, stdout)
 }
+
+// TestServeCheckShowsTheLine: with --excerpts (the default at a
+// terminal) each problem of serve --check is followed by its line, with a
+// caret under the column.
+func TestServeCheckShowsTheLine(t *testing.T) {
+	runbot, _ := buildBinaries(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "runbot.yaml"),
+		[]byte("listen: 127.0.0.1:8080\nstore: runbot.db\nschedules:\n  - runbook: dsik\n    cron: \"*/5 * * * *\"\n"), 0o600))
+	stdout, _, code := checkCmd(t, runbot, dir, "--config", "runbot.yaml", "--excerpts")
+	require.Equal(t, 1, code)
+	require.Equal(t, "runbot.yaml:4:14: schedule 1: unknown runbook \"dsik\"\n"+
+		"     4 |   - runbook: dsik\n"+
+		"       |              ^\n", stdout)
+}
