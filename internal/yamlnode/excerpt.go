@@ -10,8 +10,8 @@ import (
 // Excerpt returns the line of src the problem points at, numbered, with a
 // caret under its column, as go-task and compilers show them:
 //
-//	   6 |   - runbook: dsik
-//	     |              ^
+//	6 |   - runbook: dsik
+//	  |              ^
 //
 // src is the whole file the problem is in. Excerpt is "" when the line is
 // not in src (the file changed since, or the problem has no position). A

@@ -197,20 +197,7 @@ func TestShellTimeoutKillsRemoteProcessTree(t *testing.T) {
 	defer cancel(nil)
 	// The step "times out" once both sleeps run, which the test sees
 	// rather than waits for.
-	go func() {
-		for ctx.Err() == nil {
-			pids, err := findPIDs("sleep " + marker)
-			if err != nil {
-				cancel(err)
-				return
-			}
-			if len(pids) >= 2 {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		cancel(errors.New("step timeout"))
-	}()
+	go timeOutOnceRunning(ctx, cancel, "sleep "+marker, 2)
 
 	out, err := sh.Run(ctx, remote.Command{Line: line})
 
@@ -329,20 +316,7 @@ func TestShellWithoutSetsid(t *testing.T) {
 	t.Cleanup(func() { killAll(t, pgrep(t, "sleep "+marker)) })
 	ctx, cancel := context.WithCancelCause(t.Context())
 	defer cancel(nil)
-	go func() {
-		for ctx.Err() == nil {
-			pids, err := findPIDs("sleep " + marker)
-			if err != nil {
-				cancel(err)
-				return
-			}
-			if len(pids) >= 1 {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		cancel(errors.New("step timeout"))
-	}()
+	go timeOutOnceRunning(ctx, cancel, "sleep "+marker, 1)
 	_, err = sh.Run(ctx, remote.Command{Line: "sleep " + marker + "; echo not-stopped"})
 	var terr *remote.TimeoutError
 	require.ErrorAs(t, err, &terr)
@@ -352,4 +326,23 @@ func TestShellWithoutSetsid(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "next\n", string(out.Stdout))
 	require.Equal(t, 1, sessions(srv))
+}
+
+// timeOutOnceRunning cancels ctx as a step timeout would once n processes
+// match pattern, so that a test sees the processes start rather than
+// waits a guessed time for them. It runs on a goroutine of its own, so it
+// reports a failed pgrep as the cancel cause, not through require.
+func timeOutOnceRunning(ctx context.Context, cancel context.CancelCauseFunc, pattern string, n int) {
+	for ctx.Err() == nil {
+		pids, err := findPIDs(pattern)
+		if err != nil {
+			cancel(err)
+			return
+		}
+		if len(pids) >= n {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel(errors.New("step timeout"))
 }
