@@ -55,9 +55,36 @@ func (r Recovery) Empty() bool {
 func (s *sqlStore) MarkInterrupted(ctx context.Context) (Recovery, error) {
 	now := s.clock()
 	var rec Recovery
-	var lease map[string]time.Time
+	err := s.write(ctx, func(tx querier) error {
+		// Two processes sweeping at once recover one after the other; the
+		// rows read below are locked against everyone else's writes.
+		if err := lockKey(ctx, tx, "runbot.recovery"); err != nil {
+			return err
+		}
+		lease, err := leases(ctx, tx, now)
+		if err != nil {
+			return err
+		}
+		sw := &sweep{tx: tx, now: now, dead: s.deadOwners(lease, now)}
+		for _, step := range []func(context.Context) error{sw.runs, sw.plans, sw.locks, sw.chatClaims, sw.work} {
+			if err := step(ctx); err != nil {
+				return err
+			}
+		}
+		rec = sw.rec
+		return nil
+	})
+	if err != nil {
+		return Recovery{}, fmt.Errorf("mark interrupted: %w", err)
+	}
+	return rec, nil
+}
+
+// deadOwners returns whether an owner of rows is dead, by ownerLive,
+// judging each owner once per sweep.
+func (s *sqlStore) deadOwners(lease map[string]time.Time, now time.Time) func(owner string) bool {
 	alive := map[string]bool{}
-	dead := func(owner string) bool {
+	return func(owner string) bool {
 		a, ok := alive[owner]
 		if !ok {
 			expires, has := lease[owner]
@@ -66,147 +93,161 @@ func (s *sqlStore) MarkInterrupted(ctx context.Context) (Recovery, error) {
 		}
 		return !a
 	}
-	err := s.write(ctx, func(tx querier) error {
-		rec = Recovery{}
-		clear(alive)
-		// Two processes sweeping at once recover one after the other; the
-		// rows read below are locked against everyone else's writes.
-		if err := lockKey(ctx, tx, "runbot.recovery"); err != nil {
-			return err
-		}
-		var err error
-		if lease, err = leases(ctx, tx, now); err != nil {
-			return err
-		}
-		runs, err := runningRows(ctx, tx)
-		if err != nil {
-			return err
-		}
-		for _, r := range runs {
-			if !dead(r.owner) {
-				continue
-			}
-			if outcome, at, ok := finalReport(r.report); ok {
-				// The report was stored; only the status was not: the run
-				// ended, and recording it as interrupted would have it run
-				// again.
-				if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, outcome = ?, finished_at = ? WHERE id = ? AND status = 'running'`,
-					RunFinished, outcome, at.UnixNano(), r.id); err != nil {
-					return err
-				}
-				if err := appendAudit(ctx, tx, AuditEvent{At: now, RunID: r.id, Kind: AuditRunFinished, Actor: "runbot",
-					Detail: mustJSON(map[string]any{"status": RunFinished, "outcome": outcome, "recovered_from_report": true, "owner": r.owner})}); err != nil {
-					return err
-				}
-				rec.Finished = append(rec.Finished, r.id)
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'interrupted', finished_at = ? WHERE id = ? AND status = 'running'`,
-				now.UnixNano(), r.id); err != nil {
-				return err
-			}
-			if err := appendAudit(ctx, tx, AuditEvent{At: now, RunID: r.id, Kind: AuditRunInterrupted, Actor: "runbot",
-				Detail: mustJSON(map[string]any{"owner": r.owner})}); err != nil {
-				return err
-			}
-			rec.Runs = append(rec.Runs, r.id)
-		}
+}
 
-		type planRow struct {
-			owned
-			state PlanState
-		}
-		rows, err := tx.QueryContext(ctx, `SELECT id, owner, state FROM plans WHERE state IN ('applying', 'verifying') ORDER BY id`+
-			tx.dialect().forUpdate)
-		if err != nil {
-			return err
-		}
-		var plans []planRow
-		for rows.Next() {
-			var p planRow
-			if err := rows.Scan(&p.id, &p.owner, &p.state); err != nil {
-				_ = rows.Close() // the scan error is the one to report
-				return err
-			}
-			plans = append(plans, p)
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, p := range plans {
-			if !dead(p.owner) {
-				continue
-			}
-			if _, err := transition(ctx, tx, now, Transition{PlanID: p.id, From: p.state, To: PlanInterrupted, Actor: "runbot",
-				Detail: mustJSON(map[string]any{"owner": p.owner})}); err != nil {
-				return err
-			}
-			rec.Plans = append(rec.Plans, p.id)
-		}
+// sweep is one recovery pass, in one transaction: each step recovers one
+// kind of row that dead processes left, and rec is what they changed.
+type sweep struct {
+	tx   querier
+	now  time.Time
+	dead func(owner string) bool
+	rec  Recovery
+}
 
-		// A dead process's locks go with it: its remediation was
-		// interrupted above, and a lock left to its own expiry would keep
-		// the deployment from a newly approved fix for up to half an hour.
-		locks, err := ownedRows(ctx, tx, `SELECT key, owner FROM locks WHERE owner <> '' AND expires_at > ? ORDER BY key`+tx.dialect().forUpdate,
-			now.UnixNano())
-		if err != nil {
-			return err
-		}
-		for _, l := range locks {
-			if !dead(l.owner) {
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, `DELETE FROM locks WHERE key = ? AND owner = ?`, l.id, l.owner); err != nil {
-				return err
-			}
-			if err := appendAudit(ctx, tx, AuditEvent{At: now, Kind: AuditLockReleased, Actor: "runbot",
-				Detail: mustJSON(map[string]any{"key": l.id, "owner": l.owner, "recovered": true})}); err != nil {
-				return err
-			}
-			rec.Locks = append(rec.Locks, l.id)
-		}
-
-		// A dead process's claims on chat messages go with it, so that
-		// the messages it was delivering are delivered now, not when the
-		// claims run out minutes later. Nothing to record: a claim is
-		// not a state anyone reads.
-		claims, err := ownedRows(ctx, tx, `SELECT id, claim_owner FROM chat_outbox WHERE claim_owner <> '' AND claim_until > ? ORDER BY seq`+
-			tx.dialect().forUpdate, now.UnixNano())
-		if err != nil {
-			return err
-		}
-		for _, c := range claims {
-			if !dead(c.owner) {
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE chat_outbox SET claim_owner = '', claim_until = 0 WHERE id = ? AND claim_owner = ?`,
-				c.id, c.owner); err != nil {
-				return err
-			}
-			rec.ChatMessages++
-		}
-
-		work, err := ownedRows(ctx, tx, `SELECT id, owner FROM work WHERE state = 'started' ORDER BY id`+tx.dialect().forUpdate)
-		if err != nil {
-			return err
-		}
-		for _, w := range work {
-			if !dead(w.owner) {
-				continue
-			}
-			if err := recoverWork(ctx, tx, now, w.id, &rec); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+// runs finishes a dead process's running runs: from their stored report
+// when it was stored (the run ended; only its status was not written),
+// as interrupted otherwise.
+func (sw *sweep) runs(ctx context.Context) error {
+	runs, err := runningRows(ctx, sw.tx)
 	if err != nil {
-		return Recovery{}, fmt.Errorf("mark interrupted: %w", err)
+		return err
 	}
-	return rec, nil
+	for _, r := range runs {
+		if !sw.dead(r.owner) {
+			continue
+		}
+		if outcome, at, ok := finalReport(r.report); ok {
+			// The report was stored; only the status was not: the run
+			// ended, and recording it as interrupted would have it run
+			// again.
+			if _, err := sw.tx.ExecContext(ctx, `UPDATE runs SET status = ?, outcome = ?, finished_at = ? WHERE id = ? AND status = 'running'`,
+				RunFinished, outcome, at.UnixNano(), r.id); err != nil {
+				return err
+			}
+			if err := appendAudit(ctx, sw.tx, AuditEvent{At: sw.now, RunID: r.id, Kind: AuditRunFinished, Actor: "runbot",
+				Detail: mustJSON(map[string]any{"status": RunFinished, "outcome": outcome, "recovered_from_report": true, "owner": r.owner})}); err != nil {
+				return err
+			}
+			sw.rec.Finished = append(sw.rec.Finished, r.id)
+			continue
+		}
+		if _, err := sw.tx.ExecContext(ctx, `UPDATE runs SET status = 'interrupted', finished_at = ? WHERE id = ? AND status = 'running'`,
+			sw.now.UnixNano(), r.id); err != nil {
+			return err
+		}
+		if err := appendAudit(ctx, sw.tx, AuditEvent{At: sw.now, RunID: r.id, Kind: AuditRunInterrupted, Actor: "runbot",
+			Detail: mustJSON(map[string]any{"owner": r.owner})}); err != nil {
+			return err
+		}
+		sw.rec.Runs = append(sw.rec.Runs, r.id)
+	}
+	return nil
+}
+
+// plans interrupts a dead process's plans that were applying or
+// verifying; they are never resumed.
+func (sw *sweep) plans(ctx context.Context) error {
+	type planRow struct {
+		owned
+		state PlanState
+	}
+	rows, err := sw.tx.QueryContext(ctx, `SELECT id, owner, state FROM plans WHERE state IN ('applying', 'verifying') ORDER BY id`+
+		sw.tx.dialect().forUpdate)
+	if err != nil {
+		return err
+	}
+	var plans []planRow
+	for rows.Next() {
+		var p planRow
+		if err := rows.Scan(&p.id, &p.owner, &p.state); err != nil {
+			_ = rows.Close() // the scan error is the one to report
+			return err
+		}
+		plans = append(plans, p)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, p := range plans {
+		if !sw.dead(p.owner) {
+			continue
+		}
+		if _, err := transition(ctx, sw.tx, sw.now, Transition{PlanID: p.id, From: p.state, To: PlanInterrupted, Actor: "runbot",
+			Detail: mustJSON(map[string]any{"owner": p.owner})}); err != nil {
+			return err
+		}
+		sw.rec.Plans = append(sw.rec.Plans, p.id)
+	}
+	return nil
+}
+
+// locks releases a dead process's locks: its remediation was interrupted
+// (plans), and a lock left to its own expiry would keep the deployment
+// from a newly approved fix for up to half an hour.
+func (sw *sweep) locks(ctx context.Context) error {
+	locks, err := ownedRows(ctx, sw.tx, `SELECT key, owner FROM locks WHERE owner <> '' AND expires_at > ? ORDER BY key`+sw.tx.dialect().forUpdate,
+		sw.now.UnixNano())
+	if err != nil {
+		return err
+	}
+	for _, l := range locks {
+		if !sw.dead(l.owner) {
+			continue
+		}
+		if _, err := sw.tx.ExecContext(ctx, `DELETE FROM locks WHERE key = ? AND owner = ?`, l.id, l.owner); err != nil {
+			return err
+		}
+		if err := appendAudit(ctx, sw.tx, AuditEvent{At: sw.now, Kind: AuditLockReleased, Actor: "runbot",
+			Detail: mustJSON(map[string]any{"key": l.id, "owner": l.owner, "recovered": true})}); err != nil {
+			return err
+		}
+		sw.rec.Locks = append(sw.rec.Locks, l.id)
+	}
+	return nil
+}
+
+// chatClaims releases a dead process's claims on chat messages, so that
+// the messages it was delivering are delivered now, not when the claims
+// run out minutes later. Nothing is audited: a claim is not a state anyone
+// reads.
+func (sw *sweep) chatClaims(ctx context.Context) error {
+	claims, err := ownedRows(ctx, sw.tx, `SELECT id, claim_owner FROM chat_outbox WHERE claim_owner <> '' AND claim_until > ? ORDER BY seq`+
+		sw.tx.dialect().forUpdate, sw.now.UnixNano())
+	if err != nil {
+		return err
+	}
+	for _, c := range claims {
+		if !sw.dead(c.owner) {
+			continue
+		}
+		if _, err := sw.tx.ExecContext(ctx, `UPDATE chat_outbox SET claim_owner = '', claim_until = 0 WHERE id = ? AND claim_owner = ?`,
+			c.id, c.owner); err != nil {
+			return err
+		}
+		sw.rec.ChatMessages++
+	}
+	return nil
+}
+
+// work settles a dead process's started work (recoverWork): requeued,
+// completed or abandoned.
+func (sw *sweep) work(ctx context.Context) error {
+	work, err := ownedRows(ctx, sw.tx, `SELECT id, owner FROM work WHERE state = 'started' ORDER BY id`+sw.tx.dialect().forUpdate)
+	if err != nil {
+		return err
+	}
+	for _, w := range work {
+		if !sw.dead(w.owner) {
+			continue
+		}
+		if err := recoverWork(ctx, sw.tx, sw.now, w.id, &sw.rec); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type owned struct{ id, owner string }

@@ -54,7 +54,8 @@ var allowed = map[string][]string{
 	// specs, and no store, host or inventory.
 	"runbooks": {"runbooks/escape", "checks", "actions", "internal/"},
 	// The engine runs a prepared runbook's steps over the targets it is
-	// given; it knows runners, not where they come from.
+	// given; it knows runners, not where they come from (it knows the SSH
+	// runner only to share one shell per host across a run's steps).
 	"runbooks/engine": {"runbooks", "checks", "actions", "remote", "remote/sshrun", "internal/"},
 	// Target binding: roles of the inventory's deployments resolved to
 	// hosts and their runners, and the fleet a fleet run picks from.
@@ -97,7 +98,8 @@ var allowed = map[string][]string{
 	"internal/target": {"remote", "internal/"},
 	"internal/":       {"internal/"},
 	// The conformance suite holds backends to the Store contract: it
-	// knows the interface and nothing else of runbot.
+	// knows the interface, and the throwaway PostgreSQL cluster it runs
+	// the PostgreSQL backend on, and nothing else of runbot.
 	"store/storetest": {"store", "store/internal/pgtest"},
 	// The throwaway PostgreSQL cluster the store's tests run on knows
 	// nothing of runbot.

@@ -349,70 +349,13 @@ type ApplyResult struct {
 
 // Apply carries out an approved plan. See Remediator for the guardrails.
 func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress func(ApplyEvent)) (*ApplyResult, error) {
-	prop, err := r.LoadProposal(ctx, planID)
+	a, res, err := r.claim(ctx, planID, actor, progress)
 	if err != nil {
-		return nil, err
-	}
-	plan, body := prop.Plan, prop.Body
-	// What applying says, and the reports it keeps, hide the plan's
-	// secret params as the plan shown for approval did.
-	scrub := body.Scrubber()
-	say := func(stage ApplyStage, format string, args ...any) {
-		if progress != nil {
-			progress(ApplyEvent{Stage: stage, Detail: scrub(fmt.Sprintf(format, args...))})
-		}
-	}
-	res := &ApplyResult{PlanID: plan.ID, State: plan.State}
-	if plan.State != store.PlanApproved {
-		return res, fmt.Errorf("apply plan %s (state %s): %w", plan.ID, plan.State, ErrNotApproved)
-	}
-	if !plan.Policy.ExpiresAt.IsZero() && !r.now().Before(plan.Policy.ExpiresAt) {
-		if err := r.move(ctx, plan, store.PlanApproved, store.PlanExpired, actor, map[string]any{"message": "approval expired before it was applied"}); err != nil {
-			return res, err
-		}
-		res.State = store.PlanExpired
-		return res, fmt.Errorf("apply plan %s: %w", plan.ID, ErrApprovalExpired)
-	}
-	rb, err := r.Catalog.Get(body.Runbook)
-	if err != nil {
-		return res, fmt.Errorf("apply plan %s: %w", plan.ID, err)
-	}
-	rem := rb.Remediation(body.Remediation)
-	if rem == nil {
-		return res, fmt.Errorf("apply plan %s: runbook %s no longer has remediation %s", plan.ID, rb.Name, body.Remediation)
-	}
-	p, err := r.Engine.Prepare(ctx, rb, body.Params)
-	if err != nil {
-		return res, fmt.Errorf("apply plan %s: %w", plan.ID, err)
-	}
-	// Claim the plan first: of two clicks, one moves it to applying and the
-	// other stops here.
-	if err := r.move(ctx, plan, store.PlanApproved, store.PlanApplying, actor, nil); err != nil {
 		return res, err
 	}
-	res.State = store.PlanApplying
-	finish := func(to store.PlanState, msg string, cause error) (*ApplyResult, error) {
-		msg = scrub(msg)
-		detail := map[string]any{"message": msg}
-		if err := r.move(ctx, plan, res.State, to, actor, detail); err != nil {
-			return res, err
-		}
-		res.State, res.Message = to, msg
-		if r.Observer != nil {
-			r.Observer.RemediationFinished(body.Remediation, res)
-		}
-		if cause != nil {
-			if msg == scrub(cause.Error()) {
-				return res, fmt.Errorf("apply plan %s: %w", plan.ID, cause)
-			}
-			return res, fmt.Errorf("apply plan %s: %s: %w", plan.ID, msg, cause)
-		}
-		return res, nil
-	}
-
-	lock, err := r.Store.Acquire(ctx, "deployment/"+body.Deployment, r.holder(plan.ID), lockTTL(ctx))
+	lock, err := r.Store.Acquire(ctx, "deployment/"+a.body.Deployment, r.holder(a.plan.ID), lockTTL(ctx))
 	if err != nil {
-		return finish(store.PlanFailed, "another remediation holds the deployment", err)
+		return a.finish(ctx, store.PlanFailed, "another remediation holds the deployment", err)
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), 10*time.Second, errors.New("releasing the deployment lock took too long"))
@@ -420,82 +363,187 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 		_ = r.Store.Release(rctx, lock)
 	}()
 
-	if err := r.guardrails(ctx, plan, body, rem); err != nil {
-		return finish(store.PlanFailed, err.Error(), err)
+	if err := r.guardrails(ctx, a.plan, a.body, a.rem); err != nil {
+		return a.finish(ctx, store.PlanFailed, err.Error(), err)
 	}
-
-	say(StagePrecheck, "re-running %s to confirm %s still holds", rb.Name, body.Diagnosis)
-	pre := r.Engine.Run(ctx, p, engine.RunOptions{Trigger: "precheck"})
-	res.Precheck = p.Shown(pre)
-	if !hasDiagnosis(pre, body.Diagnosis) {
-		// Absent because it was checked and is gone, or because the checks
-		// could not run: only the first means the fix is not needed.
-		if pre.Unobserved() {
-			return finish(store.PlanFailed, "could not confirm "+body.Diagnosis+" before applying (some steps did not run); nothing was done", ErrPreconditionFailed)
-		}
-		return finish(store.PlanNotNeeded, fmt.Sprintf("%s no longer holds; nothing was done", body.Diagnosis), nil)
+	if stop, res, err := a.confirm(ctx); stop {
+		return res, err
 	}
-	for _, c := range rem.Preconditions {
-		ok, err := rb.EvalCondition(c, pre, p.Params, r.now())
-		if err != nil || !ok {
-			return finish(store.PlanNotNeeded, fmt.Sprintf("precondition %q does not hold; nothing was done", c.Source), nil)
-		}
-	}
-	fresh, err := r.plan(ctx, p, rem, body.Diagnosis)
-	if err != nil {
-		return finish(store.PlanFailed, "could not re-make the plan", err)
-	}
-	if body.Hash() != plan.Hash {
-		// The stored plan is what gets applied; one that no longer hashes
-		// to what was approved was not approved.
-		return finish(store.PlanFailed, "the stored plan does not match its approved hash; nothing was done", ErrPlanChanged)
-	}
-	if fresh.Hash() != plan.Hash {
-		return finish(store.PlanFailed, "the target changed since approval (e.g. the file was edited); propose again", ErrPlanChanged)
-	}
-
 	// What is applied is the plan the approvers saw, not the re-made one:
 	// the hashes agree on every change, but the approved plan is the one
 	// whose backup file names (and summaries) were shown, so those are the
 	// names the apply creates and the record keeps.
-	applied, failedAt, applyErr := r.applyActions(ctx, plan.ID, p, rem, &body, say)
-	res.Actions = r.shownActions(ctx, &body, plan.ID)
+	applied, failedAt, applyErr := r.applyActions(ctx, a.plan.ID, a.p, a.rem, &a.body, a.say)
+	a.res.Actions = r.shownActions(ctx, &a.body, a.plan.ID)
 	if applyErr != nil {
-		rb := r.rollback(ctx, plan.ID, applied, say)
-		res.Actions = r.shownActions(ctx, &body, plan.ID)
-		return finish(store.PlanFailed, fmt.Sprintf("action %d (%s on %s) failed; %s", failedAt, body.Actions[failedAt].Action, body.Actions[failedAt].Target, rb.message()), applyErr)
+		rb := r.rollback(ctx, a.plan.ID, applied, a.say)
+		a.res.Actions = r.shownActions(ctx, &a.body, a.plan.ID)
+		act := a.body.Actions[failedAt]
+		return a.finish(ctx, store.PlanFailed, fmt.Sprintf("action %d (%s on %s) failed; %s", failedAt, act.Action, act.Target, rb.message()), applyErr)
 	}
-	if allNoOp(&body) {
-		return finish(store.PlanNotNeeded, "every target was already in the wanted state", nil)
+	if allNoOp(&a.body) {
+		return a.finish(ctx, store.PlanNotNeeded, "every target was already in the wanted state", nil)
 	}
-	if err := r.move(ctx, plan, store.PlanApplying, store.PlanVerifying, actor, nil); err != nil {
-		return res, err
+	return a.verify(ctx, applied)
+}
+
+// applying is one plan being applied: what the steps of Apply share.
+type applying struct {
+	r     *Remediator
+	plan  store.Plan
+	body  PlanBody
+	rb    *runbooks.Runbook
+	rem   *runbooks.Remediation
+	p     *engine.Prepared
+	actor string
+	res   *ApplyResult
+	// scrub hides the plan's secret params in what applying says and
+	// keeps, as the plan shown for approval did; say tells progress.
+	scrub func(string) string
+	say   func(stage ApplyStage, format string, args ...any)
+}
+
+// claim loads the plan, checks that it is approved and not expired and
+// that its runbook still has the remediation, prepares the run, and moves
+// the plan to applying: of two clicks, one claims it and the other stops
+// here.
+func (r *Remediator) claim(ctx context.Context, planID, actor string, progress func(ApplyEvent)) (*applying, *ApplyResult, error) {
+	prop, err := r.LoadProposal(ctx, planID)
+	if err != nil {
+		return nil, nil, err
 	}
-	res.State = store.PlanVerifying
+	plan, body := prop.Plan, prop.Body
+	a := &applying{r: r, plan: plan, body: body, actor: actor, scrub: body.Scrubber(), res: &ApplyResult{PlanID: plan.ID, State: plan.State}}
+	a.say = func(stage ApplyStage, format string, args ...any) {
+		if progress != nil {
+			progress(ApplyEvent{Stage: stage, Detail: a.scrub(fmt.Sprintf(format, args...))})
+		}
+	}
+	if plan.State != store.PlanApproved {
+		return nil, a.res, fmt.Errorf("apply plan %s (state %s): %w", plan.ID, plan.State, ErrNotApproved)
+	}
+	if !plan.Policy.ExpiresAt.IsZero() && !r.now().Before(plan.Policy.ExpiresAt) {
+		if err := r.move(ctx, plan, store.PlanApproved, store.PlanExpired, actor, map[string]any{"message": "approval expired before it was applied"}); err != nil {
+			return nil, a.res, err
+		}
+		a.res.State = store.PlanExpired
+		return nil, a.res, fmt.Errorf("apply plan %s: %w", plan.ID, ErrApprovalExpired)
+	}
+	if a.rb, err = r.Catalog.Get(body.Runbook); err != nil {
+		return nil, a.res, fmt.Errorf("apply plan %s: %w", plan.ID, err)
+	}
+	if a.rem = a.rb.Remediation(body.Remediation); a.rem == nil {
+		return nil, a.res, fmt.Errorf("apply plan %s: runbook %s no longer has remediation %s", plan.ID, a.rb.Name, body.Remediation)
+	}
+	if a.p, err = r.Engine.Prepare(ctx, a.rb, body.Params); err != nil {
+		return nil, a.res, fmt.Errorf("apply plan %s: %w", plan.ID, err)
+	}
+	if err := r.move(ctx, plan, store.PlanApproved, store.PlanApplying, actor, nil); err != nil {
+		return nil, a.res, err
+	}
+	a.res.State = store.PlanApplying
+	return a, a.res, nil
+}
+
+// finish moves the plan from where it is to its last state, with msg
+// (scrubbed) as the record's and the result's message, and tells the
+// observer. cause, when set, is the error Apply returns, wrapped.
+func (a *applying) finish(ctx context.Context, to store.PlanState, msg string, cause error) (*ApplyResult, error) {
+	msg = a.scrub(msg)
+	detail := map[string]any{"message": msg}
+	if err := a.r.move(ctx, a.plan, a.res.State, to, a.actor, detail); err != nil {
+		return a.res, err
+	}
+	a.res.State, a.res.Message = to, msg
+	if a.r.Observer != nil {
+		a.r.Observer.RemediationFinished(a.body.Remediation, a.res)
+	}
+	if cause != nil {
+		if msg == a.scrub(cause.Error()) {
+			return a.res, fmt.Errorf("apply plan %s: %w", a.plan.ID, cause)
+		}
+		return a.res, fmt.Errorf("apply plan %s: %s: %w", a.plan.ID, msg, cause)
+	}
+	return a.res, nil
+}
+
+// confirm is the fresh look before anything changes: the runbook again
+// (the diagnosis must still hold), the preconditions, and the plan made
+// again, whose hash must be the one approved. stop says Apply ends here,
+// with res and err.
+func (a *applying) confirm(ctx context.Context) (stop bool, res *ApplyResult, err error) {
+	body := a.body
+	a.say(StagePrecheck, "re-running %s to confirm %s still holds", a.rb.Name, body.Diagnosis)
+	pre := a.r.Engine.Run(ctx, a.p, engine.RunOptions{Trigger: "precheck"})
+	a.res.Precheck = a.p.Shown(pre)
+	if !hasDiagnosis(pre, body.Diagnosis) {
+		// Absent because it was checked and is gone, or because the checks
+		// could not run: only the first means the fix is not needed.
+		if pre.Unobserved() {
+			res, err = a.finish(ctx, store.PlanFailed, "could not confirm "+body.Diagnosis+" before applying (some steps did not run); nothing was done", ErrPreconditionFailed)
+			return true, res, err
+		}
+		res, err = a.finish(ctx, store.PlanNotNeeded, fmt.Sprintf("%s no longer holds; nothing was done", body.Diagnosis), nil)
+		return true, res, err
+	}
+	for _, c := range a.rem.Preconditions {
+		ok, cerr := a.rb.EvalCondition(c, pre, a.p.Params, a.r.now())
+		if cerr != nil || !ok {
+			res, err = a.finish(ctx, store.PlanNotNeeded, fmt.Sprintf("precondition %q does not hold; nothing was done", c.Source), nil)
+			return true, res, err
+		}
+	}
+	fresh, err := a.r.plan(ctx, a.p, a.rem, body.Diagnosis)
+	if err != nil {
+		res, err = a.finish(ctx, store.PlanFailed, "could not re-make the plan", err)
+		return true, res, err
+	}
+	if body.Hash() != a.plan.Hash {
+		// The stored plan is what gets applied; one that no longer hashes
+		// to what was approved was not approved.
+		res, err = a.finish(ctx, store.PlanFailed, "the stored plan does not match its approved hash; nothing was done", ErrPlanChanged)
+		return true, res, err
+	}
+	if fresh.Hash() != a.plan.Hash {
+		res, err = a.finish(ctx, store.PlanFailed, "the target changed since approval (e.g. the file was edited); propose again", ErrPlanChanged)
+		return true, res, err
+	}
+	return false, nil, nil
+}
+
+// verify moves the plan to verifying, waits for the service to settle,
+// runs the verify steps, and ends the plan done, rolled back (when the
+// remediation says so and something can be undone) or failed.
+func (a *applying) verify(ctx context.Context, applied []appliedAction) (*ApplyResult, error) {
+	if err := a.r.move(ctx, a.plan, store.PlanApplying, store.PlanVerifying, a.actor, nil); err != nil {
+		return a.res, err
+	}
+	a.res.State = store.PlanVerifying
+	rem := a.rem
 	if rem.Settle > 0 {
-		say(StageSettle, "waiting %s for the service to settle", rem.Settle)
+		a.say(StageSettle, "waiting %s for the service to settle", rem.Settle)
 		select {
 		case <-time.After(rem.Settle):
 		case <-ctx.Done():
 		}
 	}
-	say(StageVerify, "re-running %s", strings.Join(rem.Verify, ", "))
-	ver := r.Engine.Run(ctx, p, engine.RunOptions{Trigger: "verify", Only: rem.Verify})
-	res.Verify = p.Shown(ver)
-	res.Recovered = r.recovered(rb, rem, ver, p, body.Diagnosis)
-	if res.Recovered {
-		return finish(store.PlanDone, "verified: the symptom is gone", nil)
+	a.say(StageVerify, "re-running %s", strings.Join(rem.Verify, ", "))
+	ver := a.r.Engine.Run(ctx, a.p, engine.RunOptions{Trigger: "verify", Only: rem.Verify})
+	a.res.Verify = a.p.Shown(ver)
+	a.res.Recovered = a.r.recovered(a.rb, rem, ver, a.p, a.body.Diagnosis)
+	if a.res.Recovered {
+		return a.finish(ctx, store.PlanDone, "verified: the symptom is gone", nil)
 	}
-	if rem.Rollback == "on_failed_verify" && anyReversible(&body) {
-		rb := r.rollback(ctx, plan.ID, applied, say)
-		res.Actions = r.shownActions(ctx, &body, plan.ID)
+	if rem.Rollback == "on_failed_verify" && anyReversible(&a.body) {
+		rb := a.r.rollback(ctx, a.plan.ID, applied, a.say)
+		a.res.Actions = a.r.shownActions(ctx, &a.body, a.plan.ID)
 		msg := "verification failed: the symptom is still there; " + rb.message() + " (escalate to a human)"
 		if len(rb.failed) > 0 {
-			return finish(store.PlanFailed, msg, nil)
+			return a.finish(ctx, store.PlanFailed, msg, nil)
 		}
-		return finish(store.PlanRolledBack, msg, nil)
+		return a.finish(ctx, store.PlanRolledBack, msg, nil)
 	}
-	return finish(store.PlanFailed, "verification failed: the symptom is still there (escalate to a human)", nil)
+	return a.finish(ctx, store.PlanFailed, "verification failed: the symptom is still there (escalate to a human)", nil)
 }
 
 // shownActions reads what the plan's actions recorded, as it may be
