@@ -16,6 +16,7 @@ import (
 )
 
 func testCtx(t *testing.T) context.Context {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
@@ -108,6 +109,7 @@ func TestConfigEditPlanApplyRollback(t *testing.T) {
 func TestConfigEditRefusesStalePlan(t *testing.T) {
 	cases := map[string]func(t *testing.T, path string){
 		"content changed": func(t *testing.T, path string) {
+			t.Helper()
 			f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 			require.NoError(t, err)
 			_, err = f.WriteString("# edited by hand\n")
@@ -115,6 +117,7 @@ func TestConfigEditRefusesStalePlan(t *testing.T) {
 			require.NoError(t, f.Close())
 		},
 		"mode changed": func(t *testing.T, path string) {
+			t.Helper()
 			require.NoError(t, os.Chmod(path, 0o700))
 		},
 	}

@@ -15,6 +15,7 @@ import (
 // systemd to talk to. It logs its arguments and answers `show` with the
 // given output; `daemon-reload` exits with reloadExit.
 func fakeSystemctl(t *testing.T, show, reloadExit string) (log string) {
+	t.Helper()
 	dir := t.TempDir()
 	log = filepath.Join(dir, "calls")
 	script := `#!/bin/sh

@@ -39,6 +39,7 @@ func TestReloadableKeepsWhatNeedsARestart(t *testing.T) {
 			c.Schedules = append(c.Schedules, config.Schedule{Runbook: "fresh", Cron: "@daily"})
 			c.Slack.Authorize = nil
 		}, nil, func(t *testing.T, _, got *config.Config) {
+			t.Helper()
 			require.Equal(t, "other.yaml", got.Inventory)
 			require.Equal(t, []string{"books", "more"}, got.Runbooks)
 			require.Len(t, got.Schedules, 2)
@@ -49,6 +50,7 @@ func TestReloadableKeepsWhatNeedsARestart(t *testing.T) {
 			c.Listen, c.Store = "0.0.0.0:9090", "/tmp/other.db"
 			c.Inventory = "other.yaml"
 		}, []string{"listen", "store"}, func(t *testing.T, running, got *config.Config) {
+			t.Helper()
 			require.Equal(t, running.Listen, got.Listen)
 			require.Equal(t, running.Store, got.Store)
 			require.Equal(t, "other.yaml", got.Inventory, "what can change still does")
@@ -57,6 +59,7 @@ func TestReloadableKeepsWhatNeedsARestart(t *testing.T) {
 			c.Slack.Mode = "socket"
 			c.Slack.Authorize = nil
 		}, []string{"slack"}, func(t *testing.T, running, got *config.Config) {
+			t.Helper()
 			require.Same(t, running.Slack, got.Slack, "slack is kept whole, its authorize rules too")
 		}},
 		{"the rest", func(c *config.Config) {
@@ -68,6 +71,7 @@ func TestReloadableKeepsWhatNeedsARestart(t *testing.T) {
 			c.SlackUsergroups = map[string]string{"sre": "S1"}
 		}, []string{"tls", "log", "slack_usergroups", "alerts", "web", "shutdown_grace", "parallel", "ssh_idle_timeout"},
 			func(t *testing.T, running, got *config.Config) {
+				t.Helper()
 				require.Nil(t, got.TLS)
 				require.Nil(t, got.Web)
 				require.Nil(t, got.Alerts)

@@ -137,6 +137,7 @@ func TestRemediationGuardrailsHoldAcrossReplicas(t *testing.T) {
 		{
 			name: "A holds the deployment lock",
 			before: func(t *testing.T, sa store.Store, plan store.Plan) {
+				t.Helper()
 				_, err := sa.Acquire(t.Context(), "deployment/"+plan.Deployment, "replica-a plan other", 30*time.Minute)
 				require.NoError(t, err)
 			},
@@ -145,6 +146,7 @@ func TestRemediationGuardrailsHoldAcrossReplicas(t *testing.T) {
 		{
 			name: "A's last remediation for the diagnosis failed",
 			before: func(t *testing.T, sa store.Store, plan store.Plan) {
+				t.Helper()
 				failed := storetest.Move(t, sa, storetest.Approve(t, sa, storetest.ProposePlan(t, sa, func(q *store.Plan) {
 					q.Remediation, q.Diagnosis, q.Deployment = "other-fix", plan.Diagnosis, plan.Deployment
 				})), store.PlanApplying)

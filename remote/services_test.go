@@ -13,6 +13,7 @@ import (
 // fakeSystemctl puts a systemctl script first on PATH that logs its
 // arguments and answers show with the given output.
 func fakeSystemctl(t *testing.T, show string, exit int) (log string) {
+	t.Helper()
 	dir := t.TempDir()
 	log = filepath.Join(dir, "calls")
 	script := "#!/bin/sh\necho \"$*\" >> " + log + "\ncase $1 in show) printf '" + show + "' ;; esac\n"

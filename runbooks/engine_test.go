@@ -20,18 +20,18 @@ import (
 	"github.com/runbot/runbot/runbooks/engine"
 )
 
-func load(t testing.TB, name string) *runbooks.Runbook {
-	t.Helper()
+func load(tb testing.TB, name string) *runbooks.Runbook {
+	tb.Helper()
 	rb, problems, err := runbooks.LoadFile(filepath.Join("testdata", "valid", name))
-	require.NoError(t, err)
-	require.Empty(t, problems)
+	require.NoError(tb, err)
+	require.Empty(tb, problems)
 	return rb
 }
 
-func localEngine(t testing.TB) *engine.Engine {
-	t.Helper()
+func localEngine(tb testing.TB) *engine.Engine {
+	tb.Helper()
 	inv, err := inventory.Load("testdata/inventory.yaml")
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	return &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
 }
 

@@ -270,6 +270,7 @@ func TestScenarioMatrix(t *testing.T) {
 }
 
 func runCell(t *testing.T, rb *runbooks.Runbook, f matrixFault, c matrixCondition) cellResult {
+	t.Helper()
 	res := cellResult{fault: f.name, condition: c.name}
 	fail := func(format string, args ...any) { res.wrong = append(res.wrong, fmt.Sprintf(format, args...)) }
 	inv, stop, err := prepareCell(t.Context(), f, c)

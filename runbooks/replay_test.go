@@ -47,22 +47,22 @@ func recordWedge(t *testing.T, fault string) (*runbooks.Report, string) {
 	return rep, out
 }
 
-func builtin(t testing.TB, name string) *runbooks.Runbook {
-	t.Helper()
+func builtin(tb testing.TB, name string) *runbooks.Runbook {
+	tb.Helper()
 	catalog, problems, err := runbooks.LoadCatalog()
-	require.NoError(t, err)
-	require.Empty(t, problems)
+	require.NoError(tb, err)
+	require.Empty(tb, problems)
 	rb, err := catalog.Get(name)
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	return rb
 }
 
-func replayDir(t testing.TB, name, dir string) *runbooks.Report {
-	t.Helper()
+func replayDir(tb testing.TB, name, dir string) *runbooks.Report {
+	tb.Helper()
 	rec, err := replay.LoadRecording(dir)
-	require.NoError(t, err)
-	rep, err := replay.Replay(t.Context(), builtin(t, name), rec, replay.ReplayOptions{})
-	require.NoError(t, err)
+	require.NoError(tb, err)
+	rep, err := replay.Replay(tb.Context(), builtin(tb, name), rec, replay.ReplayOptions{})
+	require.NoError(tb, err)
 	return rep
 }
 

@@ -46,32 +46,32 @@ type hangTruth struct {
 	} `json:"hang"`
 }
 
-func decodeState(t testing.TB, d *deployment) hangTruth {
-	t.Helper()
+func decodeState(tb testing.TB, d *deployment) hangTruth {
+	tb.Helper()
 	var st hangTruth
-	getJSON(t, d.endpoints["decode"]+"/_sim/state", &st)
+	getJSON(tb, d.endpoints["decode"]+"/_sim/state", &st)
 	return st
 }
 
-func prefillBootstrap(t testing.TB, d *deployment) int {
-	t.Helper()
+func prefillBootstrap(tb testing.TB, d *deployment) int {
+	tb.Helper()
 	var st struct {
 		Bootstrap int `json:"bootstrap"`
 	}
-	getJSON(t, d.endpoints["prefill"]+"/_sim/state", &st)
+	getJSON(tb, d.endpoints["prefill"]+"/_sim/state", &st)
 	return st.Bootstrap
 }
 
 // bootstrapGauge reads prefill's bootstrap-queue gauge under whichever name the
 // impersonated build uses.
-func bootstrapGauge(t testing.TB, mfs map[string]*dto.MetricFamily) float64 {
-	t.Helper()
+func bootstrapGauge(tb testing.TB, mfs map[string]*dto.MetricFamily) float64 {
+	tb.Helper()
 	for _, name := range bootstrapGaugeName {
 		if _, ok := mfs[name]; ok {
-			return total(t, mfs, name)
+			return total(tb, mfs, name)
 		}
 	}
-	t.Fatalf("no prefill bootstrap-queue gauge among %v", bootstrapGaugeName)
+	tb.Fatalf("no prefill bootstrap-queue gauge among %v", bootstrapGaugeName)
 	return 0
 }
 
@@ -87,14 +87,14 @@ func getWithin(url string, timeout time.Duration) (int, error) {
 	return resp.StatusCode, nil
 }
 
-func postFaultJSON(t testing.TB, url, body string) string {
-	t.Helper()
+func postFaultJSON(tb testing.TB, url, body string) string {
+	tb.Helper()
 	resp, err := http.Post(url+"/_sim/fault", "application/json", strings.NewReader(body))
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	defer func() { _ = resp.Body.Close() }() // test cleanup
 	var out strings.Builder
 	_, _ = bufio.NewReader(resp.Body).WriteTo(&out)
-	require.Equal(t, http.StatusOK, resp.StatusCode, out.String())
+	require.Equal(tb, http.StatusOK, resp.StatusCode, out.String())
 	return out.String()
 }
 
@@ -113,9 +113,11 @@ func TestDecodeHang(t *testing.T) {
 		overlap bool
 	}{
 		{"ctl, overlap schedule on", nil, func(t *testing.T, d *deployment) string {
+			t.Helper()
 			return d.ctl(t, "fault", "decode-hang")
 		}, true},
 		{"admin API, overlap schedule off", []string{"--engine-arg=--disable-overlap-schedule"}, func(t *testing.T, d *deployment) string {
+			t.Helper()
 			return postFaultJSON(t, d.endpoints["decode"], `{"fault":"decode-hang"}`)
 		}, false},
 	} {
@@ -220,10 +222,12 @@ func TestDecodeHangHealthCheckTimeout(t *testing.T) {
 		inject func(t *testing.T, d *deployment)
 	}{
 		{"ctl", func(t *testing.T, d *deployment) {
+			t.Helper()
 			require.Equal(t, 200, httpStatus(t, d.endpoints["decode"]+"/health"))
 			d.ctl(t, "fault", "decode-hang")
 		}},
 		{"start flag", func(t *testing.T, d *deployment) {
+			t.Helper()
 			path := d.dir + "/serve_decode.sh"
 			b, err := os.ReadFile(path)
 			require.NoError(t, err)
@@ -262,19 +266,19 @@ func TestDecodeHangHealthCheckTimeout(t *testing.T) {
 
 // streamTokens sends one streamed chat completion and returns when each content
 // token arrived, counted from the request's start.
-func streamTokens(t testing.TB, baseURL string, maxTokens int, timeout time.Duration) []time.Duration {
-	t.Helper()
+func streamTokens(tb testing.TB, baseURL string, maxTokens int, timeout time.Duration) []time.Duration {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	body := fmt.Sprintf(`{"model":"deepseek-v4","messages":[{"role":"user","content":"itl"}],"max_tokens":%d,"stream":true}`, maxTokens)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+"/v1/chat/completions", strings.NewReader(body))
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	req.Header.Set("Content-Type", "application/json")
 	start := time.Now()
 	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	defer func() { _ = resp.Body.Close() }() // test cleanup
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(tb, http.StatusOK, resp.StatusCode)
 	var at []time.Duration
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
@@ -289,12 +293,12 @@ func streamTokens(t testing.TB, baseURL string, maxTokens int, timeout time.Dura
 				} `json:"delta"`
 			} `json:"choices"`
 		}
-		require.NoError(t, json.Unmarshal([]byte(line), &chunk))
+		require.NoError(tb, json.Unmarshal([]byte(line), &chunk))
 		if len(chunk.Choices) > 0 && chunk.Choices[0].Delta.Content != "" {
 			at = append(at, time.Since(start))
 		}
 	}
-	require.NoError(t, sc.Err())
+	require.NoError(tb, sc.Err())
 	return at
 }
 

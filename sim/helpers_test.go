@@ -41,8 +41,8 @@ type deployment struct {
 
 // runSim runs the simulator binary and returns its stdout; it fails the test on a
 // non-zero exit unless allowFail.
-func runSim(t testing.TB, args ...string) (string, error) {
-	t.Helper()
+func runSim(tb testing.TB, args ...string) (string, error) {
+	tb.Helper()
 	cmd := exec.Command(simBinary, args...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -55,56 +55,58 @@ func runSim(t testing.TB, args ...string) (string, error) {
 
 // up starts a deployment in a fresh directory and tears it down when the test ends,
 // checking that no process it started survives.
-func up(t testing.TB, args ...string) *deployment {
-	t.Helper()
-	dir := t.TempDir()
-	_, err := runSim(t, append(append([]string{"up", "--dir", dir}, fastArgs...), args...)...)
-	require.NoError(t, err)
+func up(tb testing.TB, args ...string) *deployment {
+	tb.Helper()
+	dir := tb.TempDir()
+	_, err := runSim(tb, append(append([]string{"up", "--dir", dir}, fastArgs...), args...)...)
+	require.NoError(tb, err)
 	d := &deployment{dir: dir}
 	b, err := os.ReadFile(filepath.Join(dir, "endpoints.json"))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &d.endpoints))
-	t.Cleanup(func() {
-		pids := d.allPIDs(t)
-		_, err := runSim(t, "down", "--dir", dir)
-		require.NoError(t, err)
+	require.NoError(tb, err)
+	require.NoError(tb, json.Unmarshal(b, &d.endpoints))
+	tb.Cleanup(func() {
+		pids := d.allPIDs(tb)
+		_, err := runSim(tb, "down", "--dir", dir)
+		require.NoError(tb, err)
 		for _, pid := range pids {
-			require.Falsef(t, processRunning(pid), "process %d still runs after down", pid)
+			require.Falsef(tb, processRunning(pid), "process %d still runs after down", pid)
 		}
 		for _, role := range []string{"prefill", "decode", "router"} {
 			b, _ := os.ReadFile(filepath.Join(dir, role+".sim.log"))
-			require.NotContainsf(t, string(b), "WARNING: DATA RACE", "%s reported a data race:\n%s", role, b)
+			require.NotContainsf(tb, string(b), "WARNING: DATA RACE", "%s reported a data race:\n%s", role, b)
 		}
 	})
 	return d
 }
 
-func (d *deployment) ctl(t testing.TB, args ...string) string {
-	t.Helper()
-	out, err := runSim(t, append([]string{"ctl", "--dir", d.dir}, args...)...)
-	require.NoError(t, err)
+func (d *deployment) ctl(tb testing.TB, args ...string) string {
+	tb.Helper()
+	out, err := runSim(tb, append([]string{"ctl", "--dir", d.dir}, args...)...)
+	require.NoError(tb, err)
 	return out
 }
 
 // show parses `ctl show ROLE` into a map.
-func (d *deployment) show(t testing.TB, role string) map[string]string {
-	t.Helper()
+func (d *deployment) show(tb testing.TB, role string) map[string]string {
+	tb.Helper()
 	m := map[string]string{}
-	for _, l := range strings.Split(strings.TrimSpace(d.ctl(t, "show", role)), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(d.ctl(tb, "show", role)), "\n") {
 		k, v, _ := strings.Cut(l, "=")
 		m[k] = v
 	}
 	return m
 }
 
-func (d *deployment) mainPID(t testing.TB, role string) int {
-	pid, err := strconv.Atoi(d.show(t, role)["MainPID"])
-	require.NoError(t, err)
+func (d *deployment) mainPID(tb testing.TB, role string) int {
+	tb.Helper()
+	pid, err := strconv.Atoi(d.show(tb, role)["MainPID"])
+	require.NoError(tb, err)
 	return pid
 }
 
 // allPIDs lists the supervisor and main PIDs of every role.
-func (d *deployment) allPIDs(t testing.TB) []int {
+func (d *deployment) allPIDs(tb testing.TB) []int {
+	tb.Helper()
 	var pids []int
 	for _, role := range []string{"prefill", "decode", "router"} {
 		b, err := os.ReadFile(filepath.Join(d.dir, role+".state.json"))
@@ -115,7 +117,7 @@ func (d *deployment) allPIDs(t testing.TB) []int {
 			Sup  int `json:"supervisor_pid"`
 			Main int `json:"main_pid"`
 		}
-		require.NoError(t, json.Unmarshal(b, &st))
+		require.NoError(tb, json.Unmarshal(b, &st))
 		pids = append(pids, st.Sup, st.Main)
 	}
 	return pids
@@ -137,10 +139,10 @@ func processRunning(pid int) bool {
 }
 
 // logLines returns the lines of a log file from line `from` on.
-func logLines(t testing.TB, path string, from int) []string {
-	t.Helper()
+func logLines(tb testing.TB, path string, from int) []string {
+	tb.Helper()
 	f, err := os.Open(path)
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	defer func() { _ = f.Close() }() // read only
 	var lines []string
 	sc := bufio.NewScanner(f)
@@ -150,11 +152,14 @@ func logLines(t testing.TB, path string, from int) []string {
 			lines = append(lines, sc.Text())
 		}
 	}
-	require.NoError(t, sc.Err())
+	require.NoError(tb, sc.Err())
 	return lines
 }
 
-func countLines(t testing.TB, path string) int { return len(logLines(t, path, 0)) }
+func countLines(tb testing.TB, path string) int {
+	tb.Helper()
+	return len(logLines(tb, path, 0))
+}
 
 func grep(lines []string, re *regexp.Regexp) []string {
 	var out []string
@@ -191,38 +196,38 @@ func chat(baseURL, rid string, timeout time.Duration, stream bool) chatResult {
 	return sendChat(ctx, req)
 }
 
-func httpStatus(t testing.TB, url string) int {
-	t.Helper()
+func httpStatus(tb testing.TB, url string) int {
+	tb.Helper()
 	c := &http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get(url)
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	_ = resp.Body.Close()
 	return resp.StatusCode
 }
 
 // scrape parses an engine's /metrics with Prometheus' own text parser.
-func scrape(t testing.TB, url string) map[string]*dto.MetricFamily {
-	t.Helper()
+func scrape(tb testing.TB, url string) map[string]*dto.MetricFamily {
+	tb.Helper()
 	resp, err := http.Get(url + "/metrics")
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	defer func() { _ = resp.Body.Close() }() // test cleanup
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	return parseMetrics(t, resp.Body)
+	require.Equal(tb, http.StatusOK, resp.StatusCode)
+	return parseMetrics(tb, resp.Body)
 }
 
-func parseMetrics(t testing.TB, r io.Reader) map[string]*dto.MetricFamily {
-	t.Helper()
+func parseMetrics(tb testing.TB, r io.Reader) map[string]*dto.MetricFamily {
+	tb.Helper()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := p.TextToMetricFamilies(r)
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	return mfs
 }
 
 // sample returns the value of the series of family name whose labels include want.
-func sample(t testing.TB, mfs map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
-	t.Helper()
+func sample(tb testing.TB, mfs map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	tb.Helper()
 	mf, ok := mfs[name]
-	require.Truef(t, ok, "metric %s missing", name)
+	require.Truef(tb, ok, "metric %s missing", name)
 	for _, m := range mf.GetMetric() {
 		if hasLabels(m, want) {
 			switch {
@@ -235,15 +240,15 @@ func sample(t testing.TB, mfs map[string]*dto.MetricFamily, name string, want ma
 			}
 		}
 	}
-	t.Fatalf("no %s series with labels %v", name, want)
+	tb.Fatalf("no %s series with labels %v", name, want)
 	return 0
 }
 
 // total sums every series of a family.
-func total(t testing.TB, mfs map[string]*dto.MetricFamily, name string) float64 {
-	t.Helper()
+func total(tb testing.TB, mfs map[string]*dto.MetricFamily, name string) float64 {
+	tb.Helper()
 	mf, ok := mfs[name]
-	require.Truef(t, ok, "metric %s missing", name)
+	require.Truef(tb, ok, "metric %s missing", name)
 	s := 0.0
 	for _, m := range mf.GetMetric() {
 		s += m.GetGauge().GetValue() + m.GetCounter().GetValue()
@@ -267,12 +272,12 @@ func hasLabels(m *dto.Metric, want map[string]string) bool {
 func regexpMust(s string) *regexp.Regexp { return regexp.MustCompile(s) }
 
 // getJSON decodes the JSON answer of a GET, e.g. the simulator's /_sim/state.
-func getJSON(t testing.TB, url string, v any) {
-	t.Helper()
+func getJSON(tb testing.TB, url string, v any) {
+	tb.Helper()
 	resp, err := http.Get(url)
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	defer func() { _ = resp.Body.Close() }() // test cleanup
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(v))
+	require.NoError(tb, json.NewDecoder(resp.Body).Decode(v))
 }
 
 // sendChat sends a built chat request and reads the whole answer, recording

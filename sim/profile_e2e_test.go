@@ -21,14 +21,14 @@ import (
 // what an operator (or a runbook) would: log lines, endpoints, metric names, scripts.
 
 // httpGet returns the status, body and content type of a GET.
-func httpGet(t testing.TB, url string) (int, string, string) {
-	t.Helper()
+func httpGet(tb testing.TB, url string) (int, string, string) {
+	tb.Helper()
 	c := &http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get(url)
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	defer func() { _ = resp.Body.Close() }() // read fully below
 	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	return resp.StatusCode, string(b), resp.Header.Get("Content-Type")
 }
 
@@ -52,11 +52,11 @@ func chatRID(baseURL, header, bodyRID string, maxTokens int, timeout time.Durati
 
 // waitLine waits until a line matching re appears in a role's log after line from,
 // and returns it.
-func waitLine(t testing.TB, d *deployment, role string, from int, re *regexp.Regexp, within time.Duration) string {
-	t.Helper()
+func waitLine(tb testing.TB, d *deployment, role string, from int, re *regexp.Regexp, within time.Duration) string {
+	tb.Helper()
 	var found string
-	require.Eventuallyf(t, func() bool {
-		if m := grep(logLines(t, d.logPath(role), from), re); len(m) > 0 {
+	require.Eventuallyf(tb, func() bool {
+		if m := grep(logLines(tb, d.logPath(role), from), re); len(m) > 0 {
 			found = m[0]
 			return true
 		}
@@ -65,10 +65,10 @@ func waitLine(t testing.TB, d *deployment, role string, from int, re *regexp.Reg
 	return found
 }
 
-func readScript(t testing.TB, d *deployment, role string) string {
-	t.Helper()
+func readScript(tb testing.TB, d *deployment, role string) string {
+	tb.Helper()
 	b, err := os.ReadFile(filepath.Join(d.dir, "serve_"+role+".sh"))
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	return string(b)
 }
 

@@ -88,27 +88,34 @@ func TestParseEngineArgs(t *testing.T) {
 	}{
 		{"space and equals forms", []string{"--disaggregation-mode", "decode", "--port=31000", "--tp-size", "4", "--dp-size=2", "--enable-dp-attention"},
 			func(t *testing.T, c EngineConfig) {
+				t.Helper()
 				require.Equal(t, 31000, c.Port)
 				require.Equal(t, Topology{TPSize: 4, DPSize: 2, DPAttention: true}, c.Topology)
 			}, ""},
 		{"unknown boolean then known flag", []string{"--trust-remote-code", "--disaggregation-mode", "prefill", "--enable-metrics"},
 			func(t *testing.T, c EngineConfig) {
+				t.Helper()
 				require.Equal(t, "prefill", c.Mode)
 				require.True(t, c.EnableMetrics)
 				require.Equal(t, []ExtraFlag{{Name: "trust-remote-code", Bool: true}}, c.Extra)
 			}, ""},
 		{"unknown with value and negative number", []string{"--disaggregation-mode=decode", "--mem-fraction-static", "0.85", "--random-seed", "-1"},
 			func(t *testing.T, c EngineConfig) {
+				t.Helper()
 				require.Equal(t, []ExtraFlag{{Name: "mem-fraction-static", Value: "0.85"}, {Name: "random-seed", Value: "-1"}}, c.Extra)
 				require.Contains(t, c.ServerArgsDump(), "mem_fraction_static=0.85, random_seed=-1)")
 			}, ""},
 		{"overlap flag and backend", []string{"--disaggregation-mode", "decode", "--disable-overlap-schedule", "--disaggregation-transfer-backend", "nixl"},
 			func(t *testing.T, c EngineConfig) {
+				t.Helper()
 				require.True(t, c.DisableOverlap)
 				require.Contains(t, c.ServerArgsDump(), "disable_overlap_schedule=True, disaggregation_mode='decode', disaggregation_transfer_backend='nixl'")
 			}, ""},
 		{"served model name defaults to model path", []string{"--disaggregation-mode", "decode", "--model-path", "/m/x"},
-			func(t *testing.T, c EngineConfig) { require.Equal(t, "/m/x", c.ServedModelName) }, ""},
+			func(t *testing.T, c EngineConfig) {
+				t.Helper()
+				require.Equal(t, "/m/x", c.ServedModelName)
+			}, ""},
 		{"mode required", []string{"--port", "1"}, nil, "--disaggregation-mode must be prefill or decode"},
 		{"bad int", []string{"--disaggregation-mode", "decode", "--port", "x"}, nil, "flag --port: not an integer"},
 		{"missing value", []string{"--disaggregation-mode", "decode", "--port"}, nil, "flag --port needs a value"},

@@ -83,12 +83,12 @@ func requireWithinLimits(t *testing.T, blocks []slack.Block) {
 	}
 }
 
-func wedgeReport(t testing.TB) *runbooks.Report {
-	t.Helper()
+func wedgeReport(tb testing.TB) *runbooks.Report {
+	tb.Helper()
 	data, err := os.ReadFile("testdata/reports/pd-wedge.json")
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	var rep runbooks.Report
-	require.NoError(t, json.Unmarshal(data, &rep))
+	require.NoError(tb, json.Unmarshal(data, &rep))
 	return &rep
 }
 
@@ -102,9 +102,9 @@ type wedgeRun struct {
 	plan store.Plan
 }
 
-func wedgeState(t testing.TB) *wedgeRun {
-	t.Helper()
-	rep := wedgeReport(t)
+func wedgeState(tb testing.TB) *wedgeRun {
+	tb.Helper()
+	rep := wedgeReport(tb)
 	run := store.Run{ID: rep.RunID, Runbook: rep.Runbook, Trigger: store.TriggerChat, RequestedBy: "U0REQ", Params: rep.Params, Status: store.RunFinished}
 	view := dispatch.NewView(run, nil).Title(rep.Title).Steps("health", "chat", "counters", "last_batch", "backend", "overlap").Report(rep)
 	body := remediation.PlanBody{

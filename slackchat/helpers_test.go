@@ -81,6 +81,7 @@ func writeSecret(t *testing.T, name, value string) SecretRef {
 }
 
 func testConfig(t *testing.T, rec *slackrec.Recorder) Config {
+	t.Helper()
 	return Config{
 		Transport:     TransportHTTP,
 		BotToken:      writeSecret(t, "bot-token", botToken),

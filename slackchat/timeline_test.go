@@ -44,6 +44,7 @@ type uploads struct {
 }
 
 func recordUploads(t *testing.T, rec *slackrec.Recorder) *uploads {
+	t.Helper()
 	u := &uploads{rec: rec, fail: map[string]string{}}
 	srv := rec.Server()
 	srv.Handle("/files.getUploadURLExternal", u.method("files.getUploadURLExternal", func(form url.Values) any {
@@ -113,6 +114,7 @@ func (f *fakeTimeline) draw(rep *runbooks.Report) ([]byte, error) {
 }
 
 func testPNG(t *testing.T) []byte {
+	t.Helper()
 	img := image.NewRGBA(image.Rect(0, 0, 40, 20))
 	img.Set(3, 4, color.RGBA{R: 200, A: 255})
 	var buf bytes.Buffer

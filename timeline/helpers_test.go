@@ -16,12 +16,12 @@ import (
 // run of the built-in sglang-pd-wedge runbook (production defaults: a 35 s
 // chat probe, 5 samples 2 s apart) against the simulator after 11 minutes
 // of traffic, a pd-wedge fault and 4 quiet minutes; see testdata/record.
-func loadReport(t testing.TB, name string) *runbooks.Report {
-	t.Helper()
+func loadReport(tb testing.TB, name string) *runbooks.Report {
+	tb.Helper()
 	raw, err := os.ReadFile(filepath.Join("testdata", name))
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	var rep runbooks.Report
-	require.NoError(t, json.Unmarshal(raw, &rep))
+	require.NoError(tb, json.Unmarshal(raw, &rep))
 	return &rep
 }
 

@@ -82,6 +82,7 @@ var wedgeParams = map[string]string{
 }
 
 func buildFixture(t *testing.T) (*fixture, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeoutCause(context.Background(), 4*time.Minute, fmt.Errorf("building the web test fixture took too long"))
 	defer cancel()
 	var err error

@@ -32,26 +32,27 @@ func BenchmarkTenFetchesOfAHugeRunPage(b *testing.B) {
 // tenFetches serves a run page of 100,000 output lines and fetches it ten
 // times at once; it returns the bytes allocated per fetch and the live
 // heap's peak over what it was before.
-func tenFetches(t testing.TB) (perFetch, peak uint64) {
-	st, id := storeReport(t, bigReport(100_000))
+func tenFetches(tb testing.TB) (perFetch, peak uint64) {
+	tb.Helper()
+	st, id := storeReport(tb, bigReport(100_000))
 	// The fetches that wait for their turn wait as long as it takes: the
 	// test counts bytes, and a busy machine must not turn a wait into a
 	// 503.
 	site, err := web.New(web.Config{Logger: quiet(), Proxy: siteProxy, RequestTimeout: 10 * time.Minute}, st)
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	srv := httptest.NewServer(site)
-	t.Cleanup(srv.Close)
+	tb.Cleanup(srv.Close)
 
 	runtime.GC()
-	start := heapMetric(t, "/gc/heap/allocs:bytes")
-	base := heapMetric(t, "/memory/classes/heap/objects:bytes")
+	start := heapMetric(tb, "/gc/heap/allocs:bytes")
+	base := heapMetric(tb, "/memory/classes/heap/objects:bytes")
 	stop, sampled := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(sampled)
 		tick := time.NewTicker(time.Millisecond)
 		defer tick.Stop()
 		for {
-			peak = max(peak, heapMetric(t, "/memory/classes/heap/objects:bytes"))
+			peak = max(peak, heapMetric(tb, "/memory/classes/heap/objects:bytes"))
 			select {
 			case <-stop:
 				return
@@ -65,7 +66,7 @@ func tenFetches(t testing.TB) (perFetch, peak uint64) {
 	var wg sync.WaitGroup
 	for i := range fetches {
 		wg.Go(func() {
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/runs/"+id, nil)
+			req, err := http.NewRequestWithContext(tb.Context(), http.MethodGet, srv.URL+"/runs/"+id, nil)
 			if err != nil {
 				return
 			}
@@ -82,18 +83,19 @@ func tenFetches(t testing.TB) (perFetch, peak uint64) {
 	wg.Wait()
 	close(stop)
 	<-sampled
-	perFetch = (heapMetric(t, "/gc/heap/allocs:bytes") - start) / fetches
+	perFetch = (heapMetric(tb, "/gc/heap/allocs:bytes") - start) / fetches
 	for i := range fetches {
-		require.Equal(t, http.StatusOK, codes[i], "fetch %d", i)
+		require.Equal(tb, http.StatusOK, codes[i], "fetch %d", i)
 	}
 	return perFetch, peak - min(peak, base)
 }
 
-func heapMetric(t testing.TB, name string) uint64 {
+func heapMetric(tb testing.TB, name string) uint64 {
+	tb.Helper()
 	s := []metrics.Sample{{Name: name}}
 	metrics.Read(s)
 	if s[0].Value.Kind() != metrics.KindUint64 {
-		t.Errorf("metric %s is not a count", name)
+		tb.Errorf("metric %s is not a count", name)
 		return 0
 	}
 	return s[0].Value.Uint64()

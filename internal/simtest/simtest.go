@@ -23,8 +23,8 @@ var (
 
 // Binary builds cmd/sglang-sim once per test binary and returns its path.
 // It is safe to call from parallel tests.
-func Binary(t testing.TB) string {
-	t.Helper()
+func Binary(tb testing.TB) string {
+	tb.Helper()
 	once.Do(func() {
 		dir, e := os.MkdirTemp("", "runbot-sim-") //nolint:usetesting // built once for every test of the binary, which outlives any one test
 		if e != nil {
@@ -38,18 +38,18 @@ func Binary(t testing.TB) string {
 		}
 	})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return bin
 }
 
 // Run runs sglang-sim with args and returns its output; a failure fails
 // the test with that output.
-func Run(t testing.TB, args ...string) string {
-	t.Helper()
-	out, e := exec.CommandContext(t.Context(), Binary(t), args...).CombinedOutput()
+func Run(tb testing.TB, args ...string) string {
+	tb.Helper()
+	out, e := exec.CommandContext(tb.Context(), Binary(tb), args...).CombinedOutput()
 	if e != nil {
-		t.Fatalf("sglang-sim %s: %v\n%s", strings.Join(args, " "), e, out)
+		tb.Fatalf("sglang-sim %s: %v\n%s", strings.Join(args, " "), e, out)
 	}
 	return string(out)
 }
@@ -58,15 +58,15 @@ func Run(t testing.TB, args ...string) string {
 // refreshed every second, a decode batch line every 4 iterations), and
 // stops it when the test ends. It returns the directory, which holds
 // inventory.yaml and endpoints.json.
-func Up(t testing.TB, args ...string) string {
-	t.Helper()
-	dir := t.TempDir()
-	Run(t, append([]string{"up", "--dir", dir, "--idle-refresh", "1s", "--decode-log-interval", "4"}, args...)...)
-	t.Cleanup(func() {
+func Up(tb testing.TB, args ...string) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	Run(tb, append([]string{"up", "--dir", dir, "--idle-refresh", "1s", "--decode-log-interval", "4"}, args...)...)
+	tb.Cleanup(func() {
 		// The test's context is already done when cleanups run.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		_ = exec.CommandContext(ctx, Binary(t), "down", "--dir", dir).Run()
+		_ = exec.CommandContext(ctx, Binary(tb), "down", "--dir", dir).Run()
 	})
 	return dir
 }

@@ -75,36 +75,36 @@ type Server struct {
 
 // Start starts an sshd and stops it when the test ends. It fails the test
 // (naming the Debian package to install) when sshd cannot run.
-func Start(t testing.TB, opts Options) *Server {
-	t.Helper()
+func Start(tb testing.TB, opts Options) *Server {
+	tb.Helper()
 	if _, err := os.Stat(SSHD); err != nil {
-		t.Fatalf("sshdtest: %s not found: install the Debian package openssh-server (%v)", SSHD, err)
+		tb.Fatalf("sshdtest: %s not found: install the Debian package openssh-server (%v)", SSHD, err)
 	}
 	if _, err := exec.LookPath("ssh-keygen"); err != nil {
-		t.Fatalf("sshdtest: ssh-keygen not found: install the Debian package openssh-client (%v)", err)
+		tb.Fatalf("sshdtest: ssh-keygen not found: install the Debian package openssh-client (%v)", err)
 	}
 	// sshd refuses to start without its privilege separation directory,
 	// which only the packaged service creates.
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
-		t.Fatalf("sshdtest: create /run/sshd: %v", err)
+		tb.Fatalf("sshdtest: create /run/sshd: %v", err)
 	}
 	u, err := user.Current()
 	if err != nil {
-		t.Fatalf("sshdtest: current user: %v", err)
+		tb.Fatalf("sshdtest: current user: %v", err)
 	}
-	s := &Server{t: t, Host: "127.0.0.1", User: u.Username, Dir: t.TempDir()}
+	s := &Server{t: tb, Host: "127.0.0.1", User: u.Username, Dir: tb.TempDir()}
 	s.HostKeyFile = opts.HostKeyFile
 	if s.HostKeyFile == "" {
 		s.HostKeyFile = filepath.Join(s.Dir, "host_key")
-		keygen(t, s.HostKeyFile, "")
+		keygen(tb, s.HostKeyFile, "")
 	}
-	s.HostPublicKey = publicKey(t, s.HostKeyFile)
+	s.HostPublicKey = publicKey(tb, s.HostKeyFile)
 	s.ClientKeyFile = filepath.Join(s.Dir, "client_key")
-	keygen(t, s.ClientKeyFile, opts.ClientPassphrase)
-	s.ClientPublicKey = readPub(t, s.ClientKeyFile+".pub")
+	keygen(tb, s.ClientKeyFile, opts.ClientPassphrase)
+	s.ClientPublicKey = readPub(tb, s.ClientKeyFile+".pub")
 	auth := strings.Join(append([]string{s.ClientPublicKey}, opts.AuthorizedKeys...), "\n") + "\n"
 	if err := os.WriteFile(filepath.Join(s.Dir, "authorized_keys"), []byte(auth), 0o600); err != nil {
-		t.Fatalf("sshdtest: %v", err)
+		tb.Fatalf("sshdtest: %v", err)
 	}
 	s.logFile = filepath.Join(s.Dir, "sshd.log")
 	s.config = filepath.Join(s.Dir, "sshd_config")
@@ -114,23 +114,24 @@ func Start(t testing.TB, opts Options) *Server {
 	for attempt := 0; ; attempt++ {
 		s.Port = opts.Port
 		if s.Port == 0 {
-			s.Port = freePort(t)
+			s.Port = freePort(tb)
 		}
 		s.Addr = net.JoinHostPort(s.Host, strconv.Itoa(s.Port))
-		s.writeConfig(t, opts)
+		s.writeConfig(tb, opts)
 		err := s.start()
 		if err == nil {
 			break
 		}
 		if opts.Port != 0 || attempt == 4 || !strings.Contains(s.Log(), "Address already in use") {
-			t.Fatalf("sshdtest: %v\nsshd log:\n%s", err, s.Log())
+			tb.Fatalf("sshdtest: %v\nsshd log:\n%s", err, s.Log())
 		}
 	}
-	t.Cleanup(s.Stop)
+	tb.Cleanup(s.Stop)
 	return s
 }
 
-func (s *Server) writeConfig(t testing.TB, opts Options) {
+func (s *Server) writeConfig(tb testing.TB, opts Options) {
+	tb.Helper()
 	lines := append([]string{}, opts.Config...)
 	lines = append(lines,
 		"Port "+strconv.Itoa(s.Port),
@@ -156,7 +157,7 @@ func (s *Server) writeConfig(t testing.TB, opts Options) {
 		"SetEnv SHLVL=1",
 	)
 	if err := os.WriteFile(s.config, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-		t.Fatalf("sshdtest: %v", err)
+		tb.Fatalf("sshdtest: %v", err)
 	}
 }
 
@@ -211,12 +212,12 @@ func (s *Server) KnownHostsLine() string {
 
 // KnownHostsFile writes a known_hosts file that knows this server (and the
 // extra lines given) and returns its path.
-func (s *Server) KnownHostsFile(t testing.TB, extra ...string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "known_hosts")
+func (s *Server) KnownHostsFile(tb testing.TB, extra ...string) string {
+	tb.Helper()
+	p := filepath.Join(tb.TempDir(), "known_hosts")
 	body := strings.Join(append([]string{s.KnownHostsLine()}, extra...), "\n") + "\n"
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-		t.Fatalf("sshdtest: %v", err)
+		tb.Fatalf("sshdtest: %v", err)
 	}
 	return p
 }
@@ -263,34 +264,34 @@ func (s *Server) Restart() {
 	}
 }
 
-func keygen(t testing.TB, path, passphrase string) {
-	t.Helper()
+func keygen(tb testing.TB, path, passphrase string) {
+	tb.Helper()
 	// Two KDF rounds instead of 16: the key is still really encrypted, but
 	// decrypting it does not dominate a test run under the race detector.
-	out, err := exec.CommandContext(t.Context(), "ssh-keygen", "-q", "-t", "ed25519", "-a", "2", "-N", passphrase, "-C", "sshdtest", "-f", path).CombinedOutput()
+	out, err := exec.CommandContext(tb.Context(), "ssh-keygen", "-q", "-t", "ed25519", "-a", "2", "-N", passphrase, "-C", "sshdtest", "-f", path).CombinedOutput()
 	if err != nil {
-		t.Fatalf("sshdtest: ssh-keygen %s: %v: %s", path, err, out)
+		tb.Fatalf("sshdtest: ssh-keygen %s: %v: %s", path, err, out)
 	}
 }
 
 // publicKey derives the public half of a private key, as "type base64".
-func publicKey(t testing.TB, private string) string {
-	t.Helper()
+func publicKey(tb testing.TB, private string) string {
+	tb.Helper()
 	if _, err := os.Stat(private + ".pub"); err == nil {
-		return readPub(t, private+".pub")
+		return readPub(tb, private+".pub")
 	}
-	out, err := exec.CommandContext(t.Context(), "ssh-keygen", "-y", "-f", private).Output()
+	out, err := exec.CommandContext(tb.Context(), "ssh-keygen", "-y", "-f", private).Output()
 	if err != nil {
-		t.Fatalf("sshdtest: ssh-keygen -y %s: %v", private, err)
+		tb.Fatalf("sshdtest: ssh-keygen -y %s: %v", private, err)
 	}
 	return firstTwoFields(string(out))
 }
 
-func readPub(t testing.TB, path string) string {
-	t.Helper()
+func readPub(tb testing.TB, path string) string {
+	tb.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("sshdtest: %v", err)
+		tb.Fatalf("sshdtest: %v", err)
 	}
 	return firstTwoFields(string(b))
 }
@@ -303,11 +304,11 @@ func firstTwoFields(s string) string {
 	return f[0] + " " + f[1]
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+func freePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := (&net.ListenConfig{}).Listen(tb.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("sshdtest: find a free port: %v", err)
+		tb.Fatalf("sshdtest: find a free port: %v", err)
 	}
 	defer func() { _ = l.Close() }() // only the port was wanted
 	return l.Addr().(*net.TCPAddr).Port

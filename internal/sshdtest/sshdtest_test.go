@@ -16,6 +16,7 @@ import (
 // sshCmd runs OpenSSH's own client against srv with strict host key
 // checking, so the helper is checked by a client other than runbot's.
 func sshCmd(t *testing.T, srv *sshdtest.Server, known string, line string) *exec.Cmd {
+	t.Helper()
 	return exec.Command("ssh", "-p", strconv.Itoa(srv.Port), "-i", srv.ClientKeyFile,
 		"-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "StrictHostKeyChecking=yes",
 		"-o", "UserKnownHostsFile="+known, "-o", "ConnectTimeout=10",

@@ -12,6 +12,7 @@ import (
 )
 
 func jumpConfig(t *testing.T, name string, srv *sshdtest.Server) sshrun.Config {
+	t.Helper()
 	c := hostConfig(t, srv)
 	c.Name = name
 	return c

@@ -21,6 +21,7 @@ import (
 // fingerprint is the host key's fingerprint as ssh-keygen shows it, which
 // is what an operator compares against.
 func fingerprint(t *testing.T, srv *sshdtest.Server) string {
+	t.Helper()
 	out, err := exec.Command("ssh-keygen", "-l", "-f", srv.HostKeyFile+".pub").Output()
 	require.NoError(t, err)
 	return strings.Fields(string(out))[1]
@@ -28,6 +29,7 @@ func fingerprint(t *testing.T, srv *sshdtest.Server) string {
 
 // otherKey is an authorized_keys line for a key no server has.
 func otherKey(t *testing.T) string {
+	t.Helper()
 	pub, _, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
 	k, err := ssh.NewPublicKey(pub)
@@ -37,7 +39,10 @@ func otherKey(t *testing.T) string {
 
 func TestHostKeyVerification(t *testing.T) {
 	srv := sshdtest.Start(t, sshdtest.Options{})
-	emptyFile := func(t *testing.T) []string { return []string{filepath.Join(t.TempDir(), "known_hosts")} }
+	emptyFile := func(t *testing.T) []string {
+		t.Helper()
+		return []string{filepath.Join(t.TempDir(), "known_hosts")}
+	}
 	cases := []struct {
 		name      string
 		configure func(t *testing.T, c *sshrun.Config)
@@ -46,17 +51,21 @@ func TestHostKeyVerification(t *testing.T) {
 	}{
 		{
 			name:      "known host",
-			configure: func(t *testing.T, c *sshrun.Config) {},
+			configure: func(_ *testing.T, c *sshrun.Config) {},
 		},
 		{
-			name:      "unknown host is refused",
-			configure: func(t *testing.T, c *sshrun.Config) { c.KnownHostsFiles = emptyFile(t) },
-			kind:      sshrun.HostKeyUnknown,
-			message:   []string{"is unknown", "known_hosts (missing)", "trust on first use", "nothing was run"},
+			name: "unknown host is refused",
+			configure: func(t *testing.T, c *sshrun.Config) {
+				t.Helper()
+				c.KnownHostsFiles = emptyFile(t)
+			},
+			kind:    sshrun.HostKeyUnknown,
+			message: []string{"is unknown", "known_hosts (missing)", "trust on first use", "nothing was run"},
 		},
 		{
 			name: "changed key is refused",
 			configure: func(t *testing.T, c *sshrun.Config) {
+				t.Helper()
 				c.KnownHostsFiles = []string{writeFile(t, "known_hosts", "# old key\n[127.0.0.1]:"+portOf(srv)+" "+otherKey(t)+"\n")}
 			},
 			kind:    sshrun.HostKeyChanged,
@@ -65,6 +74,7 @@ func TestHostKeyVerification(t *testing.T) {
 		{
 			name: "changed key is refused even with trust on first use",
 			configure: func(t *testing.T, c *sshrun.Config) {
+				t.Helper()
 				c.KnownHostsFiles = []string{writeFile(t, "known_hosts", "[127.0.0.1]:"+portOf(srv)+" "+otherKey(t)+"\n")}
 				c.TrustOnFirstUse = true
 			},
@@ -73,6 +83,7 @@ func TestHostKeyVerification(t *testing.T) {
 		{
 			name: "pinned key is accepted without known_hosts",
 			configure: func(t *testing.T, c *sshrun.Config) {
+				t.Helper()
 				c.KnownHostsFiles = emptyFile(t)
 				c.PinnedHostKeys = []string{otherKey(t), srv.HostPublicKey}
 			},
@@ -80,6 +91,7 @@ func TestHostKeyVerification(t *testing.T) {
 		{
 			name: "pinned key wins over known_hosts",
 			configure: func(t *testing.T, c *sshrun.Config) {
+				t.Helper()
 				c.PinnedHostKeys = []string{otherKey(t)}
 			},
 			kind:    sshrun.HostKeyChanged,
@@ -163,12 +175,14 @@ func TestHostKeyAlgorithmFollowsKnownKey(t *testing.T) {
 }
 
 func writeFile(t *testing.T, name, body string) string {
+	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
 	require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
 	return p
 }
 
 func readFile(t *testing.T, p string) string {
+	t.Helper()
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
 	return string(b)

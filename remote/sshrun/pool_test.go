@@ -118,6 +118,7 @@ func TestPoolClose(t *testing.T) {
 }
 
 func closedPort(t *testing.T) int {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer func() { _ = l.Close() }() // only the port was wanted

@@ -19,6 +19,7 @@ type freezableProxy struct {
 }
 
 func startFreezableProxy(t *testing.T, target string) *freezableProxy {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	p := &freezableProxy{port: l.Addr().(*net.TCPAddr).Port, frozen: map[net.Conn]chan struct{}{}}

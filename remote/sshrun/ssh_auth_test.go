@@ -27,6 +27,7 @@ func TestPassphraseProtectedKey(t *testing.T) {
 		{
 			name: "from environment",
 			configure: func(t *testing.T, c *sshrun.Config) {
+				t.Helper()
 				t.Setenv("RUNBOT_TEST_PASSPHRASE", secret)
 				c.PassphraseEnv = "RUNBOT_TEST_PASSPHRASE"
 			},
@@ -34,17 +35,19 @@ func TestPassphraseProtectedKey(t *testing.T) {
 		{
 			name: "from file",
 			configure: func(t *testing.T, c *sshrun.Config) {
+				t.Helper()
 				c.PassphraseFile = writeFile(t, "passphrase", secret+"\n")
 			},
 		},
 		{
 			name:      "missing",
-			configure: func(t *testing.T, c *sshrun.Config) {},
+			configure: func(_ *testing.T, c *sshrun.Config) {},
 			wantErr:   "is encrypted: no passphrase is configured",
 		},
 		{
 			name: "unset variable",
 			configure: func(t *testing.T, c *sshrun.Config) {
+				t.Helper()
 				c.PassphraseEnv = "RUNBOT_TEST_PASSPHRASE_UNSET"
 			},
 			wantErr: "RUNBOT_TEST_PASSPHRASE_UNSET is not set",
@@ -52,6 +55,7 @@ func TestPassphraseProtectedKey(t *testing.T) {
 		{
 			name: "wrong",
 			configure: func(t *testing.T, c *sshrun.Config) {
+				t.Helper()
 				t.Setenv("RUNBOT_TEST_PASSPHRASE", "hunter2-wrong")
 				c.PassphraseEnv = "RUNBOT_TEST_PASSPHRASE"
 			},
@@ -133,6 +137,7 @@ func TestUserCertificate(t *testing.T) {
 }
 
 func sshKeygen(t *testing.T, args ...string) {
+	t.Helper()
 	out, err := exec.Command("ssh-keygen", args...).CombinedOutput()
 	require.NoError(t, err, string(out))
 }

@@ -113,6 +113,7 @@ func BenchmarkSSHConnect(b *testing.B) {
 }
 
 func rawClient(b *testing.B, srv *sshdtest.Server) *ssh.Client {
+	b.Helper()
 	pem, err := os.ReadFile(srv.ClientKeyFile)
 	require.NoError(b, err)
 	signer, err := ssh.ParsePrivateKey(pem)

@@ -283,6 +283,7 @@ func findPIDs(pattern string) ([]int, error) {
 }
 
 func killAll(t *testing.T, pids []int) {
+	t.Helper()
 	for _, p := range pids {
 		if proc, err := os.FindProcess(p); err == nil {
 			_ = proc.Kill() // it may be gone already

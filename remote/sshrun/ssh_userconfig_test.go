@@ -16,6 +16,7 @@ import (
 
 // userConfig fills testdata/ssh_config for the given servers.
 func userConfig(t *testing.T, target, bastion *sshdtest.Server) string {
+	t.Helper()
 	tmpl, err := os.ReadFile("testdata/ssh_config")
 	require.NoError(t, err)
 	// Both servers share one known_hosts file, as on an operator's laptop.

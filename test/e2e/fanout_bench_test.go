@@ -132,6 +132,7 @@ func newWarmAudit(b *testing.B, c *testhost.Cluster, hosts []*testhost.Host) *wa
 // run audits the fleet once and checks what every step read, as
 // bench/fanout/run.sh's verify_native does.
 func (a *warmAudit) run(b *testing.B, ctx context.Context) {
+	b.Helper()
 	rep, err := record.RunAndRecord(ctx, a.eng, a.st, a.p, engine.RunOptions{Trigger: "schedule"}, "bench")
 	require.NoError(b, err)
 	require.Len(b, rep.Steps, a.steps)
@@ -177,6 +178,7 @@ func newPersistentSSH(b *testing.B, c *testhost.Cluster, hosts []*testhost.Host)
 // run runs the joined line on every host at once, as `&` and `wait` do,
 // and checks every host answered every command.
 func (p *persistentSSH) run(b *testing.B, ctx context.Context) {
+	b.Helper()
 	var wg sync.WaitGroup
 	errs := make([]error, len(p.hosts))
 	for i, h := range p.hosts {
@@ -200,6 +202,7 @@ func (p *persistentSSH) run(b *testing.B, ctx context.Context) {
 // meets the same load, and returns each way's total wall time, the hosts'
 // CPU time (usage) it cost, and how many times it ran.
 func alternate(b *testing.B, usage func() time.Duration, ways ...func()) (wall, cpu []time.Duration, counts []int) {
+	b.Helper()
 	wall, cpu, counts = make([]time.Duration, len(ways)), make([]time.Duration, len(ways)), make([]int, len(ways))
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {

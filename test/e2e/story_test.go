@@ -294,6 +294,7 @@ func TestIncidentStoryReplicas(t *testing.T) {
 // (one or more sharing a store): Alertmanager notifies every one of them;
 // the stranger's click goes to the first, the approver's to the last.
 func incidentStory(t *testing.T, c *testhost.Cluster, rec *slackrec.Recorder, dir string, urls ...string) {
+	t.Helper()
 	h := c.Hosts[0]
 	am := startAlertmanager(t, dir, urls...)
 	strangerURL, approverURL := urls[0], urls[len(urls)-1]

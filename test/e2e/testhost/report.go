@@ -20,8 +20,8 @@ type attachedLog struct{ name, path string }
 
 // Step names what the test does next, and on which host (nil for none), so that
 // a failure says where it happened. It also logs the step.
-func (c *Cluster) Step(t testing.TB, h *Host, format string, args ...any) {
-	t.Helper()
+func (c *Cluster) Step(tb testing.TB, h *Host, format string, args ...any) {
+	tb.Helper()
 	name := fmt.Sprintf(format, args...)
 	c.mu.Lock()
 	c.step, c.stepHost, c.stepAt = name, "", time.Now()
@@ -30,9 +30,9 @@ func (c *Cluster) Step(t testing.TB, h *Host, format string, args ...any) {
 	}
 	c.mu.Unlock()
 	if h != nil {
-		t.Logf("step: %s (on %s)", name, h.Name)
+		tb.Logf("step: %s (on %s)", name, h.Name)
 	} else {
-		t.Logf("step: %s", name)
+		tb.Logf("step: %s", name)
 	}
 }
 

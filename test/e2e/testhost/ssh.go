@@ -56,32 +56,32 @@ func (h *Host) Exec(ctx context.Context, script string) (Result, error) {
 // Run runs script on the host and returns its stdout; the test fails, naming the
 // host, the current step, the exit status and stderr, unless it exits 0 within
 // DefaultTimeout.
-func (h *Host) Run(t testing.TB, script string) string {
-	t.Helper()
+func (h *Host) Run(tb testing.TB, script string) string {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultTimeout)
 	defer cancel()
 	r, err := h.Exec(ctx, script)
 	if err != nil {
-		t.Fatalf("on %s%s: %s\n%v", h.Name, h.c.stepSuffix(), script, err)
+		tb.Fatalf("on %s%s: %s\n%v", h.Name, h.c.stepSuffix(), script, err)
 	}
 	if r.ExitCode != 0 {
-		t.Fatalf("on %s%s: %s\nexit status %d\nstdout: %s\nstderr: %s", h.Name, h.c.stepSuffix(), script,
+		tb.Fatalf("on %s%s: %s\nexit status %d\nstdout: %s\nstderr: %s", h.Name, h.c.stepSuffix(), script,
 			r.ExitCode, strings.TrimSpace(r.Stdout), strings.TrimSpace(r.Stderr))
 	}
 	return r.Stdout
 }
 
 // Journal returns the last lines of a unit's journal (journalctl -o short-iso).
-func (h *Host) Journal(t testing.TB, unit string, lines int) string {
-	t.Helper()
-	return h.Run(t, fmt.Sprintf("journalctl -u %s -n %d --no-pager -o short-iso", shell.Quote(unit), lines))
+func (h *Host) Journal(tb testing.TB, unit string, lines int) string {
+	tb.Helper()
+	return h.Run(tb, fmt.Sprintf("journalctl -u %s -n %d --no-pager -o short-iso", shell.Quote(unit), lines))
 }
 
 // UnitState returns systemctl show's ActiveState, SubState, Result, NRestarts,
 // MainPID and ExecMainStatus of a unit.
-func (h *Host) UnitState(t testing.TB, unit string) map[string]string {
-	t.Helper()
-	out := h.Run(t, "systemctl show -p ActiveState,SubState,Result,NRestarts,MainPID,ExecMainStatus "+shell.Quote(unit))
+func (h *Host) UnitState(tb testing.TB, unit string) map[string]string {
+	tb.Helper()
+	out := h.Run(tb, "systemctl show -p ActiveState,SubState,Result,NRestarts,MainPID,ExecMainStatus "+shell.Quote(unit))
 	st := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if k, v, ok := strings.Cut(line, "="); ok {
@@ -94,13 +94,13 @@ func (h *Host) UnitState(t testing.TB, unit string) map[string]string {
 // Fault posts a fault to the simulator's admin endpoint (POST /_sim/fault) of a
 // role ("router", "prefill" or "decode") from inside the host, and returns the
 // answer, e.g. {"ok":true,"fault":"pd-wedge","state":{"wedged":true,...}}.
-func (h *Host) Fault(t testing.TB, role, body string) string {
-	t.Helper()
+func (h *Host) Fault(tb testing.TB, role, body string) string {
+	tb.Helper()
 	port, ok := map[string]int{"router": RouterPort, "prefill": PrefillPort, "decode": DecodePort}[role]
 	if !ok {
-		t.Fatalf("testhost: unknown role %q (want router, prefill or decode)", role)
+		tb.Fatalf("testhost: unknown role %q (want router, prefill or decode)", role)
 	}
-	return h.Run(t, fmt.Sprintf("curl -sS --fail-with-body -m 10 -H 'Content-Type: application/json' -d %s http://127.0.0.1:%d/_sim/fault",
+	return h.Run(tb, fmt.Sprintf("curl -sS --fail-with-body -m 10 -H 'Content-Type: application/json' -d %s http://127.0.0.1:%d/_sim/fault",
 		shell.Quote(body), port))
 }
 
@@ -115,7 +115,8 @@ func (c *Cluster) muxPath() string { return filepath.Join(c.RunDir, "mux-%C") }
 // startMux opens one master connection per host, so that each command costs
 // ~10 ms instead of a ~150 ms handshake. A command falls back to its own
 // connection when the master is gone.
-func (c *Cluster) startMux(t testing.TB) {
+func (c *Cluster) startMux(tb testing.TB) {
+	tb.Helper()
 	for _, h := range c.Hosts {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		// -f: ssh forks to the background once logged in; its stdio is /dev/null,
@@ -125,7 +126,7 @@ func (c *Cluster) startMux(t testing.TB) {
 		err := exec.CommandContext(ctx, "ssh", args...).Run()
 		cancel()
 		if err != nil {
-			t.Logf("testhost: no SSH master connection to %s (%v); commands connect one by one", h.Name, err)
+			tb.Logf("testhost: no SSH master connection to %s (%v); commands connect one by one", h.Name, err)
 		}
 	}
 }
@@ -141,8 +142,8 @@ func (c *Cluster) stopMux() {
 // Eventually polls cond every 200 ms, in the test's goroutine (so cond may call
 // Run and fail the test), until it reports done. After timeout the test fails
 // with what was awaited and cond's description of the last state it saw.
-func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (done bool, last string)) {
-	t.Helper()
+func Eventually(tb testing.TB, timeout time.Duration, what string, cond func() (done bool, last string)) {
+	tb.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		done, last := cond()
@@ -150,7 +151,7 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (d
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %s waiting for %s; last saw:\n%s", timeout, what, last)
+			tb.Fatalf("gave up after %s waiting for %s; last saw:\n%s", timeout, what, last)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -116,25 +116,25 @@ var (
 // Up registers cleanups that, if the test failed, log a report: the last Step,
 // each host's unit states and the last journal lines of every unit, and the tail
 // of every AttachLog file.
-func Up(t testing.TB, n int) *Cluster {
-	t.Helper()
+func Up(tb testing.TB, n int) *Cluster {
+	tb.Helper()
 	if os.Geteuid() != 0 {
-		t.Fatal("testhost: the test hosts need root (network namespaces, systemd-nspawn); run the e2e tests as root")
+		tb.Fatal("testhost: the test hosts need root (network namespaces, systemd-nspawn); run the e2e tests as root")
 	}
 	holderMu.Lock()
 	h := holder
 	holderMu.Unlock()
-	if h != "" && (h == t.Name() || strings.HasPrefix(t.Name(), h+"/")) {
-		t.Fatalf("testhost: Up called again while %s holds the hosts: call Up once per top-level test and pass the Cluster on", h)
+	if h != "" && (h == tb.Name() || strings.HasPrefix(tb.Name(), h+"/")) {
+		tb.Fatalf("testhost: Up called again while %s holds the hosts: call Up once per top-level test and pass the Cluster on", h)
 	}
 	select {
 	case hostsInUse <- struct{}{}:
 	case <-time.After(upTimeout):
-		t.Fatal("testhost: another test kept the test hosts for 15 minutes")
+		tb.Fatal("testhost: another test kept the test hosts for 15 minutes")
 	}
-	unlock := lockUse(t)
-	setHolder(t.Name())
-	t.Cleanup(func() {
+	unlock := lockUse(tb)
+	setHolder(tb.Name())
+	tb.Cleanup(func() {
 		setHolder("")
 		unlock()
 		<-hostsInUse
@@ -147,25 +147,25 @@ func Up(t testing.TB, n int) *Cluster {
 	start := time.Now()
 	out, err := runScript(ctx, filepath.Join(dir, "up.sh"), "--fresh", strconv.Itoa(n))
 	if err != nil {
-		t.Fatalf("testhost: up.sh --fresh %d: %v\n%s", n, err, out)
+		tb.Fatalf("testhost: up.sh --fresh %d: %v\n%s", n, err, out)
 	}
-	t.Logf("testhost: %d host(s) ready in %s", n, time.Since(start).Round(10*time.Millisecond))
+	tb.Logf("testhost: %d host(s) ready in %s", n, time.Since(start).Round(10*time.Millisecond))
 	c, err := load(runDir(), n)
 	if err != nil {
-		t.Fatalf("testhost: %v\nup.sh said:\n%s", err, out)
+		tb.Fatalf("testhost: %v\nup.sh said:\n%s", err, out)
 	}
 	ownMu.Lock()
 	ownedWithoutMain := ownHosts && !mainActive
 	ownMu.Unlock()
 	if ownedWithoutMain {
 		// Without Main nobody stops the hosts at exit, so each test does.
-		t.Cleanup(func() { teardown(t) })
+		tb.Cleanup(func() { teardown(tb) })
 	}
-	c.startMux(t)
-	t.Cleanup(func() { c.stopMux() })
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(c.failureReport())
+	c.startMux(tb)
+	tb.Cleanup(func() { c.stopMux() })
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Log(c.failureReport())
 		}
 	})
 	return c
@@ -209,10 +209,10 @@ func claimOwnership() {
 	ownHosts = errors.Is(err, os.ErrNotExist)
 }
 
-func teardown(t testing.TB) {
+func teardown(tb testing.TB) { //nolint:thelper // TestMain calls it with no test (tb nil), where tb.Helper would panic
 	logf := func(format string, args ...any) {
-		if t != nil {
-			t.Logf(format, args...)
+		if tb != nil {
+			tb.Logf(format, args...)
 		} else {
 			fmt.Fprintf(os.Stderr, format+"\n", args...)
 		}
@@ -261,11 +261,11 @@ const UseLock = "/run/runbot-e2e.use.lock"
 
 // lockUse takes UseLock, waiting up to upTimeout for another process, and
 // returns its release.
-func lockUse(t testing.TB) func() {
-	t.Helper()
+func lockUse(tb testing.TB) func() {
+	tb.Helper()
 	f, err := os.OpenFile(UseLock, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
-		t.Fatalf("testhost: open %s: %v", UseLock, err)
+		tb.Fatalf("testhost: open %s: %v", UseLock, err)
 	}
 	deadline := time.Now().Add(upTimeout)
 	for waited := false; ; {
@@ -275,10 +275,10 @@ func lockUse(t testing.TB) func() {
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
 			_ = f.Close()
-			t.Fatalf("testhost: another process kept the test hosts (%s) for %s: %v", UseLock, upTimeout, err)
+			tb.Fatalf("testhost: another process kept the test hosts (%s) for %s: %v", UseLock, upTimeout, err)
 		}
 		if !waited {
-			t.Logf("testhost: another process uses the test hosts; waiting for %s", UseLock)
+			tb.Logf("testhost: another process uses the test hosts; waiting for %s", UseLock)
 			waited = true
 		}
 		time.Sleep(time.Second) // polling a lock another process holds; nothing to wake us

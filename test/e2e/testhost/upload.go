@@ -14,8 +14,8 @@ import (
 // Upload copies the local directory dir into remoteDir on the host (made
 // if missing), as tar over the host's SSH connection: what an operator's
 // scp -r does.
-func (h *Host) Upload(t testing.TB, dir, remoteDir string) {
-	t.Helper()
+func (h *Host) Upload(tb testing.TB, dir, remoteDir string) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeoutCause(context.Background(), 2*time.Minute, fmt.Errorf("upload of %s to %s took too long", dir, h.Name))
 	defer cancel()
 	pack := exec.CommandContext(ctx, "tar", "-C", dir, "-cf", "-", ".")
@@ -23,18 +23,18 @@ func (h *Host) Upload(t testing.TB, dir, remoteDir string) {
 	unpack := exec.CommandContext(ctx, "ssh", args...)
 	pipe, err := pack.StdoutPipe()
 	if err != nil {
-		t.Fatalf("upload to %s: %v", h.Name, err)
+		tb.Fatalf("upload to %s: %v", h.Name, err)
 	}
 	unpack.Stdin = pipe
 	var stderr strings.Builder
 	unpack.Stderr = &stderr
 	if err := pack.Start(); err != nil {
-		t.Fatalf("upload to %s: tar: %v", h.Name, err)
+		tb.Fatalf("upload to %s: tar: %v", h.Name, err)
 	}
 	if err := unpack.Run(); err != nil {
-		t.Fatalf("upload to %s%s: %v: %s", h.Name, h.c.stepSuffix(), err, stderr.String())
+		tb.Fatalf("upload to %s%s: %v: %s", h.Name, h.c.stepSuffix(), err, stderr.String())
 	}
 	if err := pack.Wait(); err != nil {
-		t.Fatalf("upload to %s: tar: %v", h.Name, err)
+		tb.Fatalf("upload to %s: tar: %v", h.Name, err)
 	}
 }
