@@ -30,6 +30,13 @@ type dialect struct {
 	// transaction, so that processes opening a new database at once apply
 	// each migration once.
 	migrationLock string
+	// foreignKeysOff and foreignKeysOn, when set, are run on the
+	// connection before and after each migration's transaction, and
+	// foreignKeyCheck, run before it commits, lists the rows that break a
+	// foreign key: SQLite's procedure for schema changes, without which a
+	// table that others reference cannot be rebuilt (dropping it would
+	// first delete its rows from under the rows that reference them).
+	foreignKeysOff, foreignKeysOn, foreignKeyCheck string
 
 	cache sync.Map // query in SQLite's spelling -> in this dialect's
 }
@@ -38,6 +45,9 @@ var sqliteDialect = &dialect{
 	name: "sqlite",
 	schemaMigrations: `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`,
+	foreignKeysOff:  `PRAGMA foreign_keys = OFF`,
+	foreignKeysOn:   `PRAGMA foreign_keys = ON`,
+	foreignKeyCheck: `PRAGMA foreign_key_check`,
 }
 
 var postgresDialect = &dialect{

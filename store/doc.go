@@ -38,14 +38,20 @@
 //
 // Migrations are embedded (migrations/NNNN_name.sql), applied in order, each
 // in its own transaction with its row in schema_migrations(version, name,
-// applied_at). Times are INTEGER nanoseconds since the Unix epoch, UTC; NULL
-// means "not yet". JSON columns hold TEXT. Tables are STRICT.
+// applied_at). On SQLite that transaction runs with foreign keys off and
+// checks them all before it commits, SQLite's procedure for schema
+// changes: a CHECK changes only by rebuilding the table, and runs, which
+// plans reference, can only be rebuilt so. Times are INTEGER nanoseconds
+// since the Unix epoch, UTC; NULL means "not yet". JSON columns hold TEXT.
+// Tables are STRICT.
 //
 //	runs(id PK, runbook, trigger_type, requested_by, params JSON, status,
 //	     outcome, started_at, finished_at, report JSON, message_channel,
 //	     message_id, work_id, owner, message_platform)
 //	    One runbook execution. trigger_type is one of TriggerKinds (the
-//	    CHECK repeats the list; a test holds the two together). status:
+//	    CHECK repeats the list; a test holds the two together); a chat
+//	    command's was "slack" until migration 9 (PostgreSQL's 7) made it
+//	    "chat". status:
 //	    running → finished | failed | interrupted | canceled. outcome: ok |
 //	    critical | inconclusive | error. report is the engine's report,
 //	    opaque here. message_* is where a chat front end posted the run
@@ -71,8 +77,9 @@
 //
 //	audit(id PK AUTOINCREMENT, at, run_id, plan_id, kind, actor, detail JSON)
 //	    Every state change, written in the transaction that makes it.
-//	    Triggers abort any UPDATE or DELETE; there are no foreign keys, so
-//	    the log outlives what it mentions.
+//	    Triggers abort any UPDATE or DELETE (only migration 9, PostgreSQL's
+//	    7, lifted that, to rename the trigger kind in details); there are
+//	    no foreign keys, so the log outlives what it mentions.
 //
 //	locks(key PK, holder, token, since, expires_at)
 //	    Leases. A row whose expires_at has passed is free.

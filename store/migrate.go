@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -97,7 +98,7 @@ func (s *sqlStore) migrate(ctx context.Context, set migrationSet) error {
 // an older version.
 func (s *sqlStore) applyMigrations(ctx context.Context, ms []migration) error {
 	for _, m := range ms {
-		err := s.write(ctx, func(tx querier) error {
+		err := s.writeMigration(ctx, func(tx querier) error {
 			if s.d.migrationLock != "" {
 				if _, err := tx.ExecContext(ctx, s.d.migrationLock); err != nil {
 					return fmt.Errorf("lock schema_migrations: %w", err)
@@ -119,6 +120,9 @@ func (s *sqlStore) applyMigrations(ctx context.Context, ms []migration) error {
 			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 				return fmt.Errorf("apply migration %s: %w", m.name, err)
 			}
+			if err := checkForeignKeys(ctx, tx); err != nil {
+				return fmt.Errorf("apply migration %s: %w", m.name, err)
+			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
 				m.version, m.name, s.clock().UnixNano()); err != nil {
 				return fmt.Errorf("record migration %s: %w", m.name, err)
@@ -128,6 +132,77 @@ func (s *sqlStore) applyMigrations(ctx context.Context, ms []migration) error {
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// writeMigration is write for a migration. Where the dialect says so
+// (SQLite), the transaction runs on a connection of its own whose foreign
+// key enforcement is off until it ends, as SQLite's procedure for schema
+// changes asks: a migration may then rebuild a table that others reference
+// (create the new table, copy, drop the old, rename the new), and
+// checkForeignKeys proves before the commit that no reference broke. A
+// connection whose enforcement could not be turned back on is closed,
+// never handed back to the pool.
+func (s *sqlStore) writeMigration(ctx context.Context, fn func(tx querier) error) error {
+	if s.d.foreignKeysOff == "" {
+		return s.write(ctx, fn)
+	}
+	release, err := s.takeWriteSlot(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("connect to migrate: %w", err)
+	}
+	defer func() { _ = c.Close() }() // back to the pool, enforcing again
+	if _, err := c.ExecContext(ctx, s.d.foreignKeysOff); err != nil {
+		return fmt.Errorf("turn foreign keys off to migrate: %w", err)
+	}
+	defer func() {
+		if _, err := c.ExecContext(context.WithoutCancel(ctx), s.d.foreignKeysOn); err != nil {
+			_ = c.Raw(func(any) error { return driver.ErrBadConn }) // discards the connection
+		}
+	}()
+	return s.inTx(ctx, c, fn)
+}
+
+// checkForeignKeys fails when a row breaks a foreign key, for a dialect
+// that turned enforcement off to migrate.
+func checkForeignKeys(ctx context.Context, tx querier) error {
+	d := tx.dialect()
+	if d.foreignKeyCheck == "" {
+		return nil
+	}
+	rows, err := tx.QueryContext(ctx, d.foreignKeyCheck)
+	if err != nil {
+		return fmt.Errorf("check foreign keys: %w", err)
+	}
+	defer func() { _ = rows.Close() }() // rows.Err reports how reading went
+	var (
+		broken []string
+		n      int
+	)
+	for rows.Next() {
+		var (
+			table, parent string
+			rowid         sql.NullInt64
+			fk            int
+		)
+		if err := rows.Scan(&table, &rowid, &parent, &fk); err != nil {
+			return fmt.Errorf("check foreign keys: %w", err)
+		}
+		if n++; n <= 5 {
+			broken = append(broken, fmt.Sprintf("%s row %d references a missing %s", table, rowid.Int64, parent))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("check foreign keys: %w", err)
+	}
+	if n > 0 {
+		return fmt.Errorf("%d rows break a foreign key: %s", n, strings.Join(broken, "; "))
 	}
 	return nil
 }

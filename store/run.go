@@ -17,10 +17,13 @@ type Trigger string
 
 const (
 	TriggerCLI Trigger = "cli"
-	// TriggerChat is a chat command. Its stored value is "slack", as
-	// runbot has always recorded it: history and show print it, and
-	// scripts read it.
-	TriggerChat     Trigger = "slack"
+	// TriggerChat is a chat command, on whichever platform. Its stored
+	// value is "chat", and history and show print "chat". Runbot stored
+	// it as "slack" before; opening an older database migrates the old
+	// value "slack" to "chat" in runs, work, reports and the audit log
+	// (migrations/0009_trigger_chat.sql, postgres/0007_trigger_chat.sql),
+	// and the store refuses "slack" from then on.
+	TriggerChat     Trigger = "chat"
 	TriggerAlert    Trigger = "alert"
 	TriggerSchedule Trigger = "schedule"
 )

@@ -82,15 +82,38 @@ func (c commitAnyway) Error() string { return c.err.Error() }
 // they read (dialect.forUpdate, lockKey), and compare-and-set updates
 // re-check their WHERE on the row they lock.
 func (s *sqlStore) write(ctx context.Context, fn func(tx querier) error) error {
-	if s.writeSlot != nil {
-		select {
-		case s.writeSlot <- struct{}{}:
-			defer func() { <-s.writeSlot }()
-		case <-ctx.Done():
-			return fmt.Errorf("wait to write: %w", ctx.Err())
-		}
+	release, err := s.takeWriteSlot(ctx)
+	if err != nil {
+		return err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	defer release()
+	return s.inTx(ctx, s.db, fn)
+}
+
+// takeWriteSlot waits for this process's turn to write (SQLite's
+// writeSlot); release gives it back.
+func (s *sqlStore) takeWriteSlot(ctx context.Context) (release func(), err error) {
+	if s.writeSlot == nil {
+		return func() {}, nil
+	}
+	select {
+	case s.writeSlot <- struct{}{}:
+		return func() { <-s.writeSlot }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait to write: %w", ctx.Err())
+	}
+}
+
+// txBeginner is where a transaction begins: the pool (*sql.DB) or one
+// connection of it (*sql.Conn).
+type txBeginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+// inTx runs fn in one transaction begun on b and commits it when fn
+// returns nil or commitAnyway.
+func (s *sqlStore) inTx(ctx context.Context, b txBeginner, fn func(tx querier) error) error {
+	tx, err := b.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}

@@ -242,7 +242,7 @@ func TestDeployGuide(t *testing.T) {
 	c.Step(t, h, "both runs are in the store")
 	testhost.Eventually(t, 2*time.Minute, "runbot history lists both runs", func() (bool, string) {
 		hist := h.Run(t, "runbot history --format json --store /var/lib/runbot/runbot.db")
-		return strings.Contains(hist, `"sglang-pd-wedge"`) && strings.Contains(hist, `"host-basics"`) && strings.Contains(hist, `"alert"`) && strings.Contains(hist, `"slack"`), hist
+		return strings.Contains(hist, `"sglang-pd-wedge"`) && strings.Contains(hist, `"host-basics"`) && strings.Contains(hist, `"alert"`) && strings.Contains(hist, `"trigger":"chat"`), hist
 	})
 
 	reloadGuide(t, c, h, runbotURL, func(text string) {
