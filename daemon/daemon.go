@@ -90,8 +90,13 @@ type daemonParts struct {
 func Run(ctx context.Context, plan *preflight.Plan, notify Notifier) error {
 	cfg := plan.Config
 	// One redaction for everything serve shows: Slack, the pages, the
-	// logs.
-	red, err := serveRedactor(cfg, plan.Inventory)
+	// logs. A config secret that does not load stops serve here, as it
+	// would stop it a moment later anyway.
+	values, err := cfg.SecretValues()
+	if err != nil {
+		return fmt.Errorf("config %s: load the secrets to redact: %w", cfg.File, err)
+	}
+	red, err := preflight.Redactor(cfg, plan.Inventory, values)
 	if err != nil {
 		return fmt.Errorf("config %s: %w", cfg.File, err)
 	}

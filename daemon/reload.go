@@ -206,7 +206,7 @@ func (r *reloader) apply(ctx context.Context, log *slog.Logger) error {
 	// A host the new inventory adds may name a key passphrase: hidden
 	// from now on, before any run can reach that host. A passphrase that
 	// goes stays hidden: it was a secret.
-	r.d.redactor.Add(passphrases(plan.Inventory)...)
+	r.d.redactor.Add(preflight.Passphrases(plan.Inventory)...)
 	if err := r.d.disp.Swap(set); err != nil {
 		return fmt.Errorf("install the runbooks and the inventory: %w", err)
 	}

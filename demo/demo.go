@@ -21,7 +21,6 @@ import (
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
 	"github.com/runbot/runbot/runbooks/engine"
@@ -243,10 +242,8 @@ func (d *demo) run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	pool := sshrun.NewPool()
-	// Closing SSH connections when the demo ends: nothing to report.
-	defer func() { _ = pool.Close() }()
-	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: &bind.PoolRunners{Inventory: inv, Pool: pool}}}
+	eng, closeRunners := bind.NewEngine(inv)
+	defer closeRunners()
 	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: remediation.Groups{"sre-oncall": {approver}}}
 
 	done = d.step("Running sglang-pd-wedge: probes, counter samples, last batch, backend, overlap flag — all at once")

@@ -173,7 +173,7 @@ func (s *Site) runView(inc *incident.Incident, c cuts, v visitor) (*runView, err
 	}
 	view.Markdown = md.String()
 	if rep := inc.Report; rep != nil {
-		if _, err := timeline.FromReport(rep, timelineOptions(inc)); err == nil {
+		if _, err := timeline.FromReport(rep, timeline.Options{Markers: timeline.IncidentMarkers(inc)}); err == nil {
 			view.Timeline = withLink(id+"/timeline.png", v)
 			view.TimelineAlt = timelineAlt(inc)
 		} else if !errors.Is(err, timeline.ErrNothingToDraw) {
@@ -211,21 +211,6 @@ func (s *Site) pageURL(runID string) string {
 	return u.String()
 }
 
-// timelineOptions marks the remediation's actions and its end on the
-// picture, as `runbot show --timeline` does.
-func timelineOptions(inc *incident.Incident) timeline.Options {
-	var opts timeline.Options
-	for _, p := range inc.Plans {
-		for _, a := range p.Actions {
-			opts.Markers = append(opts.Markers, timeline.Marker{Time: a.StartedAt, Label: a.Action + " " + a.Target})
-		}
-		if !p.Ended.IsZero() && len(p.Actions) > 0 {
-			opts.Markers = append(opts.Markers, timeline.Marker{Time: p.Ended, Label: "remediation " + string(p.Plan.State)})
-		}
-	}
-	return opts
-}
-
 // timelineAlt describes the picture for those who cannot see it.
 func timelineAlt(inc *incident.Incident) string {
 	alt := "Timeline of run " + inc.Run.ID + ": probes, log progress and counters on one time axis"
@@ -261,7 +246,7 @@ func (s *Site) timelinePNG(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The picture is drawn from the redacted report: it shows log lines.
-	data, err := timeline.PNG(inc.Report, timelineOptions(inc))
+	data, err := timeline.PNG(inc.Report, timeline.Options{Markers: timeline.IncidentMarkers(inc)})
 	if errors.Is(err, timeline.ErrNothingToDraw) {
 		http.NotFound(w, r)
 		return

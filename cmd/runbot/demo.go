@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runbot/runbot/console"
 	"github.com/runbot/runbot/demo"
 	"github.com/runbot/runbot/runbooks"
 )
@@ -35,19 +36,19 @@ func newDemoCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := newOutput(cmd.OutOrStdout())
+			out := console.NewOutput(cmd.OutOrStdout())
 			if f, ok := cmd.InOrStdin().(*os.File); ok && !yes && !isTTY(f) {
-				out.printf("stdin is not a terminal: the approval will be read from it; to approve without asking, pass --yes (make demo ARGS=--yes)\n")
+				out.Printf("stdin is not a terminal: the approval will be read from it; to approve without asking, pass --yes (make demo ARGS=--yes)\n")
 			}
 			err = demo.Run(cmd.Context(), demo.Options{
 				Out: out, In: cmd.InOrStdin(), Yes: yes, Keep: keep, Store: dbPath, Sim: sim, RunbookDirs: g.runbookDirs,
-				PrintReport: func(w io.Writer, rep *runbooks.Report) error { return printReport(w, rep, false) },
+				PrintReport: func(w io.Writer, rep *runbooks.Report) error { return console.Report(w, rep, false) },
 			})
 			switch {
 			case errors.Is(err, demo.ErrWrite):
 				return err
 			case err != nil:
-				out.printf("\n✖ demo failed: %v\n", err)
+				out.Printf("\n✖ demo failed: %v\n", err)
 				return exitError{exitBadInput}
 			}
 			return nil

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"strings"
-
 	"github.com/spf13/cobra"
+
+	"github.com/runbot/runbot/console"
 )
 
 func newExplainCmd(g *globalFlags) *cobra.Command {
@@ -18,46 +18,15 @@ func newExplainCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			defer pr.close()
-			eng, p := pr.engine, pr.p
-			out := newOutput(cmd.OutOrStdout())
-			rb := p.Runbook
-			out.printf("%s — %s\n", rb.Name, rb.Title)
-			shown := rb.MaskSecrets(p.Text)
-			for _, k := range sortedKeys(shown) {
-				out.printf("  param %s = %s\n", k, shown[k])
-			}
-			out.println()
-			for _, ps := range eng.Explain(p) {
-				needs := ""
-				if len(ps.Needs) > 0 {
-					needs = " after " + strings.Join(ps.Needs, ", ")
+			var fixes []console.Fix
+			for _, r := range pr.p.Runbook.Remediations {
+				acts, err := pr.engine.ExplainRemediation(cmd.Context(), pr.p, r)
+				if err != nil {
+					return err
 				}
-				out.printf("step %s (%s) on %s, timeout %s%s\n", ps.Step, ps.Check, ps.Target, ps.Timeout, needs)
-				for _, l := range ps.Lines {
-					out.printf("    %s\n", l)
-				}
+				fixes = append(fixes, console.Fix{Remediation: r, Actions: acts})
 			}
-			if len(rb.Remediations) > 0 {
-				out.println()
-				for _, r := range rb.Remediations {
-					out.printf("remediation %s (needs approval by %s", r.Name, strings.Join(r.Approval.Approvers, ", "))
-					if r.Approval.TwoPerson {
-						out.print(", two-person rule")
-					}
-					out.println(")")
-					acts, err := eng.ExplainRemediation(cmd.Context(), p, r)
-					if err != nil {
-						return err
-					}
-					for _, a := range acts {
-						out.printf("    %s on %s\n", a.Action, a.Target)
-						for _, l := range a.Args {
-							out.printf("        %s\n", l)
-						}
-					}
-				}
-			}
-			return out.err
+			return console.Explain(cmd.OutOrStdout(), pr.p, pr.engine.Explain(pr.p), fixes)
 		},
 	}
 	f.register(cmd)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbot/runbot/runbooks/fleet"
 	"github.com/runbot/runbot/slackchat/slackrec"
 	"github.com/runbot/runbot/store"
 )
@@ -45,11 +46,11 @@ func TestRunAllDeployments(t *testing.T) {
 
 	out, stderr, code := runRunbot(t, runbot, "run", rb, "-i", inv, "--all-deployments", "--parallel", "2", "--format", "json", "--store", db)
 	require.Equal(t, exitCritical, code, stderr)
-	var doc fleetDoc
+	var doc fleet.Doc
 	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
 	require.Equal(t, "app-check", doc.Runbook)
 	require.Equal(t, 2, doc.Parallel)
-	got := map[string]fleetRun{}
+	got := map[string]fleet.Result{}
 	var order []string
 	for _, r := range doc.Runs {
 		got[r.Deployment] = r

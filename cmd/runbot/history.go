@@ -3,12 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/console"
+	"github.com/runbot/runbot/incident"
 	"github.com/runbot/runbot/runbooks/record"
 	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/runbooks/replay"
@@ -57,21 +57,7 @@ func newHistoryCmd(g *globalFlags) *cobra.Command {
 				}
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(docs)
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-			w := newOutput(tw)
-			w.println("RUN\tRUNBOOK\tTRIGGER\tBY\tSTARTED\tSTATUS\tOUTCOME\tDIAGNOSIS")
-			for _, r := range runs {
-				diag := "-"
-				if rep, err := record.ReportOf(r); err == nil && len(rep.Diagnoses) > 0 {
-					diag = rep.Diagnoses[0].ID
-				}
-				w.printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Runbook, r.Trigger, dash(r.RequestedBy),
-					r.StartedAt.UTC().Format("2006-01-02 15:04:05Z"), r.Status, dash(string(r.Outcome)), diag)
-			}
-			if w.err != nil {
-				return w.err
-			}
-			return tw.Flush()
+			return console.Runs(cmd.OutOrStdout(), runs)
 		},
 	}
 	cmd.Flags().StringVar(&runbook, "runbook", "", "only runs of this runbook")
@@ -79,25 +65,6 @@ func newHistoryCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many runs")
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	return cmd
-}
-
-// remediationMarkers marks on the timeline when each action of the run's
-// plans started and finished.
-func remediationMarkers(cmd *cobra.Command, st store.Store, plans []store.Plan) []timeline.Marker {
-	var out []timeline.Marker
-	for _, p := range plans {
-		acts, err := st.Actions(cmd.Context(), p.ID)
-		if err != nil {
-			continue
-		}
-		for _, a := range acts {
-			out = append(out, timeline.Marker{Time: a.StartedAt, Label: a.Action + " " + a.Target})
-		}
-		if !p.FinishedAt.IsZero() {
-			out = append(out, timeline.Marker{Time: p.FinishedAt, Label: "remediation " + string(p.State)})
-		}
-	}
-	return out
 }
 
 func newShowCmd(g *globalFlags) *cobra.Command {
@@ -114,7 +81,7 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if exportDir != "" {
-				if err := emptyDir(exportDir); err != nil {
+				if err := replay.CheckDir(exportDir); err != nil {
 					return fmt.Errorf("--export: %w", err)
 				}
 			}
@@ -149,7 +116,7 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 			}
 			// A plan keeps its secret params' values, as applying it needs
 			// them; shown (its body, the audit trail), they are hidden.
-			if red, err = stdout.alsoHide(remediation.PlanSecrets(plans)...); err != nil {
+			if red, err = stdout.AlsoHide(remediation.PlanSecrets(plans)...); err != nil {
 				return err
 			}
 			if exportDir != "" {
@@ -164,42 +131,24 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 				if err := saveRecording(rec, exportDir, rep, red); err != nil {
 					return err
 				}
-				note(cmd.ErrOrStderr(), "recording: %s (results only: the store keeps no raw observations)\n", exportDir)
+				console.Note(cmd.ErrOrStderr(), "recording: %s (results only: the store keeps no raw observations)\n", exportDir)
 			}
 			if timelinePath != "" {
-				rep, err := record.ReportOf(run)
+				inc, err := incident.LoadRedacted(cmd.Context(), st, run.ID, red)
 				if err != nil {
 					return err
 				}
-				shown := new(runbooks.Report)
-				if err := red.Copy(rep, shown); err != nil {
-					return err
+				if inc.Report == nil {
+					return fmt.Errorf("run %s has no report (status %s)", run.ID, run.Status)
 				}
-				writeTimeline(cmd, timelinePath, shown, remediationMarkers(cmd, st, plans))
+				writeTimeline(cmd, timelinePath, inc.Report, timeline.IncidentMarkers(inc))
 			}
 			if format == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
 				return enc.Encode(map[string]any{"run": runDoc{RunID: run.ID, Run: run}, "plans": plans, "audit": audit})
 			}
-			out := newOutput(cmd.OutOrStdout())
-			out.printf("run %s  %s  %s by %s  status %s\n", run.ID, run.Runbook, run.Trigger, dash(run.RequestedBy), run.Status)
-			if rep, err := record.ReportOf(run); err == nil {
-				out.println()
-				if err := printReport(out, rep, false); err != nil {
-					return err
-				}
-			}
-			for _, p := range plans {
-				out.printf("\nplan %s  %s for %s on %s: %s (hash %.12s)\n", p.ID, p.Remediation, p.Diagnosis, p.Deployment, p.State, p.Hash)
-			}
-			if len(audit) > 0 {
-				out.println("\nAudit trail")
-				for _, e := range audit {
-					out.printf("  %s  %-22s %-12s %s\n", e.At.UTC().Format("15:04:05.000Z"), e.Kind, dash(e.Actor), string(e.Detail))
-				}
-			}
-			return out.err
+			return console.Run(cmd.OutOrStdout(), run, plans, audit)
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text, json, or markdown (a postmortem draft, redacted)")

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runbot/runbot/console"
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/runbooks"
 )
@@ -41,11 +42,11 @@ func newLintCmd(g *globalFlags) *cobra.Command {
 				}
 			}
 			problems.Sort()
-			out := newOutput(cmd.OutOrStdout())
+			out := console.NewOutput(cmd.OutOrStdout())
 			printProblems(out, problems, excerpts)
 			errs := len(problems.Errors())
 			if errs > 0 {
-				note(cmd.ErrOrStderr(), "%d error(s) in %d file(s)\n", errs, files)
+				console.Note(cmd.ErrOrStderr(), "%d error(s) in %d file(s)\n", errs, files)
 				return exitError{exitBadInput}
 			}
 			// Silence on success leaves a user unsure anything was read
@@ -55,8 +56,8 @@ func newLintCmd(g *globalFlags) *cobra.Command {
 			if w := len(problems) - errs; w > 0 {
 				summary += fmt.Sprintf(", %d warning(s)", w)
 			}
-			note(cmd.ErrOrStderr(), "%s\n", summary)
-			return out.err
+			console.Note(cmd.ErrOrStderr(), "%s\n", summary)
+			return out.Err()
 		},
 	}
 	addExcerptsFlag(cmd, &excerpts)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/runbot/runbot/store"
@@ -74,21 +75,9 @@ func envList(name string) []string {
 		return nil
 	}
 	var out []string
-	for _, s := range splitComma(v) {
+	for _, s := range strings.Split(v, ",") {
 		if s != "" {
 			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func splitComma(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i == len(s) || s[i] == ',' {
-			out = append(out, s[start:i])
-			start = i + 1
 		}
 	}
 	return out

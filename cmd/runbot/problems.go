@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runbot/runbot/console"
 	"github.com/runbot/runbot/internal/yamlnode"
 )
 
@@ -13,10 +14,10 @@ import (
 // editors and CI logs link; with excerpts, the offending line follows it,
 // with a caret under the column. A file that cannot be read again (a
 // built-in runbook, a file removed since) gets no excerpt.
-func printProblems(out *output, problems yamlnode.Problems, excerpts bool) {
+func printProblems(out *console.Output, problems yamlnode.Problems, excerpts bool) {
 	sources := map[string][]byte{}
 	for _, p := range problems {
-		out.println(p.String())
+		out.Println(p.String())
 		if !excerpts {
 			continue
 		}
@@ -26,7 +27,7 @@ func printProblems(out *output, problems yamlnode.Problems, excerpts bool) {
 			sources[p.File] = src
 		}
 		if ex := p.Excerpt(src); ex != "" {
-			out.println(indentLines(ex, "  "))
+			out.Println(indentLines(ex, "  "))
 		}
 	}
 }

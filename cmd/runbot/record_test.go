@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/replay"
 )
 
 // TestRunRecordReplays records a real run of sglang-pd-wedge (at its
@@ -63,7 +64,7 @@ func TestRunRecordReplays(t *testing.T) {
 	require.NoError(t, os.WriteFile(tf, []byte("runbook: sglang-pd-wedge\ntests:\n  - name: recorded\n    recording: "+rec+"\n    expect:\n      diagnoses: [healthy]\n"), 0o644))
 	stdout, stderr, code = runRunbot(t, runbot, "test", "--format", "json", tf)
 	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
-	var doc testDoc
+	var doc replay.Suite
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
 	require.Len(t, doc.Results, 1)
 	got := doc.Results[0].Report
@@ -78,7 +79,7 @@ func TestRunRecordReplays(t *testing.T) {
 	require.NoError(t, os.WriteFile(tf, []byte("runbook: sglang-pd-wedge\ntests:\n  - name: exported\n    recording: "+exported+"\n    expect:\n      diagnoses: [healthy]\n      findings: [serving]\n"), 0o644))
 	stdout, stderr, code = runRunbot(t, runbot, "test", "--format", "json", tf)
 	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)
-	doc = testDoc{}
+	doc = replay.Suite{}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
 	got = doc.Results[0].Report
 	require.Equal(t, summaries(live.Findings), summaries(got.Findings))

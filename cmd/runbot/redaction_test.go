@@ -15,7 +15,7 @@ import (
 // TestCommandErrorsAreRedacted: the error a command ends with goes to
 // stderr and may quote what a command printed (an action that failed with
 // a secret param in its output); it is hidden as the output is, the
-// values the command added while it ran (alsoHide) included, and it still
+// values the command added while it ran (AlsoHide) included, and it still
 // says what happened to errors.Is and errors.As.
 func TestCommandErrorsAreRedacted(t *testing.T) {
 	t.Parallel()
@@ -25,7 +25,7 @@ func TestCommandErrorsAreRedacted(t *testing.T) {
 	var stdout bytes.Buffer
 	cmd.SetOut(&stdout)
 	o, flush := redactOutput(cmd, r, "", false)
-	_, err = o.alsoHide(secret.New("param-9f2c71d3"))
+	_, err = o.AlsoHide(secret.New("param-9f2c71d3"))
 	require.NoError(t, err)
 	_, _ = fmt.Fprintln(cmd.OutOrStdout(), "given param-9f2c71d3")
 

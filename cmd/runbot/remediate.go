@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runbot/runbot/console"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/remediation"
@@ -41,10 +42,10 @@ func (o *remediationOutcome) exit(diagnosisCode int) int {
 
 func remediate(cmd *cobra.Command, rem *remediation.Remediator, p *engine.Prepared, rep *runbooks.Report, rf *remediateFlags, format string) (_ *remediationOutcome, err error) {
 	ctx := cmd.Context()
-	out := newOutput(cmd.OutOrStdout())
+	out := console.NewOutput(cmd.OutOrStdout())
 	defer func() {
-		if err == nil && out.err != nil {
-			err = fmt.Errorf("write report: %w", out.err)
+		if err == nil && out.Err() != nil {
+			err = fmt.Errorf("write report: %w", out.Err())
 		}
 	}()
 	text := format == "text"
@@ -56,29 +57,29 @@ func remediate(cmd *cobra.Command, rem *remediation.Remediator, p *engine.Prepar
 		o := outcomeOf(body)
 		o.DryRun = true
 		if text {
-			printPlan(out, body, "")
-			out.println("Dry run: nothing was changed.")
+			console.Plan(out, body, "")
+			out.Println("Dry run: nothing was changed.")
 		}
 		return o, nil
 	}
 	prop, err := rem.Propose(ctx, p, rep, rf.requestedBy)
 	if err != nil || prop == nil {
 		if err == nil && text {
-			out.println("No remediation proposed.")
+			out.Println("No remediation proposed.")
 		}
 		return nil, err
 	}
 	o := outcomeOf(&prop.Body)
 	o.PlanID, o.PlanHash, o.State = prop.Plan.ID, prop.Plan.Hash, prop.Plan.State
 	if text {
-		printPlan(out, &prop.Body, prop.Plan.ID)
-		out.printf("Approval: %s", strings.Join(prop.Plan.Policy.Approvers, ", "))
+		console.Plan(out, &prop.Body, prop.Plan.ID)
+		out.Printf("Approval: %s", strings.Join(prop.Plan.Policy.Approvers, ", "))
 		if prop.Plan.Policy.TwoPerson {
-			out.printf(" (two-person rule: %s, who asked, cannot approve)", prop.Plan.RequestedBy)
+			out.Printf(" (two-person rule: %s, who asked, cannot approve)", prop.Plan.RequestedBy)
 		}
-		out.printf("; expires %s\n", prop.Plan.Policy.ExpiresAt.Local().Format("15:04:05"))
+		out.Printf("; expires %s\n", prop.Plan.Policy.ExpiresAt.Local().Format("15:04:05"))
 		if hint := groupHint(rem, prop.Plan.Policy.Approvers); hint != "" {
-			out.printf("Note: %s\n", hint)
+			out.Printf("Note: %s\n", hint)
 		}
 	}
 	approver := rf.approveAs
@@ -89,7 +90,7 @@ func remediate(cmd *cobra.Command, rem *remediation.Remediator, p *engine.Prepar
 	if approver == "" {
 		o.Message = "not approved; the plan stays proposed until it expires (see runbot show " + rep.RunID + ")"
 		if text {
-			out.println(o.Message)
+			out.Println(o.Message)
 		}
 		return o, nil
 	}
@@ -104,16 +105,16 @@ func remediate(cmd *cobra.Command, rem *remediation.Remediator, p *engine.Prepar
 	if res.Plan.State != store.PlanApproved {
 		o.Message = fmt.Sprintf("%d of %d approvals; state %s", res.Approvals, res.Needed, res.Plan.State)
 		if text {
-			out.println(o.Message)
+			out.Println(o.Message)
 		}
 		return o, nil
 	}
 	if text {
-		out.printf("Approved by %s. Applying plan %s…\n", approver, prop.Plan.ID)
+		out.Printf("Approved by %s. Applying plan %s…\n", approver, prop.Plan.ID)
 	}
 	ar, err := rem.Apply(ctx, prop.Plan.ID, approver, func(ev remediation.ApplyEvent) {
 		if text {
-			out.printf("  [%s] %s\n", ev.Stage, ev.Detail)
+			out.Printf("  [%s] %s\n", ev.Stage, ev.Detail)
 		}
 	})
 	if ar != nil {
@@ -131,9 +132,9 @@ func remediate(cmd *cobra.Command, rem *remediation.Remediator, p *engine.Prepar
 		if o.Recovered {
 			mark = "RECOVERED"
 		}
-		out.printf("\nRemediation %s: %s — %s\n", o.State, mark, o.Message)
+		out.Printf("\nRemediation %s: %s — %s\n", o.State, mark, o.Message)
 		if prop.Body.Escalate != "" {
-			out.printf("Note: %s\n", prop.Body.Escalate)
+			out.Printf("Note: %s\n", prop.Body.Escalate)
 		}
 	}
 	return o, nil
@@ -145,34 +146,6 @@ func outcomeOf(b *remediation.PlanBody) *remediationOutcome {
 		o.Actions = append(o.Actions, a.Plan.Summary)
 	}
 	return o
-}
-
-func printPlan(out *output, b *remediation.PlanBody, planID string) {
-	out.printf("\nProposed remediation %s for %s on %s", b.Remediation, b.Diagnosis, b.Deployment)
-	if planID != "" {
-		out.printf(" (plan %s, hash %.12s)", planID, b.Hash())
-	}
-	out.println()
-	for i, a := range b.Actions {
-		rev := ""
-		if a.Plan.Reversible {
-			rev = " [reversible]"
-		}
-		if a.Plan.NoOp {
-			rev += " [already done]"
-		}
-		out.printf("  %d. %s%s\n", i+1, a.Plan.Summary, rev)
-		for _, c := range a.Plan.Commands {
-			out.printf("       $ %s\n", firstLine(c))
-		}
-	}
-	if d := b.Diff(); d != "" {
-		out.printf("\n%s\n", d)
-	}
-	if len(b.Verify) > 0 {
-		out.printf("Then verify with: %s\n", strings.Join(b.Verify, ", "))
-	}
-	out.println(b.RollbackPlan())
 }
 
 // groupHint says how to define the approver groups a policy names that
@@ -190,22 +163,14 @@ func groupHint(rem *remediation.Remediator, approvers []string) string {
 	return fmt.Sprintf("approver group %s has no members in this run; pass %s", strings.Join(missing, ", "), strings.Join(flags, " "))
 }
 
-func firstLine(s string) string {
-	line, _, more := strings.Cut(s, "\n")
-	if more {
-		return line + " …"
-	}
-	return line
-}
-
 // askApproval prompts on the terminal. It returns the approver's name, or
 // "" when the person declines or there is no terminal to ask.
 func askApproval(in io.Reader, prompt io.Writer) (string, bool) {
 	if f, ok := in.(*os.File); ok && !isTTY(f) {
-		note(prompt, "No terminal to ask for approval; use --approve-as USER to approve non-interactively.\n")
+		console.Note(prompt, "No terminal to ask for approval; use --approve-as USER to approve non-interactively.\n")
 		return "", false
 	}
-	note(prompt, "Approve? Type your user name to approve, or press Enter to decline: ")
+	console.Note(prompt, "Approve? Type your user name to approve, or press Enter to decline: ")
 	line, _ := bufio.NewReader(in).ReadString('\n')
 	name := strings.TrimSpace(line)
 	return name, name != ""

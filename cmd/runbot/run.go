@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/runbot/runbot/console"
 	"github.com/runbot/runbot/internal/redact"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/engine"
@@ -25,10 +27,10 @@ import (
 // the run, whose diagnosis matters more than its picture.
 func writeTimeline(cmd *cobra.Command, path string, rep *runbooks.Report, markers []timeline.Marker) {
 	if err := timeline.WritePNG(path, rep, timeline.Options{Markers: markers}); err != nil {
-		note(cmd.ErrOrStderr(), "runbot: timeline not drawn: %v\n", err)
+		console.Note(cmd.ErrOrStderr(), "runbot: timeline not drawn: %v\n", err)
 		return
 	}
-	note(cmd.ErrOrStderr(), "timeline: %s\n", path)
+	console.Note(cmd.ErrOrStderr(), "timeline: %s\n", path)
 }
 
 // remediateFlags control what happens after a diagnosis proposes a fix.
@@ -116,7 +118,7 @@ func (o *runCmd) run(cmd *cobra.Command, args []string) (err error) {
 
 // runOne runs one deployment's run, records it, prints it, and remediates
 // when asked to.
-func (o *runCmd) runOne(cmd *cobra.Command, name string, stdout *redactedOut, groups remediation.Groups) (err error) {
+func (o *runCmd) runOne(cmd *cobra.Command, name string, stdout *redact.Writer, groups remediation.Groups) (err error) {
 	pr, err := prepare(cmd.Context(), cmd, o.g, o.f, name)
 	if err != nil {
 		return err
@@ -124,7 +126,7 @@ func (o *runCmd) runOne(cmd *cobra.Command, name string, stdout *redactedOut, gr
 	defer pr.close()
 	// The run's secret params are hidden in all it prints and records,
 	// also where a command printed them.
-	red, err := stdout.alsoHide(pr.p.Secrets()...)
+	red, err := stdout.AlsoHide(pr.p.Secrets()...)
 	if err != nil {
 		return err
 	}
@@ -138,7 +140,7 @@ func (o *runCmd) runOne(cmd *cobra.Command, name string, stdout *redactedOut, gr
 	if err != nil {
 		return err
 	}
-	code := exitFor(rep)
+	code := exitFor(rep.Outcome)
 	var remOut *remediationOutcome
 	if o.rf.remediate || o.rf.dryRun {
 		// The plan must show before the approval prompt.
@@ -178,12 +180,12 @@ func (o *runCmd) diagnose(cmd *cobra.Command, pr *prepared, st store.Store, red 
 		opts.Progress = func(ev engine.Event) {
 			mu.Lock()
 			defer mu.Unlock()
-			printProgress(cmd.ErrOrStderr(), ev, started)
+			console.Progress(cmd.ErrOrStderr(), ev, started)
 		}
 	}
 	var rec *replay.Recording
 	if o.recordDir != "" {
-		if err := emptyDir(o.recordDir); err != nil {
+		if err := replay.CheckDir(o.recordDir); err != nil {
 			return nil, fmt.Errorf("--record: %w", err)
 		}
 		rec = replay.NewRecording()
@@ -194,7 +196,7 @@ func (o *runCmd) diagnose(cmd *cobra.Command, pr *prepared, st store.Store, red 
 	// verification runs are live runs of their own.
 	pr.engine.Tape = nil
 	if tty {
-		note(cmd.ErrOrStderr(), "\r\033[K")
+		console.ClearLine(cmd.ErrOrStderr())
 	}
 	if err != nil {
 		return nil, err
@@ -203,10 +205,10 @@ func (o *runCmd) diagnose(cmd *cobra.Command, pr *prepared, st store.Store, red 
 		if err := saveRecording(rec, o.recordDir, rep, red); err != nil {
 			return nil, err
 		}
-		note(cmd.ErrOrStderr(), "recording: %s\n", o.recordDir)
+		console.Note(cmd.ErrOrStderr(), "recording: %s\n", o.recordDir)
 	}
 	if o.format == "text" {
-		if err := printReport(cmd.OutOrStdout(), rep, isTTY(os.Stdout)); err != nil {
+		if err := console.Report(cmd.OutOrStdout(), rep, isTTY(os.Stdout)); err != nil {
 			return nil, fmt.Errorf("write report: %w", err)
 		}
 	}
@@ -242,8 +244,9 @@ type reportWithRemediation struct {
 	Remediation *remediationOutcome `json:"remediation"`
 }
 
-func exitFor(rep *runbooks.Report) int {
-	switch rep.Outcome {
+// exitFor is the exit status of a run (or a fleet run) with this outcome.
+func exitFor(o runbooks.Outcome) int {
+	switch o {
 	case runbooks.OutcomeCritical:
 		return exitCritical
 	case runbooks.OutcomeInconclusive:
@@ -264,20 +267,11 @@ func currentUser() string {
 func parseGroups(specs []string) (remediation.Groups, error) {
 	g := remediation.Groups{}
 	for _, s := range specs {
-		name, members, ok := cutEq(s)
+		name, members, ok := strings.Cut(s, "=")
 		if !ok || name == "" || members == "" {
 			return nil, fmt.Errorf("--group %q: want NAME=user1,user2", s)
 		}
-		g[name] = append(g[name], splitComma(members)...)
+		g[name] = append(g[name], strings.Split(members, ",")...)
 	}
 	return g, nil
-}
-
-func cutEq(s string) (string, string, bool) {
-	for i := range len(s) {
-		if s[i] == '=' {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return "", "", false
 }

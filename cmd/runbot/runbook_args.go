@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runbot/runbot/console"
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
 	"github.com/runbot/runbot/runbooks/engine"
@@ -55,7 +55,7 @@ func findRunbook(cmd *cobra.Command, g *globalFlags, name string) (*runbooks.Run
 				return nil, nil, err
 			}
 			for _, p := range problems {
-				note(cmd.ErrOrStderr(), "%s\n", p.String())
+				console.Note(cmd.ErrOrStderr(), "%s\n", p.String())
 			}
 			if rb == nil {
 				return nil, nil, fmt.Errorf("runbook %s has errors (see above)", name)
@@ -93,18 +93,11 @@ func prepare(ctx context.Context, cmd *cobra.Command, g *globalFlags, f *runFlag
 	if err != nil {
 		return nil, err
 	}
-	runners, closeRunners := newRunners(inv)
-	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: runners}}
+	eng, closeRunners := bind.NewEngine(inv)
 	p, err := eng.Prepare(ctx, rb, given)
 	if err != nil {
 		closeRunners()
 		return nil, err
 	}
 	return &prepared{engine: eng, p: p, catalog: c, close: closeRunners}, nil
-}
-
-// newRunners gives one run one SSH connection per host, closed at the end.
-func newRunners(inv *inventory.Inventory) (bind.Runners, func()) {
-	pool := sshrun.NewPool()
-	return &bind.PoolRunners{Inventory: inv, Pool: pool}, func() { _ = pool.Close() }
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/runbooks/replay"
 )
 
 // TestRunbotTest runs `runbot test` on the shipped runbooks' recorded
@@ -69,7 +71,7 @@ func TestRunbotTest(t *testing.T) {
 	t.Run("json", func(t *testing.T) {
 		stdout, stderr, code := runRunbot(t, runbot, "test", "--format", "json", "../../runbooks/builtin")
 		require.Equal(t, 0, code, stderr)
-		var doc testDoc
+		var doc replay.Suite
 		require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
 		require.True(t, doc.Passed)
 		require.NotEmpty(t, doc.Results)

@@ -73,6 +73,8 @@ var allowed = map[string][]string{
 	// they drive the engine with taped observations, so they sit above
 	// it, and nothing in runbooks knows them.
 	"runbooks/replay": {"runbooks", "runbooks/engine", "checks", "remote", "remote/sshrun", "internal/"},
+	// A fleet run: one runbook over many deployments, each run recorded.
+	"runbooks/fleet": {"runbooks", "runbooks/engine", "runbooks/bind", "runbooks/record", "store", "internal/"},
 	// The generator of the JSON Schema and the reference docs reads the
 	// language and the check and action specs.
 	"runbooks/refdoc": {"runbooks", "checks", "actions", "internal/"},
@@ -85,10 +87,13 @@ var allowed = map[string][]string{
 	"inventory":     {"internal/yamlnode"},
 	"store":         {"internal/"},
 	"config":        {"internal/"},
-	"timeline":      {"runbooks", "runbooks/remediation", "internal/"},
-	"sim":           {},
-	"bench":         {"*"},
-	"test":          {"*"},
+	// console renders for a terminal what the CLI shows; it decides
+	// nothing and opens nothing: it reads the values it is given.
+	"console":  {"runbooks", "runbooks/engine", "runbooks/remediation", "runbooks/record", "runbooks/replay", "runbooks/fleet", "store", "internal/"},
+	"timeline": {"runbooks", "runbooks/remediation", "incident", "internal/"},
+	"sim":      {},
+	"bench":    {"*"},
+	"test":     {"*"},
 	// incident reads one run and what is recorded about it from the
 	// store and writes the postmortem draft; web serves the report pages
 	// from it. Neither knows a chat platform, a trigger or the core.

@@ -6,6 +6,7 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote"
 	"github.com/runbot/runbot/remote/sshrun"
+	"github.com/runbot/runbot/runbooks/engine"
 )
 
 // PoolRunners reaches inventory hosts over SSH through a pool, one
@@ -55,4 +56,15 @@ func sshHostOf(h *inventory.Host) sshrun.Host {
 		UseAgent: h.Agent, KnownHostsFiles: h.KnownHosts, PinnedHostKeys: h.HostKeys,
 		TrustOnFirstUse: h.TrustOnFirstUse, ConnectTimeout: h.ConnectTimeout,
 	}}
+}
+
+// NewEngine is an engine that reaches inv's hosts through a pool of its
+// own: one SSH connection per host, shared by everything the engine runs
+// until close, which closes them.
+func NewEngine(inv *inventory.Inventory) (_ *engine.Engine, close func()) {
+	pool := sshrun.NewPool()
+	eng := &engine.Engine{Targets: &InventoryTargets{Inventory: inv, Runners: &PoolRunners{Inventory: inv, Pool: pool}}}
+	// Closing connections when the work is done: there is nothing left to
+	// report a failure to.
+	return eng, func() { _ = pool.Close() }
 }

@@ -573,3 +573,19 @@ func serviceKind(s remote.ServiceManager) string {
 	}
 	return fmt.Sprintf("%T", s)
 }
+
+// CheckDir checks, before a run starts, that a recording can be written
+// to dir: it must not exist or be empty, so that a recording is never
+// mixed into another and a typo is found before a 40 s run, not after.
+func CheckDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("check %s: %w", dir, err)
+	case len(entries) > 0:
+		return fmt.Errorf("%s is not empty", dir)
+	}
+	return nil
+}
