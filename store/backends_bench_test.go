@@ -20,8 +20,14 @@ func BenchmarkBackends(b *testing.B) {
 		name string
 		open func(b *testing.B) store.Store
 	}{
-		{"sqlite", func(b *testing.B) store.Store { return openAt(b, dbPath(b)) }},
-		{"postgres", func(b *testing.B) store.Store { return openPostgresAt(b, postgresURL(b)) }},
+		{"sqlite", func(b *testing.B) store.Store {
+			b.Helper()
+			return openAt(b, dbPath(b))
+		}},
+		{"postgres", func(b *testing.B) store.Store {
+			b.Helper()
+			return openPostgresAt(b, postgresURL(b))
+		}},
 	} {
 		b.Run(be.name+"/CreateFinishRun", func(b *testing.B) {
 			s, ctx := be.open(b), testCtx(b)
@@ -71,6 +77,7 @@ func enqueue(b *testing.B, s store.Store, n int) {
 }
 
 func claimComplete(b *testing.B, s store.Store) {
+	b.Helper()
 	w, err := s.ClaimWork(b.Context())
 	if errors.Is(err, store.ErrNoWork) {
 		b.Error("the queue ran dry: enqueue as many items as iterations")

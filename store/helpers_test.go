@@ -36,40 +36,47 @@ var (
 	finalReportJSON = storetest.FinalReport
 )
 
-func testCtx(t testing.TB) context.Context {
+func testCtx(tb testing.TB) context.Context {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
+	tb.Cleanup(cancel)
 	return ctx
 }
 
-func dbPath(t testing.TB) string { return filepath.Join(t.TempDir(), "runbot.db") }
+func dbPath(tb testing.TB) string {
+	tb.Helper()
+	return filepath.Join(tb.TempDir(), "runbot.db")
+}
 
 // openAt opens the store at path and closes it when the test ends.
-func openAt(t testing.TB, path string, opts ...store.Option) *store.SQLite {
-	t.Helper()
-	s, err := store.Open(testCtx(t), path, opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() }) // test cleanup
+func openAt(tb testing.TB, path string, opts ...store.Option) *store.SQLite {
+	tb.Helper()
+	s, err := store.Open(testCtx(tb), path, opts...)
+	require.NoError(tb, err)
+	tb.Cleanup(func() { _ = s.Close() }) // test cleanup
 	return s
 }
 
 // openTest opens a fresh store on a fake clock.
-func openTest(t testing.TB) (*store.SQLite, *storetest.Clock) {
-	t.Helper()
+func openTest(tb testing.TB) (*store.SQLite, *storetest.Clock) {
+	tb.Helper()
 	c := storetest.NewClock()
-	return openAt(t, dbPath(t), store.WithNow(c.Now)), c
+	return openAt(tb, dbPath(tb), store.WithNow(c.Now)), c
 }
 
 // postgresURL creates a new database on the test binary's PostgreSQL
 // cluster and returns its postgres:// URL.
-func postgresURL(t testing.TB) string { return pgtest.NewDatabase(t) }
+func postgresURL(tb testing.TB) string {
+	tb.Helper()
+	return pgtest.NewDatabase(tb)
+}
 
 // openPostgresAt opens the PostgreSQL store at dsn and closes it when the
 // test ends.
-func openPostgresAt(t testing.TB, dsn string, opts ...store.Option) *store.Postgres {
-	t.Helper()
-	s, err := store.OpenPostgres(testCtx(t), dsn, opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() }) // test cleanup
+func openPostgresAt(tb testing.TB, dsn string, opts ...store.Option) *store.Postgres {
+	tb.Helper()
+	s, err := store.OpenPostgres(testCtx(tb), dsn, opts...)
+	require.NoError(tb, err)
+	tb.Cleanup(func() { _ = s.Close() }) // test cleanup
 	return s
 }

@@ -31,6 +31,7 @@ func openAtVersion(t *testing.T, ctx context.Context, path string, v int) *SQLit
 }
 
 func upgradeCtx(t *testing.T) context.Context {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return ctx
@@ -256,7 +257,7 @@ func schemaObjects(t *testing.T, ctx context.Context, s *sqlStore) []string {
 // (upgrade), and checks that every stored trigger kind "slack" reads
 // "chat", that nothing else changed, and that the store refuses "slack"
 // from then on.
-func checkChatTriggerUpgrade(t *testing.T, ctx context.Context, old *sqlStore, upgrade func() *sqlStore) {
+func checkChatTriggerUpgrade(t *testing.T, ctx context.Context, old *sqlStore, upgrade func() *sqlStore) { //nolint:thelper // the body of the SQLite and PostgreSQL upgrade tests; t.Helper would hide the failing line
 	_, err := old.db.ExecContext(ctx, slackRows)
 	require.NoError(t, err)
 	want, wantSchema := tableRows(t, ctx, old), schemaObjects(t, ctx, old)

@@ -18,6 +18,7 @@ func TestPostgresConformance(t *testing.T) {
 }
 
 func postgresBackend(t *testing.T) storetest.Open {
+	t.Helper()
 	dsn := pgtest.NewDatabase(t)
 	return func(t *testing.T, o storetest.Options) store.Store {
 		t.Helper()

@@ -17,6 +17,7 @@ func TestSQLiteConformance(t *testing.T) {
 }
 
 func sqliteBackend(t *testing.T) storetest.Open {
+	t.Helper()
 	path := dbPath(t)
 	return func(t *testing.T, o storetest.Options) store.Store {
 		t.Helper()

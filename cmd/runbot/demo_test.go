@@ -14,13 +14,13 @@ import (
 )
 
 // buildBinaries builds runbot and sglang-sim the way make build does.
-func buildBinaries(t testing.TB) (runbot, sim string) {
-	t.Helper()
-	dir := t.TempDir()
+func buildBinaries(tb testing.TB) (runbot, sim string) {
+	tb.Helper()
+	dir := tb.TempDir()
 	runbot, sim = filepath.Join(dir, "runbot"), filepath.Join(dir, "sglang-sim")
 	for bin, pkg := range map[string]string{runbot: ".", sim: "../sglang-sim"} {
 		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
-		require.NoError(t, err, string(out))
+		require.NoError(tb, err, string(out))
 	}
 	return runbot, sim
 }

@@ -72,31 +72,31 @@ type replica struct {
 
 // newCluster starts n replicas on a new PostgreSQL database; hosts are
 // the services the test uses, each a local host of its own.
-func newCluster(t testing.TB, n int, hosts []string) *cluster {
-	t.Helper()
-	return newClusterOn(t, n, hosts, storetest.PostgresDatabase(t))
+func newCluster(tb testing.TB, n int, hosts []string) *cluster {
+	tb.Helper()
+	return newClusterOn(tb, n, hosts, storetest.PostgresDatabase(tb))
 }
 
 // newClusterOn starts n replicas on the store at location, for the
 // benchmark that compares PostgreSQL with SQLite.
-func newClusterOn(t testing.TB, n int, hosts []string, location string) *cluster {
-	t.Helper()
-	runbot, _ := buildBinaries(t)
-	c := &cluster{t: t, runbot: runbot, rec: slackrec.New(), location: location, dir: t.TempDir(),
+func newClusterOn(tb testing.TB, n int, hosts []string, location string) *cluster {
+	tb.Helper()
+	runbot, _ := buildBinaries(tb)
+	c := &cluster{t: tb, runbot: runbot, rec: slackrec.New(), location: location, dir: tb.TempDir(),
 		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: time.Minute}}
-	t.Cleanup(c.http.CloseIdleConnections)
-	t.Cleanup(c.rec.Close)
+	tb.Cleanup(c.http.CloseIdleConnections)
+	tb.Cleanup(c.rec.Close)
 	abs, err := filepath.Abs("testdata")
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	inv := filepath.Join(c.dir, "inventory.yaml")
 	var hostLines strings.Builder
 	hostLines.WriteString("hosts:\n")
 	for _, h := range hosts {
 		fmt.Fprintf(&hostLines, "  %s: {transport: local}\n", h)
 	}
-	require.NoError(t, os.WriteFile(inv, []byte(hostLines.String()), 0o600))
+	require.NoError(tb, os.WriteFile(inv, []byte(hostLines.String()), 0o600))
 	for i := range n {
-		r := &replica{name: fmt.Sprintf("replica-%d", i), port: freePort(t)}
+		r := &replica{name: fmt.Sprintf("replica-%d", i), port: freePort(tb)}
 		r.cfg = filepath.Join(c.dir, r.name+".yaml")
 		cfg := fmt.Sprintf(`
 listen: 127.0.0.1:%d
@@ -120,21 +120,21 @@ alerts:
       runbook: failover
       params: {svc: '{{ .labels.svc }}', host: '{{ .labels.svc }}', dir: '%s'}
 `, r.port, inv, abs, c.rec.APIURL(), failoverApprover, c.dir)
-		require.NoError(t, os.WriteFile(r.cfg, []byte(cfg), 0o600))
+		require.NoError(tb, os.WriteFile(r.cfg, []byte(cfg), 0o600))
 		c.replicas = append(c.replicas, r)
 	}
-	st, err := store.OpenURL(t.Context(), readerLocation(t, location), store.WithOwner("failover-test"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() }) // a reader; nothing to lose
+	st, err := store.OpenURL(tb.Context(), readerLocation(tb, location), store.WithOwner("failover-test"))
+	require.NoError(tb, err)
+	tb.Cleanup(func() { _ = st.Close() }) // a reader; nothing to lose
 	c.st = st
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		for _, r := range c.replicas {
 			if r.cmd != nil && r.cmd.ProcessState == nil {
 				_ = r.cmd.Process.Signal(syscall.SIGTERM)
 				_ = r.cmd.Wait()
 			}
-			if t.Failed() && r.logs != nil {
-				t.Logf("%s log:\n%s%s", r.name, r.old.String(), r.logs.String())
+			if tb.Failed() && r.logs != nil {
+				tb.Logf("%s log:\n%s%s", r.name, r.old.String(), r.logs.String())
 			}
 		}
 	})
@@ -147,13 +147,13 @@ alerts:
 // readerLocation is the location the test's own store reads from: on
 // PostgreSQL under an application name of its own, so that the benchmark
 // tells its connections apart from the replicas'.
-func readerLocation(t testing.TB, location string) string {
-	t.Helper()
+func readerLocation(tb testing.TB, location string) string {
+	tb.Helper()
 	if !strings.HasPrefix(location, "postgres") {
 		return location
 	}
 	u, err := url.Parse(location)
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	q := u.Query()
 	q.Set("application_name", "runbot-test-reader")
 	u.RawQuery = q.Encode()

@@ -96,6 +96,7 @@ func BenchmarkReplicas(b *testing.B) {
 // benchStorm runs the storm on n replicas of the store at location and
 // reports its figures.
 func benchStorm(b *testing.B, n int, location string) setupFigures {
+	b.Helper()
 	hosts := benchHosts(benchFingerprints)
 	c := newClusterOn(b, n, hosts, location)
 	for _, h := range hosts {

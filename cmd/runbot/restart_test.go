@@ -43,6 +43,7 @@ type restartRig struct {
 const restartSigning = "restart-signing-secret"
 
 func newRestartRig(t *testing.T) *restartRig {
+	t.Helper()
 	runbot, _ := buildBinaries(t)
 	rec := slackrec.New()
 	t.Cleanup(rec.Close)

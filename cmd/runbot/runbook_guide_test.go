@@ -167,6 +167,7 @@ func TestRunbookGuide(t *testing.T) {
 	})
 
 	run := func(t *testing.T, inv string) (string, int) {
+		t.Helper()
 		return sh(t, "runbot run my-runbooks/stale-lock.yaml -i "+inv+" -p host=localhost -p lock="+lock)
 	}
 	t.Run("no lock", func(t *testing.T) {

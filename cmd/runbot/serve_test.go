@@ -62,10 +62,10 @@ func TestServeSpeaksSdNotify(t *testing.T) {
 	require.NoError(t, cmd.Wait(), logs.String())
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
+func freePort(tb testing.TB) int {
+	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	defer func() { _ = l.Close() }() // only the port was wanted
 	return l.Addr().(*net.TCPAddr).Port
 }

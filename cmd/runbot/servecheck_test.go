@@ -20,6 +20,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // against the example inventory (the config's own path, /etc/runbot/…, is
 // the target host's).
 func shippedConfigs(t *testing.T) []string {
+	t.Helper()
 	var out []string
 	for _, dir := range []string{"../../deploy", "../../examples"} {
 		files, err := filepath.Glob(filepath.Join(dir, "runbot*.yaml"))

@@ -146,6 +146,7 @@ func getReadyz(port int) (int, string) {
 // fullFilesystem puts the SQLite store on a 3 MiB tmpfs; breaking it fills
 // the filesystem, mending it frees the space.
 func fullFilesystem(t *testing.T, dir string) (string, []string, func(), func()) {
+	t.Helper()
 	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", dir).CombinedOutput()
 	require.NoError(t, err, string(out))
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
@@ -176,6 +177,7 @@ func fullFilesystem(t *testing.T, dir string) (string, []string, func(), func())
 // through a mapping, where a refused write would be a SIGBUS, not an
 // error.
 func immutableFiles(t *testing.T, dir string) (string, []string, func(), func()) {
+	t.Helper()
 	img := filepath.Join(t.TempDir(), "store.img")
 	for _, c := range [][]string{{"truncate", "-s", "16M", img}, {"mkfs.ext4", "-q", "-F", img}, {"mount", "-o", "loop", img, dir}} {
 		out, err := exec.Command(c[0], c[1:]...).CombinedOutput()
@@ -198,6 +200,7 @@ func immutableFiles(t *testing.T, dir string) (string, []string, func(), func())
 // through again. The server itself is shared with other tests, so it is
 // cut off rather than stopped.
 func unreachablePostgres(t *testing.T, _ string) (string, []string, func(), func()) {
+	t.Helper()
 	dsn := storetest.PostgresDatabase(t)
 	u, err := url.Parse(dsn)
 	require.NoError(t, err)
@@ -231,6 +234,7 @@ type cutProxy struct {
 }
 
 func newCutProxy(t *testing.T, network, target string) *cutProxy {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ln.Close() })

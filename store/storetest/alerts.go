@@ -81,6 +81,7 @@ func testAlertDedup(t *testing.T, e *Env) {
 // perStore times each, all at once, and returns how many deliveries started
 // a trigger.
 func recordAtOnce(t *testing.T, stores []store.Store, perStore int, fp string, at time.Time) int {
+	t.Helper()
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex

@@ -141,6 +141,7 @@ func testTransitionConflictNamesCurrentState(t *testing.T, e *Env) {
 // applying from perStore goroutines at once and returns how many won and
 // how many were told that someone else had.
 func raceToApply(t *testing.T, stores []store.Store, perStore int, p store.Plan) (wins, conflicts int) {
+	t.Helper()
 	var (
 		wg sync.WaitGroup
 		mu sync.Mutex

@@ -9,9 +9,12 @@ import (
 // PostgresDatabase creates an empty database on the test binary's
 // throwaway PostgreSQL cluster (a real server from the Debian postgresql
 // package, started on first use) and returns its postgres:// URL; the
-// database is dropped when t ends. Tests outside package store reach the
+// database is dropped when tb ends. Tests outside package store reach the
 // cluster through it: the tests of several replicas sharing one database.
-func PostgresDatabase(t testing.TB) string { return pgtest.NewDatabase(t) }
+func PostgresDatabase(tb testing.TB) string {
+	tb.Helper()
+	return pgtest.NewDatabase(tb)
+}
 
 // PostgresMain runs the tests of m and then stops the cluster if one was
 // started; a test binary that calls PostgresDatabase calls it from its

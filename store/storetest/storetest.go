@@ -85,6 +85,7 @@ type group struct {
 // Locks, Alerts, Work, Recovery, Replicas, Leases, Ticks, Outbox) and per behaviour inside it,
 // each on a new database.
 func Run(t *testing.T, b Backend) {
+	t.Helper()
 	for _, g := range []group{
 		{"Runs", runTests},
 		{"Messages", messageTests},
@@ -193,20 +194,20 @@ func (c *Clock) Advance(d time.Duration) {
 
 // CreateRun creates a running run of the wedge runbook, as a Slack command
 // would.
-func CreateRun(t testing.TB, s store.Store) store.Run {
-	t.Helper()
-	r, err := s.CreateRun(t.Context(), store.Run{
+func CreateRun(tb testing.TB, s store.Store) store.Run {
+	tb.Helper()
+	r, err := s.CreateRun(tb.Context(), store.Run{
 		Runbook: "sglang-pd-wedge", Trigger: store.TriggerChat, RequestedBy: "U-alice",
 		Params: map[string]string{"deployment": "dsv4"},
 	})
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	return r
 }
 
 // ProposePlan creates a proposed plan for a new run; edit adjusts it first.
-func ProposePlan(t testing.TB, s store.Store, edit ...func(*store.Plan)) store.Plan {
-	t.Helper()
-	run := CreateRun(t, s)
+func ProposePlan(tb testing.TB, s store.Store, edit ...func(*store.Plan)) store.Plan {
+	tb.Helper()
+	run := CreateRun(tb, s)
 	p := store.Plan{
 		RunID: run.ID, Remediation: "disable_overlap_and_restart", Diagnosis: "pd_transfer_wedge",
 		Deployment: "dsv4", Hash: "sha256:aaaa", RequestedBy: "U-alice",
@@ -216,42 +217,42 @@ func ProposePlan(t testing.TB, s store.Store, edit ...func(*store.Plan)) store.P
 	for _, e := range edit {
 		e(&p)
 	}
-	created, _, err := s.CreatePlan(t.Context(), p)
-	require.NoError(t, err)
+	created, _, err := s.CreatePlan(tb.Context(), p)
+	require.NoError(tb, err)
 	return created
 }
 
 // Approve approves a one-approver plan and returns it in state approved.
-func Approve(t testing.TB, s store.Store, p store.Plan) store.Plan {
-	t.Helper()
-	res, err := s.RecordApproval(t.Context(), store.Approval{PlanID: p.ID, User: "U-bob", Decision: store.Approve, PlanHash: p.Hash})
-	require.NoError(t, err)
-	require.True(t, res.Settled)
-	require.Equal(t, store.PlanApproved, res.Plan.State)
+func Approve(tb testing.TB, s store.Store, p store.Plan) store.Plan {
+	tb.Helper()
+	res, err := s.RecordApproval(tb.Context(), store.Approval{PlanID: p.ID, User: "U-bob", Decision: store.Approve, PlanHash: p.Hash})
+	require.NoError(tb, err)
+	require.True(tb, res.Settled)
+	require.Equal(tb, store.PlanApproved, res.Plan.State)
 	return res.Plan
 }
 
 // Move moves a plan from its state to to.
-func Move(t testing.TB, s store.Store, p store.Plan, to store.PlanState) store.Plan {
-	t.Helper()
-	moved, err := s.TransitionPlan(t.Context(), store.Transition{PlanID: p.ID, From: p.State, To: to, Actor: "engine"})
-	require.NoError(t, err)
-	require.Equal(t, to, moved.State)
+func Move(tb testing.TB, s store.Store, p store.Plan, to store.PlanState) store.Plan {
+	tb.Helper()
+	moved, err := s.TransitionPlan(tb.Context(), store.Transition{PlanID: p.ID, From: p.State, To: to, Actor: "engine"})
+	require.NoError(tb, err)
+	require.Equal(tb, to, moved.State)
 	return moved
 }
 
 // AuditKinds lists the kinds of the audit entries matching f, in order;
 // plan state changes read "plan.state:<to>".
-func AuditKinds(t testing.TB, s store.Store, f store.AuditFilter) []string {
-	t.Helper()
-	events, err := s.Audit(t.Context(), f)
-	require.NoError(t, err)
+func AuditKinds(tb testing.TB, s store.Store, f store.AuditFilter) []string {
+	tb.Helper()
+	events, err := s.Audit(tb.Context(), f)
+	require.NoError(tb, err)
 	kinds := make([]string, len(events))
 	for i, e := range events {
 		kinds[i] = e.Kind
 		if e.Kind == store.AuditPlanState {
 			var d struct{ To string }
-			require.NoError(t, json.Unmarshal(e.Detail, &d))
+			require.NoError(tb, json.Unmarshal(e.Detail, &d))
 			kinds[i] = fmt.Sprintf("%s:%s", e.Kind, d.To)
 		}
 	}

@@ -80,6 +80,7 @@ func testWorkQueue(t *testing.T, e *Env) {
 // claimAll has workers goroutines on each store claim from the queue until
 // it is empty and returns how often each item was claimed.
 func claimAll(t *testing.T, stores []store.Store, workers int) map[string]int {
+	t.Helper()
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
@@ -109,6 +110,7 @@ func claimAll(t *testing.T, stores []store.Store, workers int) map[string]int {
 }
 
 func enqueueN(t *testing.T, s store.Store, n int) {
+	t.Helper()
 	for range n {
 		_, _, err := s.Enqueue(t.Context(), store.Work{Trigger: store.TriggerAlert, Runbook: "sglang-pd-wedge"})
 		require.NoError(t, err)

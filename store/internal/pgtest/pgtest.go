@@ -82,27 +82,27 @@ func StopCluster() error {
 
 // NewDatabase creates an empty database on the binary's cluster, starting
 // the cluster first if needed, and returns its DSN. The database is dropped
-// when t ends, after the cleanups t registers later (the stores on it).
-func NewDatabase(t testing.TB) string {
-	t.Helper()
+// when tb ends, after the cleanups tb registers later (the stores on it).
+func NewDatabase(tb testing.TB) string {
+	tb.Helper()
 	once.Do(func() { cluster, errRun = Start() })
 	if errRun != nil {
 		if errors.Is(errRun, ErrNotInstalled) && os.Getenv(SkipEnv) == "1" {
-			t.Skipf("%v (%s=1)", errRun, SkipEnv)
+			tb.Skipf("%v (%s=1)", errRun, SkipEnv)
 		}
-		t.Fatalf("start PostgreSQL: %v", errRun)
+		tb.Fatalf("start PostgreSQL: %v", errRun)
 	}
 	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbSeq.Add(1))
 	ctx, cancel := context.WithTimeoutCause(context.Background(), stepTimeout, errors.New("create a test database took too long"))
 	defer cancel()
 	if _, err := cluster.admin.ExecContext(ctx, `CREATE DATABASE `+name); err != nil {
-		t.Fatalf("create test database %s: %v", name, err)
+		tb.Fatalf("create test database %s: %v", name, err)
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeoutCause(context.Background(), stepTimeout, errors.New("drop a test database took too long"))
 		defer cancel()
 		if _, err := cluster.admin.ExecContext(ctx, `DROP DATABASE `+name+` WITH (FORCE)`); err != nil {
-			t.Errorf("drop test database %s: %v", name, err)
+			tb.Errorf("drop test database %s: %v", name, err)
 		}
 	})
 	return cluster.DSN(name)
