@@ -118,6 +118,6 @@ func TestOneMessagePerAlertWhenAloneOrConfigured(t *testing.T) {
 
 func TestMessagesConfigIsChecked(t *testing.T) {
 	h := newAlertHarness(t)
-	_, err := New(Config{BearerToken: writeSecret(t, "b", "x"), Messages: "thread"}, h.disp, dispatch.TriggerDeps{Store: h.store, Chat: h.rec})
+	_, err := New(Config{BearerToken: writeSecret(t, "b", "x"), Messages: "thread"}, h.disp, Deps{TriggerDeps: dispatch.TriggerDeps{Store: h.store, Chat: h.rec}})
 	require.ErrorContains(t, err, `alert messages: "thread" is neither "group" nor "alert"`)
 }

@@ -108,7 +108,7 @@ func newAlertHarness(t *testing.T, tweak ...func(*alertSetup)) *alertHarness {
 	})
 	require.NoError(t, err)
 	h.beat = heartbeat.New(setup.now)
-	h.alerts, err = New(setup.cfg, h.disp, dispatch.TriggerDeps{Store: st, Chat: h.disp.Chat(), Heartbeat: h.beat, Now: setup.now, Logger: logger})
+	h.alerts, err = New(setup.cfg, h.disp, Deps{TriggerDeps: dispatch.TriggerDeps{Store: st, Chat: h.disp.Chat(), Heartbeat: h.beat, Now: setup.now, Logger: logger}})
 	require.NoError(t, err)
 	require.NoError(t, h.reg.Register(h.alerts))
 	h.srv = httptest.NewServer(h.alerts.Handler())

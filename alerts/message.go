@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/runbot/runbot/chat"
-	"github.com/runbot/runbot/dispatch"
+	"github.com/runbot/runbot/runview"
 )
 
 // maxAlertLabels bounds the labels an alert's message lists.
@@ -55,7 +55,7 @@ func (t *alertTrack) view() chat.Message {
 	m.Sections = append(m.Sections, labels)
 
 	run := chat.Section{Heading: "Runbook " + t.route.Runbook}
-	if p := dispatch.ParamText(t.route.Shown); p != "" {
+	if p := runview.ParamText(t.route.Shown); p != "" {
 		run.Lines = append(run.Lines, chat.Line{Text: p, Code: true})
 	}
 	switch {

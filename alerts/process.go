@@ -13,6 +13,7 @@ import (
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runview"
 	"github.com/runbot/runbot/store"
 )
 
@@ -469,10 +470,10 @@ func (a *Receiver) adoptVerdict(ctx context.Context, t *alertTrack, w store.Work
 	var rep runbooks.Report
 	verdict := string(run.Status)
 	if len(run.Report) > 0 && json.Unmarshal(run.Report, &rep) == nil {
-		verdict = dispatch.Verdict(&rep)
+		verdict = runview.Verdict(&rep)
 	}
 	a.mu.Lock()
-	t.runID, t.verdict, t.verdictStatus = run.ID, verdict, dispatch.OutcomeStatus(runbooks.Outcome(run.Outcome))
+	t.runID, t.verdict, t.verdictStatus = run.ID, verdict, runview.OutcomeStatus(runbooks.Outcome(run.Outcome))
 	a.mu.Unlock()
 }
 

@@ -161,9 +161,17 @@ func (a *Receiver) Routing(catalog *runbooks.Catalog) (*Routing, error) {
 // alerts accepted before keep the route they were given.
 func (a *Receiver) SetRouting(r *Routing) { a.routes.Store(r) }
 
+// Deps are what the receiver works with besides the Dispatcher: what
+// every trigger takes (the store its deliveries are recorded in, the chat
+// that gets the alerts' own messages, the heartbeat its lanes beat, the
+// logger and clock), and nothing of its own.
+type Deps struct {
+	dispatch.TriggerDeps
+}
+
 // New checks the configuration, loads the credentials and compiles
 // the routes (the configured ones, then the catalog's triggers.alerts).
-func New(cfg Config, d *dispatch.Dispatcher, deps dispatch.TriggerDeps) (*Receiver, error) {
+func New(cfg Config, d *dispatch.Dispatcher, deps Deps) (*Receiver, error) {
 	if d == nil || deps.Store == nil {
 		return nil, errors.New("alert webhook: a dispatcher and a store are required")
 	}
@@ -176,7 +184,7 @@ func New(cfg Config, d *dispatch.Dispatcher, deps dispatch.TriggerDeps) (*Receiv
 	if err != nil {
 		return nil, fmt.Errorf("alert routes: %w", err)
 	}
-	deps = d.ForTrigger(deps, "alerts")
+	deps.TriggerDeps = d.ForTrigger(deps.TriggerDeps, "alerts")
 	a := &Receiver{
 		cfg: cfg, disp: d, store: deps.Store, chat: deps.Chat, auth: auth, queue: newAlertQueue(cfg.MaxQueue),
 		log: deps.Logger, now: deps.Now, beat: deps.Heartbeat,

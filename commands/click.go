@@ -9,6 +9,7 @@ import (
 
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/dispatch"
+	"github.com/runbot/runbot/runview"
 	"github.com/runbot/runbot/store"
 )
 
@@ -24,7 +25,7 @@ var errVoteRecordSlow = errors.New("recording the vote took longer than the chat
 
 // isOurs says whether a button is one of runbot's approval buttons.
 func isOurs(action string) bool {
-	return action == dispatch.ActionApprove || action == dispatch.ActionDeny || action == dispatch.ActionDryRun
+	return action == runview.ActionApprove || action == runview.ActionDeny || action == runview.ActionDryRun
 }
 
 // Click implements chat.Handler: a vote is recorded in the store before
@@ -42,11 +43,11 @@ func (h *Handler) Click(ctx context.Context, c chat.Click) {
 	h.log.Info("button clicked", "user", c.User, "action", c.Action, "plan", planID)
 	var err error
 	switch c.Action {
-	case dispatch.ActionDryRun:
+	case runview.ActionDryRun:
 		err = h.disp.Go("dry run", dryRunTimeout, func(ctx context.Context) { h.dryRun(ctx, c, planID) })
 	default:
 		rctx, cancel := context.WithTimeoutCause(ctx, voteRecordTimeout, errVoteRecordSlow)
-		rv := h.disp.RecordVote(rctx, dispatch.Vote{PlanID: planID, Hash: hash, User: c.User, Approve: c.Action == dispatch.ActionApprove})
+		rv := h.disp.RecordVote(rctx, dispatch.Vote{PlanID: planID, Hash: hash, User: c.User, Approve: c.Action == runview.ActionApprove})
 		cancel()
 		err = h.disp.Go("vote", h.disp.ApplyTimeout(), func(ctx context.Context) { h.vote(ctx, c, planID, rv) })
 	}
@@ -66,7 +67,7 @@ func (h *Handler) vote(ctx context.Context, c chat.Click, planID string, rv disp
 	case res.Refusal != "":
 		h.log.Info("vote refused", "plan", planID, "user", c.User, "reason", res.Refusal)
 		h.tell(ctx, c, chat.Message{Title: "Vote not counted", Status: chat.StatusDenied, Sections: []chat.Section{{Text: res.Refusal}}})
-	case c.Action == dispatch.ActionApprove && res.State == store.PlanProposed:
+	case c.Action == runview.ActionApprove && res.State == store.PlanProposed:
 		h.tell(ctx, c, chat.Message{Title: fmt.Sprintf("Approval recorded (%d of %d needed)", res.Approvals, res.Needed), Status: chat.StatusApproved})
 	}
 }

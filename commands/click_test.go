@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/dispatch"
+	"github.com/runbot/runbot/runview"
 	"github.com/runbot/runbot/store"
 )
 
@@ -24,17 +24,17 @@ func TestApprovalByAllowedPeopleAppliesAndVerifies(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	run, ts := h.runOnce("")
-	value := buttonValue(t, h.lastMessage(ts), dispatch.ActionApprove)
+	value := buttonValue(t, h.lastMessage(ts), runview.ActionApprove)
 
 	// The requester may not approve under the two-person rule.
-	h.click(requester, dispatch.ActionApprove, value, ts)
+	h.click(requester, runview.ActionApprove, value, ts)
 	h.idle()
 	require.Len(t, h.repliesTo(requester), 1)
 	require.Contains(t, h.repliesTo(requester)[0], "two-person rule")
 	require.Equal(t, store.PlanProposed, h.planOf(run.ID).State)
 
 	// A stranger may not approve at all.
-	h.click(stranger, dispatch.ActionApprove, value, ts)
+	h.click(stranger, runview.ActionApprove, value, ts)
 	h.idle()
 	require.Len(t, h.repliesTo(stranger), 1)
 	require.Contains(t, h.repliesTo(stranger)[0], "You are not an approver of this remediation (approvers: @oncall)")
@@ -44,7 +44,7 @@ func TestApprovalByAllowedPeopleAppliesAndVerifies(t *testing.T) {
 	require.Empty(t, approvals, "refused votes are not counted")
 
 	// The first approver's vote counts, and the message says so.
-	h.click(approverA, dispatch.ActionApprove, value, ts)
+	h.click(approverA, runview.ActionApprove, value, ts)
 	h.idle()
 	require.Contains(t, strings.Join(h.repliesTo(approverA), "\n"), "Approval recorded (1 of 2 needed)")
 	msg := h.lastMessage(ts).Text()
@@ -53,7 +53,7 @@ func TestApprovalByAllowedPeopleAppliesAndVerifies(t *testing.T) {
 	require.Zero(t, h.appliedCount())
 
 	// The second approver settles it; the remediation runs and is verified.
-	h.click(approverB, dispatch.ActionApprove, value, ts)
+	h.click(approverB, runview.ActionApprove, value, ts)
 	h.idle()
 	require.Equal(t, 1, h.appliedCount())
 	plan := h.planOf(run.ID)
@@ -93,9 +93,9 @@ func TestVoteIsRecordedBeforeTheClickReturns(t *testing.T) {
 	h := newHarness(t)
 	run, ts := h.runOnce("")
 	plan := h.planOf(run.ID)
-	value := buttonValue(t, h.lastMessage(ts), dispatch.ActionApprove)
+	value := buttonValue(t, h.lastMessage(ts), runview.ActionApprove)
 
-	h.click(approverA, dispatch.ActionApprove, value, ts)
+	h.click(approverA, runview.ActionApprove, value, ts)
 	approvals, err := h.store.Approvals(t.Context(), plan.ID)
 	require.NoError(t, err)
 	require.Len(t, approvals, 1, "the vote is recorded when the click is acknowledged")
@@ -104,7 +104,7 @@ func TestVoteIsRecordedBeforeTheClickReturns(t *testing.T) {
 
 	// The settling vote is recorded at once too: the plan is approved in
 	// the store before its apply, a background task, begins.
-	h.click(approverB, dispatch.ActionApprove, value, ts)
+	h.click(approverB, runview.ActionApprove, value, ts)
 	approvals, err = h.store.Approvals(t.Context(), plan.ID)
 	require.NoError(t, err)
 	require.Len(t, approvals, 2)
@@ -118,13 +118,13 @@ func TestDoubleClickAppliesOnce(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	run, ts := h.runOnce("")
-	value := buttonValue(t, h.lastMessage(ts), dispatch.ActionApprove)
-	h.click(approverA, dispatch.ActionApprove, value, ts)
+	value := buttonValue(t, h.lastMessage(ts), runview.ActionApprove)
+	h.click(approverA, runview.ActionApprove, value, ts)
 	h.idle()
 
 	// The settling approver clicks twice before either click is handled.
-	h.click(approverB, dispatch.ActionApprove, value, ts)
-	h.click(approverB, dispatch.ActionApprove, value, ts)
+	h.click(approverB, runview.ActionApprove, value, ts)
+	h.click(approverB, runview.ActionApprove, value, ts)
 	h.idle()
 	require.Equal(t, 1, h.appliedCount(), "applied exactly once")
 	require.Equal(t, store.PlanDone, h.planOf(run.ID).State)
@@ -138,7 +138,7 @@ func TestDoubleClickAppliesOnce(t *testing.T) {
 	require.Equal(t, 1, refusals)
 
 	// A late click after the remediation changes nothing either.
-	h.click(approverA, dispatch.ActionApprove, value, ts)
+	h.click(approverA, runview.ActionApprove, value, ts)
 	h.idle()
 	require.Equal(t, 1, h.appliedCount())
 }
@@ -147,15 +147,15 @@ func TestDenyClosesThePlan(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	run, ts := h.runOnce("")
-	value := buttonValue(t, h.lastMessage(ts), dispatch.ActionDeny)
-	h.click(approverA, dispatch.ActionDeny, value, ts)
+	value := buttonValue(t, h.lastMessage(ts), runview.ActionDeny)
+	h.click(approverA, runview.ActionDeny, value, ts)
 	h.idle()
 	require.Equal(t, store.PlanDenied, h.planOf(run.ID).State)
 	final := h.lastMessage(ts)
 	require.False(t, hasButtons(final))
 	require.Contains(t, final.Text(), "Denied by @"+approverA)
 
-	h.click(approverB, dispatch.ActionApprove, value, ts)
+	h.click(approverB, runview.ActionApprove, value, ts)
 	h.idle()
 	require.Contains(t, strings.Join(h.repliesTo(approverB), "\n"), "This plan is denied")
 	require.Zero(t, h.appliedCount())
@@ -166,7 +166,7 @@ func TestStaleHashIsRefused(t *testing.T) {
 	h := newHarness(t)
 	run, ts := h.runOnce("")
 	plan := h.planOf(run.ID)
-	h.click(approverA, dispatch.ActionApprove, plan.ID+"|"+strings.Repeat("0", 64), ts)
+	h.click(approverA, runview.ActionApprove, plan.ID+"|"+strings.Repeat("0", 64), ts)
 	h.idle()
 	require.Contains(t, strings.Join(h.repliesTo(approverA), "\n"), "This plan changed since it was shown to you")
 	require.Equal(t, store.PlanProposed, h.planOf(run.ID).State)
@@ -179,9 +179,9 @@ func TestDryRunShowsThePlanToApproversOnly(t *testing.T) {
 		c.Access = []AccessRule{{Runbooks: []string{"stuck-worker"}, Users: []string{requester}}}
 	})
 	run, ts := h.runOnce("")
-	value := buttonValue(t, h.lastMessage(ts), dispatch.ActionDryRun)
+	value := buttonValue(t, h.lastMessage(ts), runview.ActionDryRun)
 
-	h.click(approverA, dispatch.ActionDryRun, value, ts)
+	h.click(approverA, runview.ActionDryRun, value, ts)
 	h.idle()
 	got := h.repliesTo(approverA)
 	require.Len(t, got, 1)
@@ -190,7 +190,7 @@ func TestDryRunShowsThePlanToApproversOnly(t *testing.T) {
 	require.Contains(t, got[0], "Nothing was changed")
 	require.NotContains(t, got[0], "Re-check", "the targets did not change")
 
-	h.click(stranger, dispatch.ActionDryRun, value, ts)
+	h.click(stranger, runview.ActionDryRun, value, ts)
 	h.idle()
 	require.Contains(t, strings.Join(h.repliesTo(stranger), "\n"), "Only people who may run stuck-worker or approve this plan")
 	require.Zero(t, h.appliedCount())
@@ -204,7 +204,7 @@ func TestExpiredPlanLosesItsButtons(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	run, ts := h.runOnce("")
-	value := buttonValue(t, h.lastMessage(ts), dispatch.ActionApprove)
+	value := buttonValue(t, h.lastMessage(ts), runview.ActionApprove)
 	require.True(t, hasButtons(h.lastMessage(ts)))
 	plan := h.planOf(run.ID)
 
@@ -221,7 +221,7 @@ func TestExpiredPlanLosesItsButtons(t *testing.T) {
 	require.False(t, hasButtons(final), "no Approve button on a plan that can no longer run")
 	require.Contains(t, final.Text(), "Plan is expired")
 
-	h.click(approverA, dispatch.ActionApprove, value, ts)
+	h.click(approverA, runview.ActionApprove, value, ts)
 	h.idle()
 	require.Contains(t, strings.Join(h.repliesTo(approverA), "\n"), "expired")
 	require.Equal(t, store.PlanExpired, h.planOf(run.ID).State)

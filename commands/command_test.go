@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/chat"
+	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/store"
 )
@@ -163,7 +164,7 @@ func TestConfigRefusesMistakes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := New(tc.cfg, h.disp, Deps{Store: h.store, Engine: &engine.Engine{}})
+			_, err := New(tc.cfg, h.disp, Deps{TriggerDeps: dispatch.TriggerDeps{Store: h.store}, Engine: &engine.Engine{}})
 			require.ErrorContains(t, err, tc.want)
 		})
 	}

@@ -36,10 +36,12 @@ type Config struct {
 
 // Deps are what the commands read besides the dispatch core.
 type Deps struct {
-	// Store answers status and history. Engine, when set, explains
-	// runbooks; the dispatcher's current one (Dispatcher.Current) when nil,
-	// which follows a reload.
-	Store  store.Store
+	// TriggerDeps are what every trigger takes: Store answers status
+	// and history; the logger. The commands post no message of their
+	// own (replies go through the Dispatcher) and run no loop to beat.
+	dispatch.TriggerDeps
+	// Engine, when set, explains runbooks; the dispatcher's current one
+	// (Dispatcher.Current) when nil, which follows a reload.
 	Engine *engine.Engine
 	// Replier tells a clicker what became of their click; without it,
 	// that is only logged.
@@ -47,8 +49,6 @@ type Deps struct {
 	// UserGroups looks up the chat platform's user groups that access
 	// rules name; nil when the platform has none.
 	UserGroups chat.UserGroups
-	// Logger is slog.Default() when nil.
-	Logger *slog.Logger
 }
 
 // Handler is the chat commands as a chat.Handler: the runbot command
@@ -82,13 +82,10 @@ func New(cfg Config, d *dispatch.Dispatcher, deps Deps) (*Handler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("chat commands config: %w", err)
 	}
-	log := deps.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	deps.TriggerDeps = d.ForTrigger(deps.TriggerDeps, "commands")
 	h := &Handler{
 		cfg: cfg, disp: d, fixedEngine: deps.Engine, store: deps.Store, replier: deps.Replier, userGroups: deps.UserGroups,
-		log: log.With("component", "commands"),
+		log: deps.Logger,
 	}
 	h.access.Store(&access{rules: cfg.Access, groups: cfg.Groups, chat: deps.UserGroups})
 	return h, nil

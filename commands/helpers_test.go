@@ -82,7 +82,7 @@ func newHarness(t *testing.T, tweak ...func(*Config)) *harness {
 		Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Chat: h.rec, Logger: logger,
 	})
 	require.NoError(t, err)
-	h.cmds, err = New(cfg, h.disp, Deps{Store: st, Engine: eng, Replier: h.rec, UserGroups: h.rec, Logger: logger})
+	h.cmds, err = New(cfg, h.disp, Deps{TriggerDeps: dispatch.TriggerDeps{Store: st, Logger: logger}, Engine: eng, Replier: h.rec, UserGroups: h.rec})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/runbot/runbot/chat"
-	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runview"
 )
 
 // help is generated from the catalog, so it lists exactly the runbooks and
@@ -108,14 +108,14 @@ func (h *Handler) explain(ctx context.Context, words []string) chat.Message {
 	m.Sections = append(m.Sections, chat.Section{Heading: "Steps", Lines: steps})
 	var findings []chat.Line
 	for _, f := range rb.Findings {
-		findings = append(findings, chat.Line{Status: dispatch.SeverityStatus(f.Severity), Text: f.ID + " when " + f.When})
+		findings = append(findings, chat.Line{Status: runview.SeverityStatus(f.Severity), Text: f.ID + " when " + f.When})
 	}
 	for _, d := range rb.Diagnoses {
 		t := "diagnosis " + d.ID + " when " + d.When
 		if d.Remediate != "" {
 			t += ", proposes " + d.Remediate
 		}
-		findings = append(findings, chat.Line{Status: dispatch.SeverityStatus(d.Severity), Text: t})
+		findings = append(findings, chat.Line{Status: runview.SeverityStatus(d.Severity), Text: t})
 	}
 	if len(findings) > 0 {
 		m.Sections = append(m.Sections, chat.Section{Heading: "Findings and diagnoses", Lines: findings})

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/runbot/runbot/chat"
-	"github.com/runbot/runbot/dispatch"
+	"github.com/runbot/runbot/runview"
 	"github.com/runbot/runbot/store"
 )
 
@@ -38,7 +38,7 @@ func (h *Handler) status(ctx context.Context, words []string) chat.Message {
 	m, ok := h.disp.ActiveView(run.ID)
 	if !ok {
 		rb, _ := h.catalog().Get(run.Runbook)
-		if m, err = dispatch.StoredView(run, rb); err != nil {
+		if m, err = runview.Stored(run, rb); err != nil {
 			return errorReply(err.Error())
 		}
 		if run.Status != store.RunRunning && len(run.Report) == 0 {
@@ -68,7 +68,7 @@ func runLines(runs []store.Run) []chat.Line {
 		st := chat.StatusRunning
 		what := string(r.Status)
 		if r.Status != store.RunRunning {
-			st, what = dispatch.RunOutcomeStatus(r), string(r.Outcome)
+			st, what = runview.RunOutcomeStatus(r), string(r.Outcome)
 			if what == "" {
 				what = string(r.Status)
 			}

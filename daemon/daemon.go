@@ -321,7 +321,7 @@ func (d *daemonParts) startDispatcher(runCtx context.Context, dcfg dispatch.Conf
 func (d *daemonParts) chatCommands(runCtx context.Context, cfg *config.Config, sl *slackchat.Slack, mux *http.ServeMux) error {
 	// No Engine: the commands explain runbooks with the dispatcher's
 	// current one, which follows a reload.
-	cmds, err := commands.New(commandsConfig(cfg), d.disp, commands.Deps{Store: d.st, Replier: sl, UserGroups: sl, Logger: d.log})
+	cmds, err := commands.New(commandsConfig(cfg), d.disp, commands.Deps{TriggerDeps: dispatch.TriggerDeps{Store: d.st, Logger: d.log}, Replier: sl, UserGroups: sl})
 	d.cmds = cmds
 	if err != nil {
 		// serve --check's rules report these at their position first;

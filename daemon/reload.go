@@ -181,7 +181,7 @@ func (r *reloader) apply(ctx context.Context, log *slog.Logger) error {
 	rem := *cur.Remediator
 	rem.Engine, rem.Catalog, rem.Groups = &eng, plan.Catalog, cfg.Groups
 	set := dispatch.Set{Catalog: plan.Catalog, Engine: &eng, Remediator: &rem}
-	next, err := r.d.sched.sched.Successor(scheduleConfig(cfg), schedule.Options{
+	next, err := r.d.sched.sched.Successor(scheduleConfig(cfg), schedule.Deps{
 		TriggerDeps: dispatch.TriggerDeps{Store: r.d.st, Chat: r.d.disp.Chat(), Heartbeat: r.ready, Logger: log},
 		Fleet:       &bind.Fleet{Inventory: plan.Inventory}, Ticks: r.d.st, Catalog: plan.Catalog,
 	})

@@ -37,7 +37,7 @@ func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *
 		for _, r := range a.Routes {
 			ac.Routes = append(ac.Routes, alerts.Route{Match: r.Match, Runbook: r.Runbook, Params: r.Params})
 		}
-		rcv, err := alerts.New(ac, disp, dispatch.TriggerDeps{Store: d.st, Chat: disp.Chat(), Heartbeat: ready, Logger: d.log})
+		rcv, err := alerts.New(ac, disp, alerts.Deps{TriggerDeps: dispatch.TriggerDeps{Store: d.st, Chat: disp.Chat(), Heartbeat: ready, Logger: d.log}})
 		if err != nil {
 			return err
 		}
@@ -54,7 +54,7 @@ func wireTriggers(ctx context.Context, cfg *config.Config, d *daemonParts, mux *
 	sc := scheduleConfig(cfg)
 	// Every replica schedules every audit; the tick claims in the store
 	// make each tick run once across them.
-	sched, err := schedule.New(sc, disp, schedule.Options{TriggerDeps: dispatch.TriggerDeps{Store: d.st, Chat: disp.Chat(), Heartbeat: ready, Logger: d.log},
+	sched, err := schedule.New(sc, disp, schedule.Deps{TriggerDeps: dispatch.TriggerDeps{Store: d.st, Chat: disp.Chat(), Heartbeat: ready, Logger: d.log},
 		Fleet: &bind.Fleet{Inventory: d.inv}, Ticks: d.st})
 	if err != nil {
 		return err

@@ -19,13 +19,13 @@ import (
 	"time"
 
 	"github.com/runbot/runbot/chat"
-	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/record"
 	"github.com/runbot/runbot/runbooks/remediation"
+	"github.com/runbot/runbot/runview"
 	"github.com/runbot/runbot/slackchat"
 	"github.com/runbot/runbot/store"
 )
@@ -271,7 +271,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 		return errors.New("the diagnosis proposed no remediation")
 	}
 	done(fmt.Sprintf("diagnosed %s in %s", rep.Diagnoses[0].ID, rep.FinishedAt.Sub(rep.StartedAt).Round(100*time.Millisecond)))
-	msg := dispatch.Preview(run, rb, rep, prop, nil, nil)
+	msg := runview.Preview(run, rb, rep, prop, nil, nil)
 	d.out.printf("\nThis is what runbot posts to Slack:\n\n%s", msg.Text())
 	d.out.printf("\n[ Dry-run diff ]\n%s\n", indent(prop.Body.Diff(), "  "))
 	d.slack(ctx, msg)
@@ -306,7 +306,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 		return fmt.Errorf("the fix did not verify: %s", result.Message)
 	}
 	approvals, _ := st.Approvals(ctx, prop.Plan.ID)
-	final := dispatch.Preview(run, rb, rep, prop, approvals, result)
+	final := runview.Preview(run, rb, rep, prop, approvals, result)
 	d.out.printf("\nThe Slack message's remediation part then reads:\n\n%s", remediationPart(final).Text())
 	d.slack(ctx, final)
 	done("recovered: " + result.Message)

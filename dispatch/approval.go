@@ -93,10 +93,10 @@ func (d *Dispatcher) Vote(ctx context.Context, v Vote) (VoteResult, error) {
 
 // apply carries out an approved plan, showing each stage as it happens.
 func (d *Dispatcher) apply(ctx context.Context, rs *runState, planID, actor string) *remediation.ApplyResult {
-	log := d.log.With("plan", planID, "run", rs.run.ID)
+	log := d.log.With("plan", planID, "run", rs.Run.ID)
 	log.Info("applying approved remediation", "actor", actor)
 	rs.mu.Lock()
-	rs.applying = true
+	rs.Applying = true
 	rs.mu.Unlock()
 	rs.publish()
 	// The apply takes the set current when it starts (the runbook and the
@@ -104,23 +104,23 @@ func (d *Dispatcher) apply(ctx context.Context, rs *runState, planID, actor stri
 	// compares the hash with what was approved) and keeps it to its end.
 	res, err := d.current().rem.Apply(ctx, planID, actor, func(ev remediation.ApplyEvent) {
 		rs.mu.Lock()
-		rs.apply = append(rs.apply, ev)
+		rs.Apply = append(rs.Apply, ev)
 		rs.mu.Unlock()
 		rs.publish()
 	})
 	after, cancel := recording(ctx, "showing the outcome of plan "+planID)
 	defer cancel()
 	rs.mu.Lock()
-	rs.applying = false
-	rs.result = res
+	rs.Applying = false
+	rs.Result = res
 	var conflict *store.StateConflictError
 	switch {
 	case err != nil && errors.As(err, &conflict):
 		// Someone else moved the plan first; their apply reports itself.
 		log.Info("plan already being applied elsewhere", "err", err)
-		rs.result = nil
+		rs.Result = nil
 	case err != nil && (res == nil || res.Message == ""):
-		rs.applyErr = err.Error()
+		rs.ApplyErr = err.Error()
 	}
 	rs.mu.Unlock()
 	if err != nil {
@@ -159,7 +159,7 @@ func (d *Dispatcher) loadPlanState(ctx context.Context, planID string) (*runStat
 // shows the truth even when several clicks raced.
 func (d *Dispatcher) reloadPlan(ctx context.Context, rs *runState) {
 	rs.mu.Lock()
-	id := rs.plan.ID
+	id := rs.Plan.ID
 	rs.mu.Unlock()
 	if id == "" {
 		return
@@ -175,7 +175,7 @@ func (d *Dispatcher) reloadPlan(ctx context.Context, rs *runState) {
 		return
 	}
 	rs.mu.Lock()
-	rs.plan, rs.approvals = plan, approvals
+	rs.Plan, rs.Approvals = plan, approvals
 	rs.mu.Unlock()
 }
 

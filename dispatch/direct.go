@@ -92,16 +92,16 @@ func (d *Dispatcher) RunNow(ctx context.Context, req Direct) DirectResult {
 		return res
 	}
 	rs := newRunState(run, rb)
-	rs.setReport(rep)
+	rs.SetReport(rep)
 	switch {
 	case out.StartErr != nil:
-		rs.problem = "could not start: " + out.StartErr.Error()
+		rs.Problem = "could not start: " + out.StartErr.Error()
 	case out.ProposeErr != nil:
-		rs.problem = "could not propose the remediation: " + out.ProposeErr.Error()
+		rs.Problem = "could not propose the remediation: " + out.ProposeErr.Error()
 	case out.Proposal != nil:
-		rs.proposal, rs.plan = out.Proposal, out.Proposal.Plan
+		rs.Proposal, rs.Plan = out.Proposal, out.Proposal.Plan
 	}
-	m := rs.view()
+	m := rs.Message()
 	if note != "" {
 		m.Notes = append(m.Notes, note)
 	}
@@ -133,13 +133,13 @@ func (d *Dispatcher) ProposeInThread(ctx context.Context, run store.Run, params 
 		return false, nil
 	}
 	rs := newRunState(run, rb)
-	rs.setReport(rep)
+	rs.SetReport(rep)
 	if perr != nil {
-		rs.problem = "could not propose the remediation: " + perr.Error()
+		rs.Problem = "could not propose the remediation: " + perr.Error()
 	} else {
-		rs.proposal, rs.plan = prop, prop.Plan
+		rs.Proposal, rs.Plan = prop, prop.Plan
 	}
-	return d.postRecorded(ctx, run, rs.view(), channel, thread)
+	return d.postRecorded(ctx, run, rs.Message(), channel, thread)
 }
 
 // postRecorded posts a recorded run's message (in thread when set) and

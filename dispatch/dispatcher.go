@@ -261,7 +261,7 @@ func (d *Dispatcher) ActiveView(runID string) (m chat.Message, ok bool) {
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	return rs.view(), true
+	return rs.Message(), true
 }
 
 // WorkThread says where queued work's run posts: the channel and the thread

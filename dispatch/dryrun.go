@@ -3,11 +3,11 @@ package dispatch
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/runbooks/record"
 	"github.com/runbot/runbot/runbooks/remediation"
+	"github.com/runbot/runbot/runview"
 )
 
 // DryRun shows what a plan would change without changing anything: the
@@ -20,11 +20,11 @@ func (d *Dispatcher) DryRun(ctx context.Context, planID string) (chat.Message, e
 	}
 	body := prop.Body
 	m := chat.Message{Title: fmt.Sprintf("Dry run: %s on %s", body.Remediation, body.Deployment), Status: chat.StatusInfo, More: "runbot show " + prop.Plan.RunID, Run: prop.Plan.RunID}
-	m.Sections = planSections(&body)
+	m.Sections = runview.PlanSections(&body)
 	if note := d.recheck(ctx, prop); note != "" {
 		m.Sections = append(m.Sections, chat.Section{Status: chat.StatusWarning, Heading: "Re-check", Text: note})
 	}
-	m.Notes = []string{"Nothing was changed. Plan " + prop.Plan.ID + ", hash " + short(prop.Plan.Hash) + "."}
+	m.Notes = []string{"Nothing was changed. Plan " + prop.Plan.ID + ", hash " + runview.ShortHash(prop.Plan.Hash) + "."}
 	return m.Map(body.Scrubber()), nil
 }
 
@@ -58,36 +58,4 @@ func (d *Dispatcher) recheck(ctx context.Context, prop *remediation.Proposal) st
 		return "the targets changed since this plan was proposed: approving it will be refused when it is applied. Run the runbook again for a new plan."
 	}
 	return ""
-}
-
-// planSections shows each planned action with its diff or its commands.
-func planSections(body *remediation.PlanBody) []chat.Section {
-	var out []chat.Section
-	for _, a := range body.Actions {
-		s := chat.Section{Heading: a.Plan.Summary}
-		if a.Plan.NoOp {
-			s.Text = "Already in place; nothing to do."
-		}
-		switch {
-		case a.Plan.Diff != "":
-			s.Code = a.Plan.Diff
-		case len(a.Plan.Commands) > 0:
-			s.Code = strings.Join(a.Plan.Commands, "\n")
-		}
-		if a.Plan.Reversible {
-			s.Lines = append(s.Lines, chat.Line{Text: "reversible: rolled back if verification fails"})
-		}
-		out = append(out, s)
-	}
-	if len(body.Verify) > 0 {
-		out = append(out, chat.Section{Heading: "Then verifies with", Text: strings.Join(body.Verify, ", ") + "\n" + body.RollbackPlan()})
-	}
-	return out
-}
-
-func short(hash string) string {
-	if len(hash) > 12 {
-		return hash[:12]
-	}
-	return hash
 }

@@ -110,7 +110,7 @@ func (d *Dispatcher) recoveredState(ctx context.Context, runID string, rec store
 		return nil, err
 	}
 	if prop != nil {
-		if rs.approvals, err = d.store.Approvals(ctx, plan.ID); err != nil {
+		if rs.Approvals, err = d.store.Approvals(ctx, plan.ID); err != nil {
 			return nil, fmt.Errorf("read approvals of plan %s: %w", plan.ID, err)
 		}
 	}
@@ -119,15 +119,15 @@ func (d *Dispatcher) recoveredState(ctx context.Context, runID string, rec store
 	case run.Status == store.RunInterrupted:
 		// No step results survive; listing the steps as waiting would
 		// say the run still goes.
-		rs.stepOrder = nil
-		rs.problem, err = d.interruptedRunText(ctx, run, rec)
+		rs.StepOrder = nil
+		rs.Problem, err = d.interruptedRunText(ctx, run, rec)
 		if err != nil {
 			return nil, err
 		}
-	case rs.report != nil:
-		rs.notes = append(rs.notes, "the runbot process that ran this stopped after it had finished; its result stands and it was not run again.")
-		if prop == nil && slices.ContainsFunc(rs.report.Diagnoses, func(dg runbooks.DiagnosisResult) bool { return dg.Remediation != "" }) {
-			rs.notes = append(rs.notes, "the runbot process that ran this stopped before it proposed the remediation: run the runbook again for a plan to approve.")
+	case rs.Report != nil:
+		rs.Notes = append(rs.Notes, "the runbot process that ran this stopped after it had finished; its result stands and it was not run again.")
+		if prop == nil && slices.ContainsFunc(rs.Report.Diagnoses, func(dg runbooks.DiagnosisResult) bool { return dg.Remediation != "" }) {
+			rs.Notes = append(rs.Notes, "the runbot process that ran this stopped before it proposed the remediation: run the runbook again for a plan to approve.")
 		}
 	}
 	if interrupted {
@@ -135,7 +135,7 @@ func (d *Dispatcher) recoveredState(ctx context.Context, runID string, rec store
 		if err != nil {
 			return nil, fmt.Errorf("read actions of plan %s: %w", plan.ID, err)
 		}
-		rs.apply, rs.result = interruptedPlanText(plan, actions)
+		rs.Apply, rs.Result = interruptedPlanText(plan, actions)
 	}
 	rs.live = d.liveMessage(chat.Ref(*run.Message))
 	return rs, nil

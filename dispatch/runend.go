@@ -1,10 +1,7 @@
 package dispatch
 
 import (
-	"fmt"
-
 	"github.com/runbot/runbot/chat"
-	"github.com/runbot/runbot/runbooks"
 )
 
 // RunEnd is a run that ended, as a trigger shows it beside what started
@@ -36,23 +33,4 @@ func (d *Dispatcher) runEnded(e RunEnd) {
 	for _, fn := range fns {
 		fn(e)
 	}
-}
-
-// Verdict is a report in one line: its diagnoses, else its worst finding,
-// else what the run says when nothing holds.
-func Verdict(rep *runbooks.Report) string {
-	if rep == nil {
-		return ""
-	}
-	if len(rep.Diagnoses) > 0 {
-		out := "Diagnosis: " + rep.Diagnoses[0].Summary
-		if n := len(rep.Diagnoses) - 1; n > 0 {
-			out += fmt.Sprintf(" (and %d more)", n)
-		}
-		return out
-	}
-	if sections := reportSections(rep); len(sections) > 0 {
-		return sections[0].Heading
-	}
-	return string(rep.Outcome)
 }

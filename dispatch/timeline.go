@@ -28,7 +28,7 @@ func (d *Dispatcher) postTimeline(rs *runState, pl workPayload) {
 		return
 	}
 	rs.mu.Lock()
-	rep, ref, runID := rs.report, rs.run.Message, rs.run.ID
+	rep, ref, runID := rs.Report, rs.Run.Message, rs.Run.ID
 	rs.mu.Unlock()
 	if rep == nil || ref == nil {
 		return

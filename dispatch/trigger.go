@@ -11,7 +11,10 @@ import (
 
 // TriggerDeps are what a trigger package works with besides the
 // Dispatcher it submits to. They are the same for every trigger, so that
-// each one is wired alike.
+// each one is wired alike: a trigger's constructor is
+// New(cfg Config, d *Dispatcher, deps Deps), and its Deps embeds
+// TriggerDeps beside what only that trigger needs (alerts.Deps,
+// commands.Deps, schedule.Deps).
 type TriggerDeps struct {
 	// Store keeps what the trigger records besides its requests (an
 	// alert's deliveries, a schedule's previous runs).

@@ -11,6 +11,7 @@ import (
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/record"
+	"github.com/runbot/runbot/runview"
 	"github.com/runbot/runbot/store"
 )
 
@@ -73,7 +74,7 @@ func (d *Dispatcher) execute(ctx context.Context, w store.Work, free func()) {
 			rs, release, _ = d.hold(run.ID, func() (*runState, error) { return newRunState(run, rb), nil })
 			if w.Attempts > 1 {
 				rs.mu.Lock()
-				rs.notes = append(rs.notes, retryNote(w))
+				rs.Notes = append(rs.Notes, retryNote(w))
 				rs.mu.Unlock()
 			}
 			if !pl.Quiet {
@@ -98,7 +99,7 @@ func (d *Dispatcher) execute(ctx context.Context, w store.Work, free func()) {
 	if out.StartErr != nil {
 		log.Warn("run could not start", "err", out.StartErr)
 		rs.mu.Lock()
-		rs.problem = "could not start: " + out.StartErr.Error()
+		rs.Problem = "could not start: " + out.StartErr.Error()
 		rs.mu.Unlock()
 		free()
 		d.speakUp(ctx, rs, pl)
@@ -107,19 +108,19 @@ func (d *Dispatcher) execute(ctx context.Context, w store.Work, free func()) {
 		return
 	}
 	rs.mu.Lock()
-	rs.setReport(out.Report)
+	rs.SetReport(out.Report)
 	switch {
 	case out.ProposeErr != nil:
 		log.Warn("remediation not proposed", "err", out.ProposeErr)
-		rs.problem = "could not propose the remediation: " + out.ProposeErr.Error()
+		rs.Problem = "could not propose the remediation: " + out.ProposeErr.Error()
 	case out.Proposal != nil:
 		log.Info("remediation proposed", "plan", out.Proposal.Plan.ID, "remediation", out.Proposal.Body.Remediation)
-		rs.proposal, rs.plan = out.Proposal, out.Proposal.Plan
+		rs.Proposal, rs.Plan = out.Proposal, out.Proposal.Plan
 	}
 	rs.mu.Unlock()
 	log.Info("run finished", "outcome", out.Report.Outcome, "status", out.Run.Status)
 	free()
-	if rs.proposal != nil || rs.problem != "" {
+	if rs.Proposal != nil || rs.Problem != "" {
 		d.speakUp(ctx, rs, pl)
 	}
 	d.showFinal(ctx, rs)
@@ -132,7 +133,7 @@ func (d *Dispatcher) speakUp(ctx context.Context, rs *runState, pl workPayload) 
 	if !pl.Quiet {
 		return
 	}
-	rctx, cancel := recording(ctx, "posting the message of run "+rs.run.ID)
+	rctx, cancel := recording(ctx, "posting the message of run "+rs.Run.ID)
 	defer cancel()
 	d.postRun(rctx, rs, pl)
 }
@@ -140,9 +141,9 @@ func (d *Dispatcher) speakUp(ctx context.Context, rs *runState, pl workPayload) 
 // announceEnd tells the triggers that listen (OnRunEnd) how the run ended.
 func (d *Dispatcher) announceEnd(rs *runState, w store.Work) {
 	rs.mu.Lock()
-	e := RunEnd{WorkID: w.ID, RunID: rs.run.ID, Status: rs.status(), Verdict: Verdict(rs.report), Message: rs.run.Message != nil}
-	if rs.problem != "" && e.Verdict == "" {
-		e.Verdict = rs.problem
+	e := RunEnd{WorkID: w.ID, RunID: rs.Run.ID, Status: rs.Status(), Verdict: runview.Verdict(rs.Report), Message: rs.Run.Message != nil}
+	if rs.Problem != "" && e.Verdict == "" {
+		e.Verdict = rs.Problem
 	}
 	rs.mu.Unlock()
 	d.runEnded(e)
@@ -215,7 +216,7 @@ func (d *Dispatcher) completeWork(ctx context.Context, workID string) error {
 // showFinal brings a run's message up to date after the run ended, under a
 // deadline that starts now.
 func (d *Dispatcher) showFinal(ctx context.Context, rs *runState) {
-	rctx, cancel := recording(ctx, "updating the message of run "+rs.run.ID)
+	rctx, cancel := recording(ctx, "updating the message of run "+rs.Run.ID)
 	defer cancel()
 	d.show(rctx, rs)
 }
@@ -235,7 +236,7 @@ func retryNote(w store.Work) string {
 // whose message cannot be posted still runs; the requester is told why.
 func (d *Dispatcher) postRun(ctx context.Context, rs *runState, pl workPayload) {
 	rs.mu.Lock()
-	run, msg := rs.run, rs.view()
+	run, msg := rs.Run, rs.Message()
 	rs.mu.Unlock()
 	log := d.log.With("run", run.ID)
 	if d.chat == nil {
@@ -275,7 +276,7 @@ func (d *Dispatcher) postRun(ctx context.Context, rs *runState, pl workPayload) 
 		log.Warn("record run message", "err", err)
 	}
 	rs.mu.Lock()
-	rs.run.Message = &store.MessageRef{Platform: ref.Platform, Channel: ref.Channel, ID: ref.ID}
+	rs.Run.Message = &store.MessageRef{Platform: ref.Platform, Channel: ref.Channel, ID: ref.ID}
 	rs.live = d.liveMessage(ref)
 	rs.mu.Unlock()
 }
@@ -290,6 +291,6 @@ func (d *Dispatcher) show(ctx context.Context, rs *runState) {
 		return
 	}
 	if err := live.Flush(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		d.log.Warn("run message not brought up to date", "run", rs.run.ID, "err", err)
+		d.log.Warn("run message not brought up to date", "run", rs.Run.ID, "err", err)
 	}
 }

@@ -95,7 +95,7 @@ func startReplica(t *testing.T, dsn, name string, f *clusterFires) *clusterRepli
 	r.sched, err = New(Config{TimeZone: "UTC", Schedules: []Schedule{
 		{Name: clusterSchedule, Runbook: "service-errors", Cron: "*/5 * * * *", Params: map[string]string{"host": "here", "service": "api"}},
 		{Name: dailySchedule, Runbook: "service-errors", Cron: "0 1 * * *", Params: map[string]string{"host": "here", "service": "db"}},
-	}}, r.disp, Options{TriggerDeps: dispatch.TriggerDeps{Logger: slog.New(slog.DiscardHandler)}, Ticks: st})
+	}}, r.disp, Deps{TriggerDeps: dispatch.TriggerDeps{Logger: slog.New(slog.DiscardHandler)}, Ticks: st})
 	require.NoError(t, err)
 	r.sched.audit = func(ctx context.Context, e *scheduled) auditResult {
 		tick := tickAt(e.sched, time.Now())
@@ -278,7 +278,7 @@ func TestSummaryPostedOncePerTickAcrossReplicas(t *testing.T) {
 			require.NoError(t, err)
 			stores = append(stores, st)
 			d := testDispatcher(t, testCatalog(t, "testdata/runbooks"), dispatch.Config{RunTimeout: time.Hour})
-			s, err := New(Config{TimeZone: "UTC", Summary: "0 9 * * *"}, d, Options{
+			s, err := New(Config{TimeZone: "UTC", Summary: "0 9 * * *"}, d, Deps{
 				TriggerDeps: dispatch.TriggerDeps{Store: st, Chat: chats[i], Logger: slog.New(slog.DiscardHandler)}, Ticks: st})
 			require.NoError(t, err)
 			s.audit = func(context.Context, *scheduled) auditResult { return auditResult{Outcome: store.OutcomeOK} }

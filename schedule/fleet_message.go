@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/runbot/runbot/chat"
-	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/runbooks/record"
+	"github.com/runbot/runbot/runview"
 	"github.com/runbot/runbot/store"
 )
 
@@ -187,7 +187,7 @@ func fleetMessage(e *scheduled, p fleetPlan, total int) chat.Message {
 	sec := chat.Section{Heading: "Deployments", Status: chat.StatusOK}
 	var remedies []string
 	for _, r := range p.Shown {
-		st := dispatch.RunOutcomeStatus(store.Run{Outcome: r.Outcome})
+		st := runview.RunOutcomeStatus(store.Run{Outcome: r.Outcome})
 		if worse(st, sec.Status) {
 			sec.Status = st
 		}

@@ -295,11 +295,11 @@ func TestNewSchedulerRefusesFleetMistakes(t *testing.T) {
 	ok := func() Schedule {
 		return Schedule{Runbook: "fleet-check", Cron: "0 3 * * *", Deployments: "fleet-*", Params: map[string]string{"dir": "/var/lib/x"}}
 	}
-	s, err := New(Config{Schedules: []Schedule{ok()}}, d, Options{Fleet: fleet})
+	s, err := New(Config{Schedules: []Schedule{ok()}}, d, Deps{Fleet: fleet})
 	require.NoError(t, err)
 	single := ok()
 	single.Deployments, single.Params["deployment"] = "", "fleet-2"
-	_, err = New(Config{Schedules: []Schedule{single}}, d, Options{Fleet: fleet})
+	_, err = New(Config{Schedules: []Schedule{single}}, d, Deps{Fleet: fleet})
 	require.NoError(t, err, "a single schedule on a known deployment starts")
 	got := s.Schedules()[0]
 	require.Equal(t, "fleet-check dir=/var/lib/x deployments=fleet-*", got.Name)
@@ -308,33 +308,33 @@ func TestNewSchedulerRefusesFleetMistakes(t *testing.T) {
 
 	for name, tc := range map[string]struct {
 		mod  func(*Schedule)
-		opts Options
+		deps Deps
 		want string
 	}{
-		"deployment param too": {func(s *Schedule) { s.Params["deployment"] = "fleet-1" }, Options{Fleet: fleet},
+		"deployment param too": {func(s *Schedule) { s.Params["deployment"] = "fleet-1" }, Deps{Fleet: fleet},
 			`deployments "fleet-*" and param deployment are both set: a fleet audit sets deployment per deployment; keep one`},
-		"glob matches nothing": {func(s *Schedule) { s.Deployments = "db-*" }, Options{Fleet: fleet},
+		"glob matches nothing": {func(s *Schedule) { s.Deployments = "db-*" }, Deps{Fleet: fleet},
 			`deployments "db-*": inventory testdata/inventory.yaml has no deployment matching "db-*" (deployments: batch, fleet-1, fleet-2, fleet-3, fleet-4, fleet-5)`},
-		"only deployments without the role": {func(s *Schedule) { s.Deployments = "b*" }, Options{Fleet: fleet},
+		"only deployments without the role": {func(s *Schedule) { s.Deployments = "b*" }, Deps{Fleet: fleet},
 			`deployments "b*": no deployment can run runbook fleet-check: deployment batch has no role app, which runbook fleet-check targets`},
-		"bad glob":  {func(s *Schedule) { s.Deployments = "fleet-[" }, Options{Fleet: fleet}, `deployment glob "fleet-[": syntax error in pattern`},
-		"parallel":  {func(s *Schedule) { s.Parallel = -1 }, Options{Fleet: fleet}, "parallel -1: want at least 1"},
-		"no fleet":  {func(*Schedule) {}, Options{}, `deployments "fleet-*": the scheduler has no inventory to pick them from`},
-		"bad param": {func(s *Schedule) { s.Params["dir"] = "relative" }, Options{Fleet: fleet}, "param dir"},
+		"bad glob":  {func(s *Schedule) { s.Deployments = "fleet-[" }, Deps{Fleet: fleet}, `deployment glob "fleet-[": syntax error in pattern`},
+		"parallel":  {func(s *Schedule) { s.Parallel = -1 }, Deps{Fleet: fleet}, "parallel -1: want at least 1"},
+		"no fleet":  {func(*Schedule) {}, Deps{}, `deployments "fleet-*": the scheduler has no inventory to pick them from`},
+		"bad param": {func(s *Schedule) { s.Params["dir"] = "relative" }, Deps{Fleet: fleet}, "param dir"},
 		"no deployment param": {func(s *Schedule) {
 			s.Runbook, s.Params = "service-errors", map[string]string{"host": "here", "service": "api"}
-		}, Options{Fleet: fleet}, "runbook service-errors has no deployment param to set per deployment"},
+		}, Deps{Fleet: fleet}, "runbook service-errors has no deployment param to set per deployment"},
 		"parallel without deployments": {func(s *Schedule) {
 			s.Deployments, s.Parallel, s.Params["deployment"] = "", 2, "fleet-1"
-		}, Options{Fleet: fleet}, "parallel 2: only a fleet audit (deployments) runs in parallel"},
-		"single schedule, unknown deployment": {func(s *Schedule) { s.Deployments, s.Params["deployment"] = "", "fleet-9" }, Options{Fleet: fleet},
+		}, Deps{Fleet: fleet}, "parallel 2: only a fleet audit (deployments) runs in parallel"},
+		"single schedule, unknown deployment": {func(s *Schedule) { s.Deployments, s.Params["deployment"] = "", "fleet-9" }, Deps{Fleet: fleet},
 			`param deployment: inventory testdata/inventory.yaml has no deployment matching "fleet-9" (deployments: batch, fleet-1, fleet-2, fleet-3, fleet-4, fleet-5)`},
-		"single schedule, deployment without the role": {func(s *Schedule) { s.Deployments, s.Params["deployment"] = "", "batch" }, Options{Fleet: fleet},
+		"single schedule, deployment without the role": {func(s *Schedule) { s.Deployments, s.Params["deployment"] = "", "batch" }, Deps{Fleet: fleet},
 			"param deployment: deployment batch has no role app, which runbook fleet-check targets"},
 	} {
 		sc := ok()
 		tc.mod(&sc)
-		_, err := New(Config{Schedules: []Schedule{sc}}, d, tc.opts)
+		_, err := New(Config{Schedules: []Schedule{sc}}, d, tc.deps)
 		require.ErrorContains(t, err, tc.want, name)
 	}
 }

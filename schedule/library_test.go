@@ -27,7 +27,7 @@ func TestLibrarySchedules(t *testing.T) {
 			"host": "gpu-node-07", "health_url": "http://127.0.0.1:30001/health", "url": "http://127.0.0.1:30001/v1/models",
 		}},
 	}
-	s, err := New(Config{Schedules: good}, d, Options{})
+	s, err := New(Config{Schedules: good}, d, Deps{})
 	require.NoError(t, err)
 	var names []string
 	for _, sc := range s.Schedules() {
@@ -42,7 +42,7 @@ func TestLibrarySchedules(t *testing.T) {
 		"not nvidia-smi":        {Runbook: "gpu-node-health", Cron: "@hourly", Params: map[string]string{"host": "h", "nvidia_smi": "/bin/rm"}},
 		"no request url":        {Runbook: "http-alive-not-working", Cron: "@hourly", Params: map[string]string{"host": "h", "health_url": "http://127.0.0.1/health"}},
 	} {
-		_, err := New(Config{Schedules: []Schedule{sc}}, d, Options{})
+		_, err := New(Config{Schedules: []Schedule{sc}}, d, Deps{})
 		require.Error(t, err, name)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runview"
 	"github.com/runbot/runbot/store"
 )
 
@@ -88,13 +89,13 @@ type Config struct {
 	SummaryChannel string
 }
 
-// Options are the optional parts of a Scheduler: what every trigger takes
+// Deps are the optional parts of a Scheduler: what every trigger takes
 // (the store where the schedules' previous runs are read, for on_change
 // and the summary — without one, every run is posted as if its previous
 // run could not be read, and no summary is made; the chat that gets the
 // audit summaries; the heartbeat that gets the cron loop registered as
 // SchedulerHeartbeat; the logger and clock), and the fleet.
-type Options struct {
+type Deps struct {
 	dispatch.TriggerDeps
 	// Fleet is the inventory fleet audits (Schedule.Deployments) pick
 	// their deployments from; a fleet schedule is refused without one.
@@ -172,31 +173,31 @@ type Scheduler struct {
 
 // New checks every schedule: the runbook exists, its params are
 // valid, the cron spec and time zone parse.
-func New(cfg Config, d *dispatch.Dispatcher, opts Options) (*Scheduler, error) {
-	return newScheduler(cfg, d, opts, nil)
+func New(cfg Config, d *dispatch.Dispatcher, deps Deps) (*Scheduler, error) {
+	return newScheduler(cfg, d, deps, nil)
 }
 
 // Successor builds the scheduler that replaces s after a reload: cfg and
-// opts as New takes them (the new schedules, and opts.Fleet the new
+// deps as New takes them (the new schedules, and deps.Fleet the new
 // inventory), checked against the dispatcher's current catalog. It counts
 // into s's metrics, and a schedule that keeps its name keeps its state: an
 // audit of s still running skips the successor's ticks until it ends. The
 // caller stops s's Run before it starts the successor's; s's audits in
 // flight are the dispatcher's work and finish on their own.
-func (s *Scheduler) Successor(cfg Config, opts Options) (*Scheduler, error) {
-	return newScheduler(cfg, s.disp, opts, s)
+func (s *Scheduler) Successor(cfg Config, deps Deps) (*Scheduler, error) {
+	return newScheduler(cfg, s.disp, deps, s)
 }
 
-func newScheduler(cfg Config, d *dispatch.Dispatcher, opts Options, prev *Scheduler) (*Scheduler, error) {
+func newScheduler(cfg Config, d *dispatch.Dispatcher, deps Deps, prev *Scheduler) (*Scheduler, error) {
 	if d == nil {
 		return nil, errors.New("scheduler: a dispatcher is required")
 	}
-	deps := d.ForTrigger(opts.TriggerDeps, "scheduler")
-	s := &Scheduler{cfg: cfg, disp: d, store: deps.Store, chat: deps.Chat, fleet: opts.Fleet, log: deps.Logger, now: deps.Now, beat: deps.Heartbeat, metrics: newScheduleMetrics(), ticks: opts.Ticks}
+	deps.TriggerDeps = d.ForTrigger(deps.TriggerDeps, "scheduler")
+	s := &Scheduler{cfg: cfg, disp: d, store: deps.Store, chat: deps.Chat, fleet: deps.Fleet, log: deps.Logger, now: deps.Now, beat: deps.Heartbeat, metrics: newScheduleMetrics(), ticks: deps.Ticks}
 	if prev != nil {
 		s.metrics = prev.metrics
 	}
-	if s.catalog = opts.Catalog; s.catalog == nil {
+	if s.catalog = deps.Catalog; s.catalog == nil {
 		s.catalog = d.Catalog()
 	}
 	s.audit = s.runAudit
@@ -334,7 +335,7 @@ func (s *Scheduler) compile(sc Schedule) (*scheduled, error) {
 		// The name is logged, shown and recorded as the runs' requester:
 		// a secret param is masked in it (two schedules that differ only
 		// there are told to name themselves).
-		sc.Name = strings.TrimSpace(rb.Name + " " + dispatch.ParamText(rb.MaskSecrets(sc.Params)))
+		sc.Name = strings.TrimSpace(rb.Name + " " + runview.ParamText(rb.MaskSecrets(sc.Params)))
 		if sc.Deployments != "" {
 			sc.Name += " deployments=" + sc.Deployments
 		}

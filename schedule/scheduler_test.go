@@ -68,7 +68,7 @@ func newScheduleHarness(t *testing.T, cfg func(dir string) Config) *scheduleHarn
 		Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Chat: h.chat, Logger: logger,
 	})
 	require.NoError(t, err)
-	h.sched, err = New(cfg(h.dir), h.disp, Options{TriggerDeps: dispatch.TriggerDeps{Store: st, Chat: h.chat, Logger: logger}, Fleet: &bind.Fleet{Inventory: inv}})
+	h.sched, err = New(cfg(h.dir), h.disp, Deps{TriggerDeps: dispatch.TriggerDeps{Store: st, Chat: h.chat, Logger: logger}, Fleet: &bind.Fleet{Inventory: inv}})
 	require.NoError(t, err)
 	require.NoError(t, h.reg.Register(h.sched))
 	t.Cleanup(func() {
@@ -231,12 +231,12 @@ func TestNewSchedulerRefusesMistakes(t *testing.T) {
 		sc := ok
 		sc.Params = map[string]string{"host": "here"}
 		tc.mod(&sc)
-		_, err := New(Config{Schedules: []Schedule{sc}}, d, Options{})
+		_, err := New(Config{Schedules: []Schedule{sc}}, d, Deps{})
 		require.ErrorContains(t, err, tc.want, name)
 	}
-	_, err := New(Config{Schedules: []Schedule{ok, ok}}, d, Options{})
+	_, err := New(Config{Schedules: []Schedule{ok, ok}}, d, Deps{})
 	require.ErrorContains(t, err, `name "nightly-audit host=here" is used twice`)
-	_, err = New(Config{Schedules: []Schedule{ok}, Summary: "daily"}, d, Options{})
+	_, err = New(Config{Schedules: []Schedule{ok}, Summary: "daily"}, d, Deps{})
 	require.ErrorContains(t, err, `summary schedule "daily"`)
 }
 
@@ -271,7 +271,7 @@ func newBubbleScheduler(t *testing.T, cfg Config, fn func(n int)) *bubbleSchedul
 	b := &bubbleScheduler{reg: prometheus.NewRegistry(), beat: heartbeat.New(nil)}
 	b.d = testDispatcher(t, testCatalog(t, "testdata/runbooks"), dispatch.Config{RunTimeout: time.Hour})
 	var err error
-	b.s, err = New(cfg, b.d, Options{TriggerDeps: dispatch.TriggerDeps{Heartbeat: b.beat, Logger: log}})
+	b.s, err = New(cfg, b.d, Deps{TriggerDeps: dispatch.TriggerDeps{Heartbeat: b.beat, Logger: log}})
 	require.NoError(t, err)
 	require.NoError(t, b.reg.Register(b.s))
 	b.s.audit = func(ctx context.Context, e *scheduled) auditResult {
@@ -420,7 +420,7 @@ func TestSuccessorKeepsTheStateOfSchedulesThatStay(t *testing.T) { //nolint:tpar
 	h.sched.metrics.runs.WithLabelValues("kept", "ok").Inc()
 
 	next, err := h.sched.Successor(Config{Schedules: []Schedule{serviceSchedule("kept", h.dir, PostAlways), serviceSchedule("added", h.dir, PostAlways)}},
-		Options{TriggerDeps: dispatch.TriggerDeps{Store: h.store, Chat: h.chat}})
+		Deps{TriggerDeps: dispatch.TriggerDeps{Store: h.store, Chat: h.chat}})
 	require.NoError(t, err)
 	byName := map[string]*scheduled{}
 	for _, e := range next.entries {
@@ -440,7 +440,7 @@ func TestSuccessorKeepsTheStateOfSchedulesThatStay(t *testing.T) { //nolint:tpar
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := h.sched.Successor(tc.cfg, Options{TriggerDeps: dispatch.TriggerDeps{Store: h.store, Chat: h.chat}})
+			_, err := h.sched.Successor(tc.cfg, Deps{TriggerDeps: dispatch.TriggerDeps{Store: h.store, Chat: h.chat}})
 			require.ErrorContains(t, err, tc.want)
 		})
 	}

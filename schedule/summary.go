@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/runbot/runbot/chat"
-	"github.com/runbot/runbot/dispatch"
+	"github.com/runbot/runbot/runview"
 	"github.com/runbot/runbot/store"
 )
 
@@ -64,7 +64,7 @@ func (s *Scheduler) summaryView(ctx context.Context) (chat.Message, error) {
 			sec.Lines = append(sec.Lines, chat.Line{Status: sec.Status, Text: line})
 		} else if len(rs) > 0 {
 			last := rs[0] // newest first
-			sec.Status = dispatch.RunOutcomeStatus(last)
+			sec.Status = runview.RunOutcomeStatus(last)
 			sec.Lines = append(sec.Lines, chat.Line{Status: sec.Status, Text: fmt.Sprintf("Latest: %s at %s (%s)", outcomeName(last.Outcome), chat.Stamp(last.StartedAt), last.ID)})
 		} else {
 			sec.Status = chat.StatusWarning
@@ -136,7 +136,7 @@ func fleetLatest(e *scheduled, rs []store.Run) (chat.Status, string) {
 		}
 		seen[dep] = true
 		counts[r.Outcome]++
-		if st := dispatch.RunOutcomeStatus(r); worse(st, status) {
+		if st := runview.RunOutcomeStatus(r); worse(st, status) {
 			status = st
 		}
 	}

@@ -16,11 +16,11 @@ import (
 
 	"github.com/runbot/runbot/actions"
 	"github.com/runbot/runbot/chat"
-	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/remediation"
+	"github.com/runbot/runbot/runview"
 	"github.com/runbot/runbot/store"
 )
 
@@ -97,7 +97,7 @@ var fixedPlanTime = time.Date(2026, 6, 18, 20, 44, 49, 0, time.UTC)
 // wedgeRun is the state of the wedge's run with its proposal, as the
 // dispatcher holds it.
 type wedgeRun struct {
-	view *dispatch.View
+	view *runview.State
 	prop *remediation.Proposal
 	plan store.Plan
 }
@@ -106,7 +106,9 @@ func wedgeState(tb testing.TB) *wedgeRun {
 	tb.Helper()
 	rep := wedgeReport(tb)
 	run := store.Run{ID: rep.RunID, Runbook: rep.Runbook, Trigger: store.TriggerChat, RequestedBy: "U0REQ", Params: rep.Params, Status: store.RunFinished}
-	view := dispatch.NewView(run, nil).Title(rep.Title).Steps("health", "chat", "counters", "last_batch", "backend", "overlap").Report(rep)
+	view := runview.New(run, nil)
+	view.Title, view.StepOrder = rep.Title, []string{"health", "chat", "counters", "last_batch", "backend", "overlap"}
+	view.SetReport(rep)
 	body := remediation.PlanBody{
 		Runbook: "sglang-pd-wedge", Remediation: "disable_overlap_and_restart", Diagnosis: "pd_transfer_wedge", Deployment: "dsv4",
 		Params: rep.Params, Verify: []string{"health", "chat", "last_batch"}, Rollback: "on_failed_verify",
@@ -121,7 +123,7 @@ func wedgeState(tb testing.TB) *wedgeRun {
 		Hash: "9d8699a7a3a9b7bc69e3c8bd20ccb61fb1acde15ca21ef0159fb6db7721c94b4", RequestedBy: "U0REQ", State: store.PlanProposed, CreatedAt: fixedPlanTime,
 		Policy: store.Policy{Approvers: []string{"@sre-oncall"}, TwoPerson: true, ExpiresAt: fixedPlanTime.Add(15 * time.Minute)}}
 	prop := &remediation.Proposal{Plan: plan, Body: body}
-	view.Proposal(prop, plan, nil)
+	view.Proposal, view.Plan = prop, plan
 	return &wedgeRun{view: view, prop: prop, plan: plan}
 }
 
@@ -141,7 +143,7 @@ func TestGoldenRemediationApplied(t *testing.T) {
 	rs := wedgeState(t)
 	rs.plan.State = store.PlanDone
 	approvals := []store.Approval{{PlanID: rs.plan.ID, User: "U0AAA", Decision: store.Approve, PlanHash: rs.plan.Hash, At: fixedPlanTime.Add(time.Minute)}}
-	rs.view.Proposal(rs.prop, rs.plan, approvals)
+	rs.view.Plan, rs.view.Approvals = rs.plan, approvals
 	apply := []remediation.ApplyEvent{
 		{Stage: "precheck", Detail: "re-running sglang-pd-wedge to confirm pd_transfer_wedge still holds"},
 		{Stage: "action", Detail: "edit /root/serve_dsv4_decode.sh on decode@gpu-1: add --disable-overlap-schedule"},
@@ -150,16 +152,16 @@ func TestGoldenRemediationApplied(t *testing.T) {
 	}
 	result := &remediation.ApplyResult{PlanID: rs.plan.ID, State: store.PlanDone, Recovered: true, Message: "verified: the symptom is gone",
 		Verify: &runbooks.Report{Findings: []runbooks.FindingResult{{ID: "aborts_are_echoes", Severity: runbooks.Info, Summary: "0 transfer aborts since the restart."}}}}
-	rs.view.Applied(apply, result)
+	rs.view.Apply, rs.view.Result = apply, result
 	golden(t, "wedge-applied", rs.view.Message())
 }
 
 func TestGoldenRunInProgress(t *testing.T) {
 	t.Parallel()
-	rs := dispatch.NewView(store.Run{ID: "r-20260618-204412-3f9a1c", Runbook: "sglang-pd-wedge", Trigger: store.TriggerAlert, RequestedBy: "alertmanager",
+	rs := runview.New(store.Run{ID: "r-20260618-204412-3f9a1c", Runbook: "sglang-pd-wedge", Trigger: store.TriggerAlert, RequestedBy: "alertmanager",
 		Params: map[string]string{"deployment": "dsv4"}}, nil)
-	rs.Title("SGLang PD decode wedge")
-	rs.Steps("health", "chat", "counters", "last_batch")
+	rs.Title = "SGLang PD decode wedge"
+	rs.StepOrder = []string{"health", "chat", "counters", "last_batch"}
 	rs.Event(engine.Event{Kind: "step_finished", Run: &runbooks.TargetRun{Step: "health", Target: "router", Host: "gpu-1", Status: step.OK, Duration: 12 * time.Millisecond}})
 	rs.Event(engine.Event{Kind: "step_started", Run: &runbooks.TargetRun{Step: "chat", Target: "router", Host: "gpu-1"}})
 	rs.Event(engine.Event{Kind: "step_finished", Run: &runbooks.TargetRun{Step: "counters", Target: "decode", Host: "gpu-1", Status: step.Error, Error: "ssh: handshake failed: host key mismatch"}})
@@ -201,7 +203,7 @@ func TestGoldenTruncatedToSlackLimits(t *testing.T) {
 	for i := range 60 {
 		m.Sections = append(m.Sections, chat.Section{Heading: fmt.Sprintf("finding %d", i)})
 	}
-	m.Buttons = []chat.Button{{ID: dispatch.ActionApprove, Label: "Approve", Value: "p-1|abc"}}
+	m.Buttons = []chat.Button{{ID: runview.ActionApprove, Label: "Approve", Value: "p-1|abc"}}
 	m.Notes = []string{"small print"}
 	blocks := golden(t, "truncated", m)
 	raw := marshalBlocks(t, blocks)
@@ -213,8 +215,8 @@ func TestGoldenTruncatedToSlackLimits(t *testing.T) {
 func TestGoldenDryRun(t *testing.T) {
 	t.Parallel()
 	rs := wedgeState(t)
-	m := chat.Message{Title: "Dry run: disable_overlap_and_restart on dsv4", Status: chat.StatusInfo, Sections: dispatch.PlanSections(&rs.prop.Body),
-		Notes: []string{"Nothing was changed. Plan " + rs.plan.ID + ", hash " + dispatch.ShortHash(rs.plan.Hash) + "."}}
+	m := chat.Message{Title: "Dry run: disable_overlap_and_restart on dsv4", Status: chat.StatusInfo, Sections: runview.PlanSections(&rs.prop.Body),
+		Notes: []string{"Nothing was changed. Plan " + rs.plan.ID + ", hash " + runview.ShortHash(rs.plan.Hash) + "."}}
 	golden(t, "dry-run", m)
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/chat"
-	"github.com/runbot/runbot/dispatch"
+	"github.com/runbot/runbot/runview"
 	"github.com/runbot/runbot/store"
 )
 
@@ -41,7 +41,9 @@ func TestGoldenUserValuesShowLiterally(t *testing.T) {
 			t.Parallel()
 			run := store.Run{ID: "r-20260618-204412-3f9a1c", Runbook: "stuck-worker", Trigger: store.TriggerCLI, RequestedBy: tc.value,
 				Params: map[string]string{"deployment": "dsv4", "note": tc.value}, Status: store.RunRunning}
-			m := dispatch.NewView(run, nil).Title("stuck-worker on dsv4 " + tc.value).Message()
+			v := runview.New(run, nil)
+			v.Title = "stuck-worker on dsv4 " + tc.value
+			m := v.Message()
 			m.Facts = append(m.Facts, chat.Fact{Label: "Alert", Text: tc.value})
 			m.Sections = append(m.Sections, chat.Section{Heading: "Alert " + tc.value,
 				Lines: []chat.Line{{Text: "severity=page summary=" + tc.value}}, Text: tc.value + "\n> " + tc.value})

@@ -135,7 +135,7 @@ func newHarnessWith(t *testing.T, runbookDir string, tweak ...func(*Config)) *ha
 	require.NoError(t, err)
 	cmds, err := commands.New(commands.Config{
 		Groups: testGroups, Access: []commands.AccessRule{{Runbooks: []string{"*"}, Groups: []string{"oncall"}}},
-	}, h.disp, commands.Deps{Store: st, Engine: eng, Replier: h.slack, UserGroups: h.slack, Logger: logger})
+	}, h.disp, commands.Deps{TriggerDeps: dispatch.TriggerDeps{Store: st, Logger: logger}, Engine: eng, Replier: h.slack, UserGroups: h.slack})
 	require.NoError(t, err)
 	h.bot, err = NewReceiver(h.slack, cmds)
 	require.NoError(t, err)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/dispatch"
+	"github.com/runbot/runbot/runview"
 	"github.com/runbot/runbot/store"
 )
 
@@ -47,14 +47,14 @@ func TestSlashCommandRunsRunbookAndPostsDiagnosis(t *testing.T) {
 	} {
 		require.Contains(t, text, want)
 	}
-	value := buttonValue(t, final, dispatch.ActionApprove)
+	value := buttonValue(t, final, runview.ActionApprove)
 	plans, err := h.store.ListPlans(t.Context(), store.PlanFilter{RunID: run.ID})
 	require.NoError(t, err)
 	require.Len(t, plans, 1)
 	require.Equal(t, store.PlanProposed, plans[0].State)
 	require.Equal(t, plans[0].ID+"|"+plans[0].Hash, value, "the button carries the plan id and the hash shown")
-	require.Equal(t, value, buttonValue(t, final, dispatch.ActionDeny))
-	require.Equal(t, value, buttonValue(t, final, dispatch.ActionDryRun))
+	require.Equal(t, value, buttonValue(t, final, runview.ActionDeny))
+	require.Equal(t, value, buttonValue(t, final, runview.ActionDryRun))
 	require.LessOrEqual(t, len(final.Blocks()), maxBlocks)
 	require.Zero(t, h.appliedCount(), "nothing is applied without approval")
 }

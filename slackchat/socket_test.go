@@ -12,7 +12,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/dispatch"
+	"github.com/runbot/runbot/runview"
 	"github.com/runbot/runbot/slackchat/slackrec"
 	"github.com/runbot/runbot/store"
 )
@@ -75,7 +75,7 @@ func TestSocketEventHandlersMatchHTTP(t *testing.T) {
 	}
 	cb := slack.InteractionCallback{Type: slack.InteractionTypeBlockActions, User: slack.User{ID: approverA}}
 	cb.Container.ChannelID = opsChan
-	cb.ActionCallback.BlockActions = []*slack.BlockAction{{ActionID: dispatch.ActionApprove, Value: plan.ID + "|" + plan.Hash, ActionTs: "1700000200.000001"}}
+	cb.ActionCallback.BlockActions = []*slack.BlockAction{{ActionID: runview.ActionApprove, Value: plan.ID + "|" + plan.Hash, ActionTs: "1700000200.000001"}}
 	evt = socketmode.Event{Type: socketmode.EventTypeInteractive, Data: cb, Request: &socketmode.Request{Type: "interactive", EnvelopeID: "env-3"}}
 	require.NoError(t, h.bot.socketEvent(t.Context(), acks, evt))
 	require.Equal(t, "env-3", acks.acks[2].envelope)

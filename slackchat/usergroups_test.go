@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/dispatch"
+	"github.com/runbot/runbot/runview"
 	"github.com/runbot/runbot/slackchat/slackrec"
 	"github.com/runbot/runbot/store"
 )
@@ -44,8 +44,8 @@ func TestApproverGroupBackedBySlackUserGroup(t *testing.T) {
 			h := newHarness(t, func(c *Config) { c.SlackUsergroups = map[string]string{"oncall": "S0ONCALL"} })
 			tc.setup(h)
 			run, ts := h.runOnce("")
-			value := buttonValue(t, h.lastMessage(ts), dispatch.ActionApprove)
-			h.click(rotating, dispatch.ActionApprove, value, ts)
+			value := buttonValue(t, h.lastMessage(ts), runview.ActionApprove)
+			h.click(rotating, runview.ActionApprove, value, ts)
 			h.idle()
 			require.Contains(t, strings.Join(h.ephemeralsTo(rotating), "\n"), tc.reply)
 			approvals, err := h.store.Approvals(t.Context(), h.planOf(run.ID).ID)

@@ -210,7 +210,7 @@ func wire(o options, tmp, slackURL string, st store.Store) (*alerts.Receiver, *d
 			Match: map[string]string{"alertname": "BenchAlert"}, Runbook: "bench-probe",
 			Params: map[string]string{"host": "here", "instance": "{{ .labels.instance }}"},
 		}},
-	}, disp, dispatch.TriggerDeps{Store: st, Chat: sl, Logger: log})
+	}, disp, alerts.Deps{TriggerDeps: dispatch.TriggerDeps{Store: st, Chat: sl, Logger: log}})
 	return intake, disp, err
 }
 

@@ -400,7 +400,7 @@ func wire(o options, tmp, slackURL string, st store.Store, catalog *runbooks.Cat
 			Match: map[string]string{"alertname": "BenchStorm"}, Runbook: "bench-probe",
 			Params: map[string]string{"host": "{{ .labels.host }}", "instance": "{{ .labels.instance }}"},
 		}},
-	}, disp, dispatch.TriggerDeps{Store: st, Chat: disp.Chat(), Logger: log})
+	}, disp, alerts.Deps{TriggerDeps: dispatch.TriggerDeps{Store: st, Chat: disp.Chat(), Logger: log}})
 	return intake, disp, ob, err
 }
 

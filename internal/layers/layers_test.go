@@ -24,7 +24,7 @@ var allowed = map[string][]string{
 	"daemon": {"preflight", "alerts", "commands", "schedule", "slackchat", "web", "dispatch", "chat", "chat/outbox", "runbooks", "runbooks/engine", "runbooks/bind", "runbooks/remediation", "timeline", "store", "remote/sshrun", "config", "inventory", "internal/"},
 	// The demo runs the incident on the simulator with the engine, the
 	// remediator and the chat message the core builds.
-	"demo": {"dispatch", "chat", "slackchat", "runbooks", "runbooks/engine", "runbooks/bind", "runbooks/remediation", "runbooks/record", "store", "inventory", "remote/sshrun", "internal/"},
+	"demo": {"runview", "chat", "slackchat", "runbooks", "runbooks/engine", "runbooks/bind", "runbooks/remediation", "runbooks/record", "store", "inventory", "remote/sshrun", "internal/"},
 	// The preflight reads the config and what it names and checks every
 	// reference between them; it opens and starts nothing.
 	"preflight": {"config", "runbooks", "runbooks/bind", "inventory", "internal/"},
@@ -35,12 +35,16 @@ var allowed = map[string][]string{
 	// dispatch is the core every trigger goes through: it runs and
 	// records through runbooks and posts through chat, and knows no
 	// platform and no trigger.
-	"dispatch": {"runbooks", "runbooks/engine", "runbooks/remediation", "runbooks/record", "store", "chat", "internal/"},
+	"dispatch": {"runview", "runbooks", "runbooks/engine", "runbooks/remediation", "runbooks/record", "store", "chat", "internal/"},
+	// runview renders a run as its chat message, for the core, the
+	// triggers' own messages and the demo; like the core it knows the
+	// chat seam and no platform.
+	"runview": {"chat", "runbooks", "runbooks/engine", "runbooks/record", "runbooks/remediation", "store", "internal/"},
 	// Triggers build requests and call the dispatch core; chat platforms
 	// sit beside them.
-	"schedule": {"dispatch", "chat", "runbooks", "runbooks/bind", "runbooks/record", "store", "internal/"},
-	"alerts":   {"dispatch", "chat", "runbooks", "store", "internal/"},
-	"commands": {"dispatch", "chat", "runbooks", "runbooks/engine", "runbooks/remediation", "store", "internal/"},
+	"schedule": {"dispatch", "runview", "chat", "runbooks", "runbooks/bind", "runbooks/record", "store", "internal/"},
+	"alerts":   {"dispatch", "runview", "chat", "runbooks", "store", "internal/"},
+	"commands": {"dispatch", "runview", "chat", "runbooks", "runbooks/engine", "runbooks/remediation", "store", "internal/"},
 	// chat is the seam between runbot and a chat platform: the message
 	// model, its own message reference and the interface; it knows
 	// nothing else of runbot. chattest records for tests.
@@ -195,6 +199,8 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"chat/chattest", "slackchat", false},
 		{"runbooks", "chat", false},
 		{"dispatch", "slackchat", false},
+		{"runview", "slackchat", false},
+		{"runview", "dispatch", false},
 		{"dispatch", "chat", true},
 		{"runbooks", "dispatch", false},
 		{"chat", "dispatch", false},

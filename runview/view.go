@@ -1,4 +1,10 @@
-package dispatch
+// Package runview renders a run as its chat message: the diagnosis and
+// evidence, the steps as they run, the proposed fix with its approvals and
+// buttons, and what applying it did. The dispatch core keeps a State per
+// run and re-renders it on every change; the demo and the report of a
+// finished run render one with Preview. It decides nothing and knows no
+// chat platform: a platform draws the chat.Message.
+package runview
 
 import (
 	"fmt"
@@ -21,51 +27,51 @@ const (
 	ActionDryRun  = "runbot_dryrun"
 )
 
-// view renders the run's message. Callers hold rs.mu.
-func (rs *runState) view() chat.Message {
-	m := chat.Message{Title: rs.title, Status: rs.status(), More: "runbot show " + rs.run.ID, Run: rs.run.ID}
-	m.Facts = runFacts(rs.run, rs.report)
-	if rs.report == nil {
+// Message renders the run's message.
+func (rs *State) Message() chat.Message {
+	m := chat.Message{Title: rs.Title, Status: rs.Status(), More: "runbot show " + rs.Run.ID, Run: rs.Run.ID}
+	m.Facts = runFacts(rs.Run, rs.Report)
+	if rs.Report == nil {
 		m.Sections = append(m.Sections, rs.verdictSections()...)
 		m.Sections = append(m.Sections, rs.stepsSection(true))
 	} else {
-		m.Sections = append(m.Sections, reportSections(rs.report)...)
+		m.Sections = append(m.Sections, reportSections(rs.Report)...)
 		m.Sections = append(m.Sections, rs.stepsSection(false))
 	}
-	if rs.problem != "" {
-		m.Sections = append(m.Sections, chat.Section{Heading: "Problem", Status: chat.StatusError, Text: rs.problem})
+	if rs.Problem != "" {
+		m.Sections = append(m.Sections, chat.Section{Heading: "Problem", Status: chat.StatusError, Text: rs.Problem})
 	}
-	if rs.proposal != nil {
+	if rs.Proposal != nil {
 		m.Sections = append(m.Sections, rs.proposalSection())
-		if rs.plan.State == store.PlanProposed {
-			m.Buttons = approvalButtons(rs.proposal, rs.plan)
+		if rs.Plan.State == store.PlanProposed {
+			m.Buttons = approvalButtons(rs.Proposal, rs.Plan)
 		}
 	}
-	if rs.applying || rs.result != nil || rs.applyErr != "" {
+	if rs.Applying || rs.Result != nil || rs.ApplyErr != "" {
 		m.Sections = append(m.Sections, rs.applySection())
 	}
-	m.Notes = append(m.Notes, rs.notes...)
-	if rs.proposal != nil && len(rs.proposal.Body.Secret) > 0 {
+	m.Notes = append(m.Notes, rs.Notes...)
+	if rs.Proposal != nil && len(rs.Proposal.Body.Secret) > 0 {
 		// The plan holds its secret params' values, as applying it needs
 		// them; its commands, diffs and what applying printed may quote
 		// them. The run's report and params hide them already.
-		m = m.Map(rs.proposal.Body.Scrubber())
+		m = m.Map(rs.Proposal.Body.Scrubber())
 	}
 	return m
 }
 
 // verdictSections show the diagnoses that the steps finished so far
-// already decide, before the slowest steps are done. Callers hold rs.mu.
-func (rs *runState) verdictSections() []chat.Section {
-	if rs.verdictAt.IsZero() {
+// already decide, before the slowest steps are done.
+func (rs *State) verdictSections() []chat.Section {
+	if rs.VerdictAt.IsZero() {
 		return nil
 	}
-	after := rs.verdictAt.Sub(rs.run.StartedAt).Round(100 * time.Millisecond)
-	if len(rs.verdict) == 0 {
+	after := rs.VerdictAt.Sub(rs.Run.StartedAt).Round(100 * time.Millisecond)
+	if len(rs.Verdict) == 0 {
 		return []chat.Section{{Heading: fmt.Sprintf("No diagnosis holds (settled after %s); the rest of the evidence is still arriving.", after), Status: chat.StatusInfo}}
 	}
 	var out []chat.Section
-	for _, d := range rs.verdict {
+	for _, d := range rs.Verdict {
 		s := chat.Section{Heading: "Diagnosis: " + d.Summary, Status: SeverityStatus(d.Severity),
 			Lines: []chat.Line{{Text: fmt.Sprintf("settled after %s by the steps finished so far; the rest of the evidence is still arriving", after)}}}
 		if len(d.Findings) > 0 {
@@ -76,11 +82,13 @@ func (rs *runState) verdictSections() []chat.Section {
 	return out
 }
 
-func (rs *runState) status() chat.Status {
+// Status is the message's status icon: the outcome once the report is
+// in, an error when the run failed, running before.
+func (rs *State) Status() chat.Status {
 	switch {
-	case rs.report != nil:
-		return OutcomeStatus(rs.report.Outcome)
-	case rs.problem != "":
+	case rs.Report != nil:
+		return OutcomeStatus(rs.Report.Outcome)
+	case rs.Problem != "":
 		return chat.StatusError
 	}
 	return chat.StatusRunning
@@ -173,11 +181,11 @@ func reportSections(rep *runbooks.Report) []chat.Section {
 
 // stepsSection lists every step run while the run goes; afterwards only
 // the ones that did not run, under a count.
-func (rs *runState) stepsSection(live bool) chat.Section {
+func (rs *State) stepsSection(live bool) chat.Section {
 	s := chat.Section{Heading: "Steps"}
 	total, ran := 0, 0
-	for _, id := range rs.stepOrder {
-		runs := rs.steps[id]
+	for _, id := range rs.StepOrder {
+		runs := rs.Steps[id]
 		if len(runs) == 0 && live {
 			s.Lines = append(s.Lines, chat.Line{Status: chat.StatusPending, Text: id + ": waiting"})
 		}
@@ -219,8 +227,8 @@ func stepLine(tr *runbooks.TargetRun) chat.Line {
 	return chat.Line{Status: chat.StatusError, Text: fmt.Sprintf("%s: %s: %s", text, tr.Status, tr.Error)}
 }
 
-func (rs *runState) proposalSection() chat.Section {
-	p, body := rs.plan, rs.proposal.Body
+func (rs *State) proposalSection() chat.Section {
+	p, body := rs.Plan, rs.Proposal.Body
 	s := chat.Section{Heading: fmt.Sprintf("Proposed remediation: %s on %s", body.Remediation, body.Deployment), Status: planStatus(p.State)}
 	for _, a := range body.Actions {
 		text := a.Plan.Summary
@@ -242,7 +250,7 @@ func (rs *runState) proposalSection() chat.Section {
 		s.Lines = append(s.Lines, chat.Line{Text: body.RollbackPlan()})
 	}
 	var approved, denied []string
-	for _, a := range rs.approvals {
+	for _, a := range rs.Approvals {
 		if a.PlanHash != p.Hash {
 			continue
 		}
@@ -297,12 +305,12 @@ func approvalButtons(prop *remediation.Proposal, p store.Plan) []chat.Button {
 	}
 }
 
-func (rs *runState) applySection() chat.Section {
+func (rs *State) applySection() chat.Section {
 	s := chat.Section{Heading: "Remediation: applying", Status: chat.StatusRunning}
-	for _, ev := range rs.apply {
+	for _, ev := range rs.Apply {
 		s.Lines = append(s.Lines, chat.Line{Text: string(ev.Stage) + ": " + ev.Detail})
 	}
-	if r := rs.result; r != nil {
+	if r := rs.Result; r != nil {
 		s.Heading = "Remediation: " + strings.ReplaceAll(string(r.State), "_", " ")
 		s.Status = planStatus(r.State)
 		if r.Message != "" {
@@ -314,9 +322,9 @@ func (rs *runState) applySection() chat.Section {
 			}
 		}
 	}
-	if rs.applyErr != "" {
+	if rs.ApplyErr != "" {
 		s.Status = chat.StatusError
-		s.Lines = append(s.Lines, chat.Line{Status: chat.StatusError, Text: rs.applyErr})
+		s.Lines = append(s.Lines, chat.Line{Status: chat.StatusError, Text: rs.ApplyErr})
 	}
 	return s
 }
@@ -332,4 +340,23 @@ func RunOutcomeStatus(r store.Run) chat.Status {
 		return chat.StatusInconclusive
 	}
 	return chat.StatusError
+}
+
+// Verdict is a report in one line: its diagnoses, else its worst finding,
+// else what the run says when nothing holds.
+func Verdict(rep *runbooks.Report) string {
+	if rep == nil {
+		return ""
+	}
+	if len(rep.Diagnoses) > 0 {
+		out := "Diagnosis: " + rep.Diagnoses[0].Summary
+		if n := len(rep.Diagnoses) - 1; n > 0 {
+			out += fmt.Sprintf(" (and %d more)", n)
+		}
+		return out
+	}
+	if sections := reportSections(rep); len(sections) > 0 {
+		return sections[0].Heading
+	}
+	return string(rep.Outcome)
 }

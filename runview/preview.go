@@ -1,4 +1,4 @@
-package dispatch
+package runview
 
 import (
 	"github.com/runbot/runbot/chat"
@@ -11,14 +11,14 @@ import (
 // proposal (if any) and the outcome of applying it (if any). The CLI's demo
 // prints it, so what a terminal shows is exactly what Slack would.
 func Preview(run store.Run, rb *runbooks.Runbook, rep *runbooks.Report, prop *remediation.Proposal, approvals []store.Approval, result *remediation.ApplyResult) chat.Message {
-	rs := newRunState(run, rb)
-	rs.setReport(rep)
+	rs := New(run, rb)
+	rs.SetReport(rep)
 	if prop != nil {
-		rs.proposal, rs.plan, rs.approvals = prop, prop.Plan, approvals
+		rs.Proposal, rs.Plan, rs.Approvals = prop, prop.Plan, approvals
 		if result != nil {
-			rs.plan.State = result.State
+			rs.Plan.State = result.State
 		}
 	}
-	rs.result = result
-	return rs.view()
+	rs.Result = result
+	return rs.Message()
 }
