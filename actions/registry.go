@@ -1,26 +1,36 @@
 package actions
 
 import (
-	"maps"
-	"slices"
+	"errors"
+	"fmt"
+
+	"github.com/runbot/runbot/internal/registry"
 )
 
-// registry lists every action type. Adding an action means adding one line
-// here and one file beside this one.
-var registry = map[string]Type{
+// Registry is a set of action types by name: Default, or one a test or a
+// plug-in makes with NewRegistry.
+type Registry = registry.Registry[Type]
+
+// Default is the registry of runbot's own action types, the one runbooks
+// are loaded against unless a caller gives another. Adding an action
+// means adding one line here and one file beside this one.
+var Default = NewRegistry(map[string]Type{
 	"command":         commandActionType,
 	"config_edit":     configEditType,
 	"daemon_reload":   daemonReloadType,
 	"systemd_restart": systemdRestartType,
-}
+})
 
-// Lookup returns the action type with the given name.
-func Lookup(name string) (Type, bool) {
-	t, ok := registry[name]
-	return t, ok
-}
-
-// Names lists the registered action types, sorted.
-func Names() []string {
-	return slices.Sorted(maps.Keys(registry))
+// NewRegistry is a registry of types, copied; what is registered in it
+// later reaches no other registry.
+func NewRegistry(types map[string]Type) *Registry {
+	return registry.New("action", types, func(name string, t Type) error {
+		switch {
+		case t.Action == nil:
+			return errors.New("it has no implementation")
+		case t.Spec.Name != name:
+			return fmt.Errorf("its spec is named %q", t.Spec.Name)
+		}
+		return nil
+	})
 }

@@ -9,9 +9,9 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	require.Equal(t, []string{"command", "config_edit", "daemon_reload", "systemd_restart"}, Names())
-	for _, name := range Names() {
-		typ, ok := Lookup(name)
+	require.Equal(t, []string{"command", "config_edit", "daemon_reload", "systemd_restart"}, Default.Names())
+	for _, name := range Default.Names() {
+		typ, ok := Default.Lookup(name)
 		require.True(t, ok)
 		require.Equal(t, name, typ.Spec.Name)
 		require.NotEmpty(t, typ.Spec.Doc)

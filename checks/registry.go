@@ -1,13 +1,20 @@
 package checks
 
 import (
-	"maps"
-	"slices"
+	"errors"
+	"fmt"
+
+	"github.com/runbot/runbot/internal/registry"
 )
 
-// registry lists every check type. Adding a check means adding one line here
-// and one file beside this one.
-var registry = map[string]Type{
+// Registry is a set of check types by name: Default, or one a test or a
+// plug-in makes with NewRegistry.
+type Registry = registry.Registry[Type]
+
+// Default is the registry of runbot's own check types, the one runbooks
+// are loaded against unless a caller gives another. Adding a check means
+// adding one line here and one file beside this one.
+var Default = NewRegistry(map[string]Type{
 	"command":        commandType,
 	"flag":           flagType,
 	"grep_config":    grepConfigType,
@@ -16,15 +23,18 @@ var registry = map[string]Type{
 	"metrics_sample": metricsSampleType,
 	"read_file":      readFileType,
 	"unit_state":     unitStateType,
-}
+})
 
-// Lookup returns the check type with the given name.
-func Lookup(name string) (Type, bool) {
-	t, ok := registry[name]
-	return t, ok
-}
-
-// Names lists the registered check types, sorted.
-func Names() []string {
-	return slices.Sorted(maps.Keys(registry))
+// NewRegistry is a registry of types, copied; what is registered in it
+// later reaches no other registry.
+func NewRegistry(types map[string]Type) *Registry {
+	return registry.New("check", types, func(name string, t Type) error {
+		switch {
+		case t.Check == nil:
+			return errors.New("it has no implementation")
+		case t.Spec.Name != name:
+			return fmt.Errorf("its spec is named %q", t.Spec.Name)
+		}
+		return nil
+	})
 }

@@ -25,10 +25,10 @@ var goTypeOf = map[argspec.Type]reflect.Type{
 // outputs that are structs whose every field (nested ones too) has expr,
 // json and doc tags.
 func TestRegistrySpecs(t *testing.T) {
-	require.Equal(t, []string{"command", "flag", "grep_config", "http_probe", "log_progress", "metrics_sample", "read_file", "unit_state"}, Names())
-	for _, name := range Names() {
+	require.Equal(t, []string{"command", "flag", "grep_config", "http_probe", "log_progress", "metrics_sample", "read_file", "unit_state"}, Default.Names())
+	for _, name := range Default.Names() {
 		t.Run(name, func(t *testing.T) {
-			typ, ok := Lookup(name)
+			typ, ok := Default.Lookup(name)
 			require.True(t, ok)
 			require.Equal(t, name, typ.Spec.Name)
 			require.NotEmpty(t, typ.Spec.Doc)

@@ -178,50 +178,13 @@ func (d *demo) simCmd(ctx context.Context, args ...string) (string, error) {
 
 func (d *demo) run(ctx context.Context) (err error) {
 	d.start = time.Now()
-	dir, err := os.MkdirTemp("", "runbot-demo-")
-	if err != nil {
-		return fmt.Errorf("make a demo directory: %w", err)
-	}
-	d.dir = dir
-
-	done := d.step("Starting a simulated SGLang PD deployment (router, prefill, decode as separate processes)")
-	if _, err := d.simCmd(ctx, "up", "--dir", dir, "--name", "sim", "--idle-refresh", "1s", "--decode-log-interval", "4"); err != nil {
-		return err
-	}
-	inv, err := inventory.Load(filepath.Join(dir, "inventory.yaml"))
+	inv, err := d.startDeployment(ctx)
 	if err != nil {
 		return err
 	}
-	router := inv.Deployments["sim"].Roles["router"].URL
-	done("up in " + dir + ", router at " + router)
-
-	done = d.step("Sending client traffic (a load generator with a 5 s client timeout)")
-	d.load = exec.CommandContext(ctx, d.sim, "load", "--rate", "3", "--duration", "10m", "--timeout", "5s", "--stream", "--id-prefix", "client", router)
-	d.load.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// Stopped as cleanup stops it: the whole process group, with SIGTERM.
-	load := d.load
-	load.Cancel = func() error { return syscall.Kill(-load.Process.Pid, syscall.SIGTERM) }
-	if err := d.load.Start(); err != nil {
-		return fmt.Errorf("start the load generator: %w", err)
-	}
-	if err := waitForLine(ctx, filepath.Join(dir, "decode.log"), "Decode batch", 15*time.Second); err != nil {
+	if err := d.wedge(ctx); err != nil {
 		return err
 	}
-	done("decode is running batches")
-
-	done = d.step("Injecting the incident: a burst of in-flight KV transfers aborted at once (overlap schedule on)")
-	out, err := d.simCmd(ctx, "ctl", "--dir", dir, "fault", "pd-wedge")
-	if err != nil {
-		return err
-	}
-	if !strings.Contains(out, `"wedged":true`) {
-		return fmt.Errorf("the abort burst did not wedge decode: %s", strings.TrimSpace(out))
-	}
-	// Let decode's silence grow past the stall threshold while /health
-	// keeps answering 200, as it did for 10+ minutes in the incident.
-	time.Sleep(6 * time.Second)
-	done("decode is wedged; /health still says 200")
-
 	if err := os.MkdirAll(filepath.Dir(d.db), 0o700); err != nil {
 		return fmt.Errorf("make the demo store's directory: %w", err)
 	}
@@ -244,39 +207,126 @@ func (d *demo) run(ctx context.Context) (err error) {
 	}
 	eng, closeRunners := bind.NewEngine(inv)
 	defer closeRunners()
-	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: remediation.Groups{"sre-oncall": {approver}}}
+	f := &fix{st: st, eng: eng, rb: rb, rem: &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: remediation.Groups{"sre-oncall": {approver}}}}
+	if err := d.diagnose(ctx, f); err != nil {
+		return err
+	}
+	if err := d.approve(ctx, f); err != nil {
+		return err
+	}
+	if err := d.apply(ctx, f); err != nil {
+		return err
+	}
+	if err := d.replayBurst(ctx, f); err != nil {
+		return err
+	}
+	d.out.printf("\nDemo finished in %s.\n", time.Since(d.start).Round(time.Second))
+	return nil
+}
 
-	done = d.step("Running sglang-pd-wedge: probes, counter samples, last batch, backend, overlap flag — all at once")
-	p, err := eng.Prepare(ctx, rb, params)
+// fix is the demo's run and its remediation as they go: what diagnosing
+// found and proposed, which approving and applying act on.
+type fix struct {
+	st   store.Store
+	eng  *engine.Engine
+	rb   *runbooks.Runbook
+	rem  *remediation.Remediator
+	p    *engine.Prepared
+	rep  *runbooks.Report
+	run  store.Run
+	prop *remediation.Proposal
+}
+
+// startDeployment starts the simulated deployment and client traffic, and
+// waits until decode runs batches.
+func (d *demo) startDeployment(ctx context.Context) (*inventory.Inventory, error) {
+	dir, err := os.MkdirTemp("", "runbot-demo-")
+	if err != nil {
+		return nil, fmt.Errorf("make a demo directory: %w", err)
+	}
+	d.dir = dir
+
+	done := d.step("Starting a simulated SGLang PD deployment (router, prefill, decode as separate processes)")
+	if _, err := d.simCmd(ctx, "up", "--dir", dir, "--name", "sim", "--idle-refresh", "1s", "--decode-log-interval", "4"); err != nil {
+		return nil, err
+	}
+	inv, err := inventory.Load(filepath.Join(dir, "inventory.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	router := inv.Deployments["sim"].Roles["router"].URL
+	done("up in " + dir + ", router at " + router)
+
+	done = d.step("Sending client traffic (a load generator with a 5 s client timeout)")
+	d.load = exec.CommandContext(ctx, d.sim, "load", "--rate", "3", "--duration", "10m", "--timeout", "5s", "--stream", "--id-prefix", "client", router)
+	d.load.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Stopped as cleanup stops it: the whole process group, with SIGTERM.
+	load := d.load
+	load.Cancel = func() error { return syscall.Kill(-load.Process.Pid, syscall.SIGTERM) }
+	if err := d.load.Start(); err != nil {
+		return nil, fmt.Errorf("start the load generator: %w", err)
+	}
+	if err := waitForLine(ctx, filepath.Join(dir, "decode.log"), "Decode batch", 15*time.Second); err != nil {
+		return nil, err
+	}
+	done("decode is running batches")
+	return inv, nil
+}
+
+// wedge injects the incident and lets decode's silence grow.
+func (d *demo) wedge(ctx context.Context) error {
+	done := d.step("Injecting the incident: a burst of in-flight KV transfers aborted at once (overlap schedule on)")
+	out, err := d.simCmd(ctx, "ctl", "--dir", d.dir, "fault", "pd-wedge")
 	if err != nil {
 		return err
 	}
-	rep, err := record.RunAndRecord(ctx, eng, st, p, engine.RunOptions{Trigger: "cli"}, requester)
-	if err != nil {
+	if !strings.Contains(out, `"wedged":true`) {
+		return fmt.Errorf("the abort burst did not wedge decode: %s", strings.TrimSpace(out))
+	}
+	// Let decode's silence grow past the stall threshold while /health
+	// keeps answering 200, as it did for 10+ minutes in the incident.
+	time.Sleep(6 * time.Second)
+	done("decode is wedged; /health still says 200")
+	return nil
+}
+
+// diagnose runs and records the runbook, which must diagnose the wedge
+// and propose its fix, and shows the message runbot posts.
+func (d *demo) diagnose(ctx context.Context, f *fix) error {
+	done := d.step("Running sglang-pd-wedge: probes, counter samples, last batch, backend, overlap flag — all at once")
+	var err error
+	if f.p, err = f.eng.Prepare(ctx, f.rb, params); err != nil {
 		return err
 	}
-	run, err := st.GetRun(ctx, rep.RunID)
-	if err != nil {
+	if f.rep, err = record.RunAndRecord(ctx, f.eng, f.st, f.p, engine.RunOptions{Trigger: "cli"}, requester); err != nil {
 		return err
 	}
+	if f.run, err = f.st.GetRun(ctx, f.rep.RunID); err != nil {
+		return err
+	}
+	rep := f.rep
 	if len(rep.Diagnoses) == 0 || rep.Diagnoses[0].ID != "pd_transfer_wedge" {
 		_ = d.printReport(d.out, rep) // a write error stays in d.out, reported when the demo ends
 		return fmt.Errorf("expected the diagnosis pd_transfer_wedge, got %v", diagnosisNames(rep))
 	}
-	prop, err := rem.Propose(ctx, p, rep, requester)
-	if err != nil {
+	if f.prop, err = f.rem.Propose(ctx, f.p, rep, requester); err != nil {
 		return err
 	}
-	if prop == nil {
+	if f.prop == nil {
 		return errors.New("the diagnosis proposed no remediation")
 	}
 	done(fmt.Sprintf("diagnosed %s in %s", rep.Diagnoses[0].ID, rep.FinishedAt.Sub(rep.StartedAt).Round(100*time.Millisecond)))
-	msg := runview.Preview(run, rb, rep, prop, nil, nil)
+	msg := runview.Preview(f.run, f.rb, rep, f.prop, nil, nil)
 	d.out.printf("\nThis is what runbot posts to Slack:\n\n%s", msg.Text())
-	d.out.printf("\n[ Dry-run diff ]\n%s\n", indent(prop.Body.Diff(), "  "))
+	d.out.printf("\n[ Dry-run diff ]\n%s\n", indent(f.prop.Body.Diff(), "  "))
 	d.slack(ctx, msg)
+	return nil
+}
 
-	done = d.step("Approval: %s must approve (two-person rule: %s, who asked, cannot)", strings.Join(prop.Plan.Policy.Approvers, ", "), requester)
+// approve asks for the approval (unless --yes) and votes as the approver.
+func (d *demo) approve(ctx context.Context, f *fix) error {
+	prop := f.prop
+	done := d.step("Approval: %s must approve (two-person rule: %s, who asked, cannot)", strings.Join(prop.Plan.Policy.Approvers, ", "), requester)
 	if !d.yes {
 		answered, yes := d.confirm()
 		switch {
@@ -286,7 +336,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 			return errors.New("not approved; nothing was changed")
 		}
 	}
-	res, err := rem.Vote(ctx, prop.Plan.ID, approver, true, prop.Plan.Hash)
+	res, err := f.rem.Vote(ctx, prop.Plan.ID, approver, true, prop.Plan.Hash)
 	if err != nil {
 		return err
 	}
@@ -294,9 +344,14 @@ func (d *demo) run(ctx context.Context) (err error) {
 		return fmt.Errorf("plan is %s after the approval", res.Plan.State)
 	}
 	done("approved by " + approver + " for plan hash " + prop.Plan.Hash[:12])
+	return nil
+}
 
-	done = d.step("Applying: edit both serve scripts, restart prefill then decode, verify with a real request")
-	result, err := rem.Apply(ctx, prop.Plan.ID, approver, func(ev remediation.ApplyEvent) {
+// apply applies the approved plan, which must verify, and shows the
+// message's remediation part as it then reads.
+func (d *demo) apply(ctx context.Context, f *fix) error {
+	done := d.step("Applying: edit both serve scripts, restart prefill then decode, verify with a real request")
+	result, err := f.rem.Apply(ctx, f.prop.Plan.ID, approver, func(ev remediation.ApplyEvent) {
 		d.out.printf("      · %s: %s\n", ev.Stage, ev.Detail)
 	})
 	if err != nil {
@@ -305,21 +360,26 @@ func (d *demo) run(ctx context.Context) (err error) {
 	if !result.Recovered {
 		return fmt.Errorf("the fix did not verify: %s", result.Message)
 	}
-	approvals, _ := st.Approvals(ctx, prop.Plan.ID)
-	final := runview.Preview(run, rb, rep, prop, approvals, result)
+	approvals, _ := f.st.Approvals(ctx, f.prop.Plan.ID)
+	final := runview.Preview(f.run, f.rb, f.rep, f.prop, approvals, result)
 	d.out.printf("\nThe Slack message's remediation part then reads:\n\n%s", remediationPart(final).Text())
 	d.slack(ctx, final)
 	done("recovered: " + result.Message)
+	return nil
+}
 
-	done = d.step("Replaying the abort burst: with --disable-overlap-schedule it must not wedge decode")
-	out, err = d.simCmd(ctx, "ctl", "--dir", dir, "fault", "pd-wedge")
+// replayBurst replays the abort burst, which must no longer wedge decode,
+// and runs the runbook again, which must find the deployment healthy.
+func (d *demo) replayBurst(ctx context.Context, f *fix) error {
+	done := d.step("Replaying the abort burst: with --disable-overlap-schedule it must not wedge decode")
+	out, err := d.simCmd(ctx, "ctl", "--dir", d.dir, "fault", "pd-wedge")
 	if err != nil {
 		return err
 	}
 	if !strings.Contains(out, `"wedged":false`) {
 		return fmt.Errorf("decode wedged again after the fix: %s", strings.TrimSpace(out))
 	}
-	after, err := record.RunAndRecord(ctx, eng, st, p, engine.RunOptions{Trigger: "cli"}, requester)
+	after, err := record.RunAndRecord(ctx, f.eng, f.st, f.p, engine.RunOptions{Trigger: "cli"}, requester)
 	if err != nil {
 		return err
 	}
@@ -328,7 +388,6 @@ func (d *demo) run(ctx context.Context) (err error) {
 		return fmt.Errorf("expected healthy after the replayed burst, got %v", diagnosisNames(after))
 	}
 	done("same burst, no wedge: diagnosis healthy")
-	d.out.printf("\nDemo finished in %s.\n", time.Since(d.start).Round(time.Second))
 	return nil
 }
 

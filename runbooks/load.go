@@ -28,10 +28,31 @@ func LoadFile(path string) (*Runbook, yamlnode.Problems, error) {
 	return rb, problems, nil
 }
 
-// Parse validates runbook YAML. It returns every problem found; the runbook
-// is nil when any problem is an error.
+// Parse validates runbook YAML against the default check and action
+// types. It returns every problem found; the runbook is nil when any
+// problem is an error.
 func Parse(path string, data []byte) (*Runbook, yamlnode.Problems) {
-	l := &loader{d: &yamlnode.Decoder{File: path}, rb: &Runbook{File: path}}
+	return ParseWith(path, data, Vocabulary{})
+}
+
+// Vocabulary is the check and action types a runbook may name; a nil
+// registry is the default one (checks.Default, actions.Default).
+type Vocabulary struct {
+	Checks  *checks.Registry
+	Actions *actions.Registry
+}
+
+// ParseWith is Parse against the check and action types of v: a test's or
+// a plug-in's. The runbook's steps and actions keep the types they name,
+// so that what runs them needs no registry.
+func ParseWith(path string, data []byte, v Vocabulary) (*Runbook, yamlnode.Problems) {
+	if v.Checks == nil {
+		v.Checks = checks.Default
+	}
+	if v.Actions == nil {
+		v.Actions = actions.Default
+	}
+	l := &loader{d: &yamlnode.Decoder{File: path}, rb: &Runbook{File: path}, vocab: v}
 	root := l.d.Parse(data)
 	if root != nil {
 		l.decode(root)
@@ -45,8 +66,9 @@ func Parse(path string, data []byte) (*Runbook, yamlnode.Problems) {
 }
 
 type loader struct {
-	d  *yamlnode.Decoder
-	rb *Runbook
+	d     *yamlnode.Decoder
+	rb    *Runbook
+	vocab Vocabulary
 	// positions of sections and ids, for cross-reference errors
 	stepPos    map[string]*yaml.Node
 	findingPos map[string]*yaml.Node
@@ -332,9 +354,10 @@ func (l *loader) step(n *yaml.Node) {
 	}
 	if s.Check == "" {
 		d.Errorf(n, "step %s: check is required", s.ID)
-	} else if ct, ok := checks.Lookup(s.Check); !ok {
-		d.Errorf(checkNode, "step %s: unknown check %q%s", s.ID, s.Check, yamlnode.DidYouMean(s.Check, checks.Names()))
+	} else if ct, ok := l.vocab.Checks.Lookup(s.Check); !ok {
+		d.Errorf(checkNode, "step %s: unknown check %q%s", s.ID, s.Check, yamlnode.DidYouMean(s.Check, l.vocab.Checks.Names()))
 	} else {
+		s.CheckType = ct
 		s.With = l.args("step "+s.ID, ct.Spec, withNode, n)
 		if s.Timeout == 0 {
 			s.Timeout = ct.Timeout
@@ -523,7 +546,7 @@ var remediationKeys = []string{"doc", "approval", "preconditions", "actions", "v
 
 func (l *loader) remediation(name string, k, n *yaml.Node) {
 	d := l.d
-	r := &Remediation{Name: name, Rollback: "on_failed_verify", MaxPerHour: 2, Pos: yamlnode.PosOf(k),
+	r := &Remediation{Name: name, Rollback: RollbackOnFailedVerify, MaxPerHour: 2, Pos: yamlnode.PosOf(k),
 		Approval: ApprovalPolicy{MinApprovals: 1, Expires: 15 * time.Minute}}
 	d.Fields(n, "remediation "+name, remediationKeys, func(key string, _, v *yaml.Node) {
 		switch key {
@@ -557,8 +580,8 @@ func (l *loader) remediation(name string, k, n *yaml.Node) {
 			r.Verify = d.Strings(v, "verify")
 			l.verifyNode["verify:"+name] = []*yaml.Node{v}
 		case "rollback":
-			r.Rollback = d.String(v, "rollback")
-			if r.Rollback != "on_failed_verify" && r.Rollback != "never" {
+			r.Rollback = RollbackPolicy(d.String(v, "rollback"))
+			if r.Rollback != RollbackOnFailedVerify && r.Rollback != RollbackNever {
 				d.Errorf(v, "rollback must be on_failed_verify or never, got %q", r.Rollback)
 			}
 		case "max_per_hour":
@@ -606,9 +629,10 @@ func (l *loader) action(rem string, n *yaml.Node) *ActionStep {
 	}
 	if a.Action == "" {
 		d.Errorf(n, "remediation %s: action is required", rem)
-	} else if at, ok := actions.Lookup(a.Action); !ok {
-		d.Errorf(actNode, "remediation %s: unknown action %q%s", rem, a.Action, yamlnode.DidYouMean(a.Action, actions.Names()))
+	} else if at, ok := l.vocab.Actions.Lookup(a.Action); !ok {
+		d.Errorf(actNode, "remediation %s: unknown action %q%s", rem, a.Action, yamlnode.DidYouMean(a.Action, l.vocab.Actions.Names()))
 	} else {
+		a.ActionType = at
 		a.With = l.args("remediation "+rem+": action "+a.Action, at.Spec, withNode, n)
 		if a.Timeout == 0 {
 			a.Timeout = at.Timeout

@@ -17,6 +17,8 @@ import (
 
 	"github.com/expr-lang/expr/vm"
 
+	"github.com/runbot/runbot/actions"
+	"github.com/runbot/runbot/checks"
 	"github.com/runbot/runbot/internal/yamlnode"
 )
 
@@ -105,14 +107,17 @@ type Param struct {
 
 // Step is one check run on one or more targets.
 type Step struct {
-	ID      string
-	Title   string
-	Check   string
-	Targets []string
-	With    map[string]*ArgValue
-	Timeout time.Duration
-	Needs   []string
-	Pos     yamlnode.Pos
+	ID    string
+	Title string
+	Check string
+	// CheckType is the type Check names, as the loader's vocabulary had
+	// it.
+	CheckType checks.Type
+	Targets   []string
+	With      map[string]*ArgValue
+	Timeout   time.Duration
+	Needs     []string
+	Pos       yamlnode.Pos
 }
 
 // ArgValue is one `with:` argument: a constant or a template rendered at
@@ -125,6 +130,18 @@ type ArgValue struct {
 	Template map[string]*Template // template leaves by path, when not const
 	Pos      yamlnode.Pos
 }
+
+// RollbackPolicy says what becomes of a fix's reversible changes when
+// verification fails.
+type RollbackPolicy string
+
+const (
+	// RollbackOnFailedVerify undoes the reversible changes of a fix that
+	// did not verify; it is the default.
+	RollbackOnFailedVerify RollbackPolicy = "on_failed_verify"
+	// RollbackNever keeps them.
+	RollbackNever RollbackPolicy = "never"
+)
 
 // Severity grades a finding.
 type Severity string
@@ -191,7 +208,7 @@ type Remediation struct {
 	Verify        []string
 	// VerifyWhen must be true after the verify steps ran again.
 	VerifyWhen *Condition
-	Rollback   string // on_failed_verify | never
+	Rollback   RollbackPolicy
 	// MaxPerHour limits how often this remediation may run per deployment.
 	MaxPerHour int
 	// Settle is how long to wait after the actions before verifying, so
@@ -222,10 +239,13 @@ type ApprovalPolicy struct {
 
 // ActionStep is one action of a remediation.
 type ActionStep struct {
-	Action  string
-	Targets []string
-	With    map[string]*ArgValue
-	Timeout time.Duration
+	Action string
+	// ActionType is the type Action names, as the loader's vocabulary had
+	// it.
+	ActionType actions.Type
+	Targets    []string
+	With       map[string]*ArgValue
+	Timeout    time.Duration
 	// RerunAfterRollback: run this action again after the plan's
 	// reversible changes were rolled back (see actions.Type).
 	RerunAfterRollback bool

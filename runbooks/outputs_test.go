@@ -13,8 +13,8 @@ import (
 // apart from the fields every step has, so `steps.x.state` always means
 // the same thing.
 func TestCheckOutputsDoNotShadowCommonFields(t *testing.T) {
-	for _, name := range checks.Names() {
-		ct, _ := checks.Lookup(name)
+	for _, name := range checks.Default.Names() {
+		ct, _ := checks.Default.Lookup(name)
 		if ct.Spec.Outputs == nil {
 			continue
 		}

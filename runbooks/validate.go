@@ -7,7 +7,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/runbot/runbot/checks"
 	"github.com/runbot/runbot/internal/yamlnode"
 )
 
@@ -290,11 +289,8 @@ func (l *loader) buildEnv() {
 	e.params, e.paramIdx = structOf(names, types)
 	names, types = nil, nil
 	for _, s := range rb.Steps {
-		var out reflect.Type
-		if ct, ok := checks.Lookup(s.Check); ok {
-			out = ct.Spec.Outputs
-		}
-		st := newStepType(out, s.Targets)
+		// A step whose check is unknown has no outputs to type.
+		st := newStepType(s.CheckType.Spec.Outputs, s.Targets)
 		e.stepTypes[s.ID] = st
 		names, types = append(names, s.ID), append(types, st.typ)
 	}

@@ -149,7 +149,7 @@ func (e *Engine) Resolve(ctx context.Context, rb *runbooks.Runbook, names []stri
 // diagnoses. It returns an error only when the run could not start.
 func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *runbooks.Report {
 	rb := p.Runbook
-	start := e.runTime("started", e.now())
+	start := e.runTime(RunStarted, e.now())
 	if opts.RunID == "" {
 		opts.RunID = NewRunID(start)
 	}
@@ -240,13 +240,13 @@ func (e *Engine) Run(ctx context.Context, p *Prepared, opts RunOptions) *runbook
 	for _, s := range rb.Steps {
 		rep.Steps = append(rep.Steps, states[s.ID].runs...)
 	}
-	rep.FinishedAt = e.runTime("finished", e.now())
+	rep.FinishedAt = e.runTime(RunFinished, e.now())
 	rb.Evaluate(rep, p.Params, rep.FinishedAt)
 	rep.VerdictAt = verdictAt
 	if verdictAt.IsZero() {
 		rep.VerdictAt = rep.FinishedAt
 	}
-	rep.VerdictAt = e.runTime("verdict", rep.VerdictAt)
+	rep.VerdictAt = e.runTime(RunVerdict, rep.VerdictAt)
 	if e.Observer != nil {
 		e.Observer.RunFinished(rep)
 	}
@@ -317,7 +317,7 @@ func (e *Engine) runStep(ctx context.Context, p *Prepared, s *runbooks.Step, obs
 }
 
 func (e *Engine) runTarget(ctx context.Context, p *Prepared, s *runbooks.Step, index int, t target.Target, tr *runbooks.TargetRun, observed []step.Event, runStart time.Time, opts RunOptions) {
-	ct, _ := checks.Lookup(s.Check)
+	ct := s.CheckType
 	var tape TargetTape
 	if e.Tape != nil {
 		tape = e.Tape.Target(s.ID, index, t)
@@ -401,11 +401,11 @@ func (e *Engine) runTarget(ctx context.Context, p *Prepared, s *runbooks.Step, i
 }
 
 // runTime passes a run's start, end or verdict time through the tape.
-func (e *Engine) runTime(what string, live time.Time) time.Time {
+func (e *Engine) runTime(m RunMoment, live time.Time) time.Time {
 	if e.Tape == nil {
 		return live
 	}
-	return e.Tape.RunTime(what, live)
+	return e.Tape.RunTime(m, live)
 }
 
 func (e *Engine) emit(opts RunOptions, kind EventKind, tr *runbooks.TargetRun) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/runbot/runbot/actions"
 	"github.com/runbot/runbot/checks"
 	"github.com/runbot/runbot/internal/redact"
 	"github.com/runbot/runbot/runbooks"
@@ -29,7 +28,7 @@ func (e *Engine) Explain(p *Prepared) []PlannedStep {
 	now := e.now()
 	hide := redact.Values(p.Secrets()...)
 	for _, s := range p.Runbook.Steps {
-		ct, _ := checks.Lookup(s.Check)
+		ct := s.CheckType
 		for _, t := range p.targets[s.ID] {
 			ps := PlannedStep{Step: s.ID, Check: s.Check, Target: t.Name(), Needs: s.Needs, Timeout: s.Timeout}
 			args, err := RenderArgs(ct.Spec, s.With, runbooks.ArgData(p.Params, t, "(run id)", now))
@@ -66,7 +65,7 @@ func (e *Engine) ExplainRemediation(ctx context.Context, p *Prepared, rem *runbo
 	now := e.now()
 	hide := redact.Values(p.Secrets()...)
 	for _, as := range rem.Actions {
-		at, _ := actions.Lookup(as.Action)
+		at := as.ActionType
 		targets, err := e.Resolve(ctx, p.Runbook, as.Targets, p.Params)
 		if err != nil {
 			return nil, fmt.Errorf("explain %s: %w", rem.Name, err)

@@ -29,10 +29,20 @@ type Tape interface {
 	// target's position among the step's targets).
 	Target(stepID string, index int, t target.Target) TargetTape
 	// RunTime returns when the run started, finished or settled its
-	// verdict (what is "started", "finished" or "verdict"): live, the
-	// time given, which a recording keeps; replayed, the recorded time.
-	RunTime(what string, live time.Time) time.Time
+	// verdict: live, the time given, which a recording keeps; replayed,
+	// the recorded time.
+	RunTime(m RunMoment, live time.Time) time.Time
 }
+
+// RunMoment names a moment of a run that a tape keeps.
+type RunMoment string
+
+// The moments of a run a tape keeps.
+const (
+	RunStarted  RunMoment = "started"
+	RunFinished RunMoment = "finished"
+	RunVerdict  RunMoment = "verdict"
+)
 
 // TargetTape is the tape of one step on one target.
 type TargetTape interface {

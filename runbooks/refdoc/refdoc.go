@@ -30,16 +30,16 @@ func Schema() ([]byte, error) {
 	severity := map[string]any{"enum": []string{"critical", "warning", "info"}}
 
 	var stepVariants []any
-	for _, name := range checks.Names() {
-		ct, _ := checks.Lookup(name)
+	for _, name := range checks.Default.Names() {
+		ct, _ := checks.Default.Lookup(name)
 		stepVariants = append(stepVariants, obj(map[string]any{
 			"id": str, "title": str, "check": map[string]any{"const": name}, "target": strs,
 			"with": argsSchema(ct.Spec), "timeout": duration, "needs": strs,
 		}, "id", "check", "target"))
 	}
 	var actionVariants []any
-	for _, name := range actions.Names() {
-		at, _ := actions.Lookup(name)
+	for _, name := range actions.Default.Names() {
+		at, _ := actions.Default.Lookup(name)
 		actionVariants = append(actionVariants, obj(map[string]any{
 			"action": map[string]any{"const": name}, "target": strs, "with": argsSchema(at.Spec), "timeout": duration,
 			"rerun_after_rollback": map[string]any{"type": "boolean", "default": at.RerunAfterRollback},
@@ -95,7 +95,7 @@ func Schema() ([]byte, error) {
 				"verify_when":   str,
 				"settle":        duration,
 				"escalate":      str,
-				"rollback":      map[string]any{"enum": []string{"on_failed_verify", "never"}},
+				"rollback":      map[string]any{"enum": []runbooks.RollbackPolicy{runbooks.RollbackOnFailedVerify, runbooks.RollbackNever}},
 				"max_per_hour":  map[string]any{"type": "integer", "minimum": 0},
 			}, "approval", "actions")},
 		},
@@ -200,8 +200,8 @@ func ReferenceDoc() []byte {
 	b.WriteString("## Runbook options\n\n")
 	b.WriteString("### `ssh.shared_session`\n\n" + sharedSessionDoc + "\n\n")
 	b.WriteString("## Checks\n\n")
-	for _, name := range checks.Names() {
-		ct, _ := checks.Lookup(name)
+	for _, name := range checks.Default.Names() {
+		ct, _ := checks.Default.Lookup(name)
 		writeSpec(&b, ct.Spec, ct.Timeout.String())
 	}
 	b.WriteString("## Actions\n\n")
@@ -209,8 +209,8 @@ func ReferenceDoc() []byte {
 	b.WriteString("then every action with `rerun_after_rollback` that came after the earliest undone change runs again, in plan order, ")
 	b.WriteString("so that the processes load what was restored (a restart after a config edit). ")
 	b.WriteString("Nothing runs again when an undo failed. Each action's default is given below; an action step may set `rerun_after_rollback` itself.\n\n")
-	for _, name := range actions.Names() {
-		at, _ := actions.Lookup(name)
+	for _, name := range actions.Default.Names() {
+		at, _ := actions.Default.Lookup(name)
 		writeSpec(&b, at.Spec, at.Timeout.String())
 		fmt.Fprintf(&b, "Runs again after a rollback (`rerun_after_rollback`): %t.\n\n", at.RerunAfterRollback)
 	}

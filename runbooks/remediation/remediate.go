@@ -74,11 +74,11 @@ type PlanBody struct {
 	// Secret names the secret params among Params: a plan holds their
 	// values, as applying it needs them, and hides them wherever it is
 	// shown (Shown, Scrub).
-	Secret   []string        `json:"secret,omitempty"`
-	Actions  []PlannedAction `json:"actions"`
-	Verify   []string        `json:"verify"`
-	Rollback string          `json:"rollback"`
-	Escalate string          `json:"escalate,omitempty"`
+	Secret   []string                `json:"secret,omitempty"`
+	Actions  []PlannedAction         `json:"actions"`
+	Verify   []string                `json:"verify"`
+	Rollback runbooks.RollbackPolicy `json:"rollback"`
+	Escalate string                  `json:"escalate,omitempty"`
 }
 
 // Hash is the plan's content hash: what it would change (each action's
@@ -97,7 +97,7 @@ func (b *PlanBody) Hash() string {
 		Params                                                map[string]string
 		Verify                                                []string
 		Actions                                               []action
-	}{b.Runbook, b.Remediation, b.Diagnosis, b.Deployment, b.Rollback, b.Params, b.Verify, nil}
+	}{b.Runbook, b.Remediation, b.Diagnosis, b.Deployment, string(b.Rollback), b.Params, b.Verify, nil}
 	for _, a := range b.Actions {
 		canon.Actions = append(canon.Actions, action{a.Action, a.Target, a.Plan.Fingerprint, a.Plan.Diff, a.Plan.NoOp, a.Plan.Reversible, a.RerunAfterRollback})
 	}
@@ -110,7 +110,7 @@ func (b *PlanBody) Hash() string {
 // which changes are undone and which actions run again so that the undo
 // takes effect.
 func (b *PlanBody) RollbackPlan() string {
-	if b.Rollback == "never" {
+	if b.Rollback == runbooks.RollbackNever {
 		return "If verification fails: nothing is rolled back; the changes stay and a human takes over."
 	}
 	var undo, rerun []string
@@ -185,7 +185,7 @@ func (r *Remediator) plan(ctx context.Context, p *engine.Prepared, rem *runbooks
 	}
 	idx := 0
 	for _, as := range rem.Actions {
-		at, _ := actions.Lookup(as.Action)
+		at := as.ActionType
 		targets, err := r.Engine.Resolve(ctx, p.Runbook, as.Targets, p.Params)
 		if err != nil {
 			return nil, fmt.Errorf("plan %s: %w", rem.Name, err)
@@ -202,7 +202,7 @@ func (r *Remediator) plan(ctx context.Context, p *engine.Prepared, rem *runbooks
 				return nil, fmt.Errorf("plan %s: action %s on %s: %w", rem.Name, as.Action, t.Name(), err)
 			}
 			body.Actions = append(body.Actions, PlannedAction{Index: idx, Action: as.Action, Target: t.Name(), Plan: pl,
-				RerunAfterRollback: as.RerunAfterRollback && rem.Rollback != "never"})
+				RerunAfterRollback: as.RerunAfterRollback && rem.Rollback != runbooks.RollbackNever})
 			idx++
 		}
 	}
@@ -534,7 +534,7 @@ func (a *applying) verify(ctx context.Context, applied []appliedAction) (*ApplyR
 	if a.res.Recovered {
 		return a.finish(ctx, store.PlanDone, "verified: the symptom is gone", nil)
 	}
-	if rem.Rollback == "on_failed_verify" && anyReversible(&a.body) {
+	if rem.Rollback == runbooks.RollbackOnFailedVerify && anyReversible(&a.body) {
 		rb := a.r.rollback(ctx, a.plan.ID, applied, a.say)
 		a.res.Actions = a.r.shownActions(ctx, &a.body, a.plan.ID)
 		msg := "verification failed: the symptom is still there; " + rb.message() + " (escalate to a human)"
@@ -616,7 +616,12 @@ func (r *Remediator) applyActions(ctx context.Context, planID string, p *engine.
 	targets := map[string][]target.Target{}
 	for i, pa := range body.Actions {
 		as := actionStepFor(rem, pa)
-		at, _ := actions.Lookup(pa.Action)
+		at := as.ActionType
+		if as.Action != pa.Action {
+			// The plan is applied as it was shown: its own action, on
+			// the targets of the step it was planned from.
+			at, _ = actions.Default.Lookup(pa.Action)
+		}
 		if _, ok := targets[pa.Action+fmt.Sprint(as.Pos)]; !ok {
 			ts, err := r.Engine.Resolve(ctx, p.Runbook, as.Targets, p.Params)
 			if err != nil {

@@ -43,7 +43,7 @@ func (r *recordedResult) result(check string) (*step.Result, error) {
 	for _, e := range r.Events {
 		res.Events = append(res.Events, step.Event{Kind: e.Kind, Time: e.Time, End: e.End, Value: e.Value, Text: e.Text, Labels: e.Labels})
 	}
-	ct, ok := checks.Lookup(check)
+	ct, ok := checks.Default.Lookup(check)
 	if !ok {
 		return nil, fmt.Errorf("unknown check %q", check)
 	}

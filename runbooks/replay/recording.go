@@ -262,15 +262,15 @@ func (r *Recording) Target(stepID string, index int, t target.Target) engine.Tar
 }
 
 // RunTime implements Tape: a live recording keeps the times it is given.
-func (r *Recording) RunTime(what string, live time.Time) time.Time {
+func (r *Recording) RunTime(m engine.RunMoment, live time.Time) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	switch what {
-	case "started":
+	switch m {
+	case engine.RunStarted:
 		r.doc.Started = live
-	case "finished":
+	case engine.RunFinished:
 		r.doc.Finished = live
-	case "verdict":
+	case engine.RunVerdict:
 		r.doc.VerdictAt = live
 	}
 	return live

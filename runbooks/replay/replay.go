@@ -210,14 +210,14 @@ func (rt replayTape) Target(stepID string, index int, t target.Target) engine.Ta
 	return &replayRun{od: od, host: t.Host, used: map[int]bool{}}
 }
 
-func (rt replayTape) RunTime(what string, live time.Time) time.Time {
+func (rt replayTape) RunTime(m engine.RunMoment, live time.Time) time.Time {
 	var v time.Time
-	switch what {
-	case "started":
+	switch m {
+	case engine.RunStarted:
 		v = rt.rec.doc.Started
-	case "finished":
+	case engine.RunFinished:
 		v = rt.rec.doc.Finished
-	case "verdict":
+	case engine.RunVerdict:
 		v = rt.rec.doc.VerdictAt
 	}
 	if v.IsZero() {
