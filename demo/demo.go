@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/runbot/runbot/chat"
+	"github.com/runbot/runbot/internal/xdg"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
@@ -429,17 +430,7 @@ func (d *demo) confirm() (answered, yes bool) {
 // DefaultStore is the demo's own store beside the default one, in the
 // user's state directory: the demo's runs are kept for a look afterwards
 // without mixing them into the runs of real deployments.
-func DefaultStore() string {
-	dir := os.Getenv("XDG_STATE_HOME")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "runbot-demo.db"
-		}
-		dir = filepath.Join(home, ".local", "state")
-	}
-	return filepath.Join(dir, "runbot", "demo.db")
-}
+func DefaultStore() string { return xdg.State("demo.db", "runbot-demo.db") }
 
 // slack posts to a real channel when the environment names one.
 func (d *demo) slack(ctx context.Context, m chat.Message) {

@@ -8,24 +8,6 @@ import (
 	"path/filepath"
 )
 
-// DefaultLocation is where the CLI keeps its store when neither --store nor
-// RUNBOT_STORE names one. It follows the XDG base directory spec: runs are
-// state.
-func DefaultLocation() string {
-	if p := os.Getenv("RUNBOT_STORE"); p != "" {
-		return p
-	}
-	dir := os.Getenv("XDG_STATE_HOME")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "runbot.db"
-		}
-		dir = filepath.Join(home, ".local", "state")
-	}
-	return filepath.Join(dir, "runbot", "runbot.db")
-}
-
 // OpenForUse opens the store at location (a SQLite path or sqlite:///path,
 // or a postgres:// URL) and recovers what a dead process left, as every
 // runbot process does before it uses a store. Everything after it needs

@@ -11,8 +11,9 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/runbot/runbot/store"
 	"github.com/spf13/cobra"
+
+	"github.com/runbot/runbot/internal/xdg"
 )
 
 // Exit codes, documented in the README.
@@ -63,7 +64,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringSliceVar(&g.runbookDirs, "runbooks", envList("RUNBOT_RUNBOOKS"), "directories of runbooks besides the built-ins (env RUNBOT_RUNBOOKS, comma-separated)")
-	root.PersistentFlags().StringVar(&g.store, "store", store.DefaultLocation(), "where runs, plans and the audit log are kept: a SQLite file (or sqlite:///path), or a postgres:// URL (env RUNBOT_STORE)")
+	root.PersistentFlags().StringVar(&g.store, "store", defaultStore(), "where runs, plans and the audit log are kept: a SQLite file (or sqlite:///path), or a postgres:// URL (env RUNBOT_STORE)")
 	root.PersistentFlags().StringVarP(&g.config, "config", "c", os.Getenv("RUNBOT_CONFIG"), "serve's config file (env RUNBOT_CONFIG); show, history and run read it to redact the secrets it names")
 	root.AddCommand(newLintCmd(g), newListCmd(g), newExplainCmd(g), newRunCmd(g), newHistoryCmd(g), newShowCmd(g), newDemoCmd(g), newServeCmd(g), newTestCmd(g), newRearmCmd(g), newVersionCmd())
 	return root
@@ -81,4 +82,14 @@ func envList(name string) []string {
 		}
 	}
 	return out
+}
+
+// defaultStore is where the CLI keeps its store when neither --store nor
+// RUNBOT_STORE names one. It follows the XDG base directory spec: runs are
+// state.
+func defaultStore() string {
+	if p := os.Getenv("RUNBOT_STORE"); p != "" {
+		return p
+	}
+	return xdg.State("runbot.db", "runbot.db")
 }

@@ -1,4 +1,4 @@
-package runbooks_test
+package builtin_test
 
 import (
 	"fmt"

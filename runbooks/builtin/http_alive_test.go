@@ -1,4 +1,4 @@
-package runbooks_test
+package builtin_test
 
 import (
 	"encoding/json"
@@ -32,8 +32,8 @@ func simRouterURL(t *testing.T, inv *inventory.Inventory) string {
 // catalog loaded as the binary loads it (no problems allowed, warnings
 // included). The run is recorded, and the recording must replay to the
 // same findings and diagnoses; with -update and a case name it becomes
-// the runbook's recorded case (builtin/testdata/recordings/RUNBOOK/CASE,
-// which builtin/RUNBOOK_test.yaml names).
+// the runbook's recorded case (testdata/recordings/RUNBOOK/CASE,
+// which RUNBOOK_test.yaml names).
 func runBuiltin(t *testing.T, inv *inventory.Inventory, name, caseName string, params map[string]string) *runbooks.Report {
 	t.Helper()
 	rb := builtin(t, name)
@@ -53,7 +53,7 @@ func runBuiltin(t *testing.T, inv *inventory.Inventory, name, caseName string, p
 	require.Equal(t, findingIDs(rep), findingIDs(again), "the recording replays to the same findings")
 	require.Equal(t, diagnosisIDs(rep), diagnosisIDs(again), "the recording replays to the same diagnoses")
 	if *update && caseName != "" {
-		dst := filepath.Join("builtin", "testdata", "recordings", name, caseName)
+		dst := filepath.Join("testdata", "recordings", name, caseName)
 		require.NoError(t, os.RemoveAll(dst))
 		require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
 		require.NoError(t, os.CopyFS(dst, os.DirFS(out)))
