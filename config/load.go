@@ -11,13 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/runbot/runbot/internal/cronspec"
 	"github.com/runbot/runbot/internal/yamlnode"
 )
-
-var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
 // Load reads and validates a config file.
 func Load(path string) (*Config, error) {
@@ -416,7 +414,7 @@ func decodeSchedule(d *yamlnode.Decoder, n *yaml.Node) Schedule {
 			s.Runbook = d.String(v, "schedule.runbook")
 		case "cron":
 			s.Cron = d.String(v, "schedule.cron")
-			if _, err := cronParser.Parse(s.Cron); err != nil {
+			if _, err := cronspec.Parse(s.Cron); err != nil {
 				d.Errorf(v, "schedule.cron: %v", err)
 			}
 		case "timezone":

@@ -6,20 +6,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
+	"github.com/runbot/runbot/internal/cronspec"
 	"github.com/runbot/runbot/internal/target"
 )
-
-// CronParser parses schedules: standard five fields, an optional leading
-// seconds field, and descriptors such as @every 10m.
-var CronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
 func validateCron(spec string) error {
 	if strings.TrimSpace(spec) == "" {
 		return fmt.Errorf("empty schedule")
 	}
-	_, err := CronParser.Parse(spec)
+	_, err := cronspec.Parse(spec)
 	return err
 }
 

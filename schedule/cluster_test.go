@@ -15,7 +15,7 @@ import (
 
 	"github.com/runbot/runbot/chat/chattest"
 	"github.com/runbot/runbot/dispatch"
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/internal/cronspec"
 	"github.com/runbot/runbot/store"
 	"github.com/runbot/runbot/store/storetest"
 )
@@ -40,9 +40,9 @@ func TestTickAt(t *testing.T) {
 		{"@every 10m", "2026-12-02 03:17:00", "2026-12-02 03:10:00"},
 	} {
 		t.Run(tc.spec+" at "+tc.now, func(t *testing.T) {
-			sched, err := runbooks.CronParser.Parse("CRON_TZ=UTC " + tc.spec)
+			sched, err := cronspec.Parse("CRON_TZ=UTC " + tc.spec)
 			if err != nil {
-				sched, err = runbooks.CronParser.Parse(tc.spec)
+				sched, err = cronspec.Parse(tc.spec)
 			}
 			require.NoError(t, err)
 			require.Equal(t, at(tc.want), tickAt(sched, at(tc.now)).UTC())

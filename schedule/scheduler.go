@@ -17,6 +17,7 @@ import (
 
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/dispatch"
+	"github.com/runbot/runbot/internal/cronspec"
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/runbooks"
@@ -230,7 +231,7 @@ func newScheduler(cfg Config, d *dispatch.Dispatcher, deps Deps, prev *Scheduler
 		s.entries = append(s.entries, e)
 	}
 	if cfg.Summary != "" {
-		sum, err := runbooks.CronParser.Parse(cfg.Summary)
+		sum, err := cronspec.Parse(cfg.Summary)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("summary schedule %q: %w", cfg.Summary, err))
 		}
@@ -327,7 +328,7 @@ func (s *Scheduler) compile(sc Schedule) (*scheduled, error) {
 		}
 		spec = "CRON_TZ=" + sc.TimeZone + " " + spec
 	}
-	sched, err := runbooks.CronParser.Parse(spec)
+	sched, err := cronspec.Parse(spec)
 	if err != nil {
 		return nil, fmt.Errorf("cron %q: %w", sc.Cron, err)
 	}
