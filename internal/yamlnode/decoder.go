@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -52,6 +53,11 @@ var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // file costs no more than this many parses.
 const maxSyntaxScan = 2000
 
+// maxSyntaxCol bounds the column search syntaxCol does on the offending
+// line, for the same reason: a longer line gets the column its text starts
+// at.
+const maxSyntaxCol = 500
+
 func (d *Decoder) syntaxError(data []byte, err error) {
 	msg := err.Error()
 	line := 1
@@ -62,34 +68,132 @@ func (d *Decoder) syntaxError(data []byte, err error) {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
 	col := 1
-	if l, c, ok := syntaxLine(data); ok {
+	if l, c, ok := syntaxLine(data, msg); ok {
 		line, col = l, c
 	}
 	d.Problems = append(d.Problems, Problem{File: d.File, Line: line, Col: col, Severity: Error, Msg: "invalid YAML: " + msg})
 }
 
-// syntaxLine finds the line a syntax error is on. The YAML library reports
-// the line of the enclosing block instead (often line 1 for a mis-indented
-// key deep in a file), or no line at all, and keeps the true position to
-// itself. The first line that no longer parses is the one after the
-// longest prefix of whole lines that does: a prefix cut inside a valid
-// multi-line construct fails too, so the scan walks back from the end
-// rather than forward from the start. The column is where the line's text
-// starts, which is where an indentation mistake shows.
-func syntaxLine(data []byte) (line, col int, ok bool) {
+// syntaxMsg is a YAML error's message without the "yaml: line N: " the
+// library puts before it.
+func syntaxMsg(err error) string {
+	msg := err.Error()
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		return m[2]
+	}
+	return strings.TrimPrefix(msg, "yaml: ")
+}
+
+// syntaxLine finds the line and column a syntax error with message msg is
+// at. The YAML library reports the line of the enclosing block instead
+// (often line 1 for a mis-indented key deep in a file), or no line at all,
+// and keeps the true position to itself. The first line that no longer
+// parses is the one after the longest prefix of whole lines that does: a
+// prefix cut inside a valid multi-line construct fails too, so the scan
+// walks back from the end rather than forward from the start. The column
+// is syntaxCol's, or where the line's text starts, which is where an
+// indentation mistake shows, when that finds none.
+func syntaxLine(data []byte, msg string) (line, col int, ok bool) {
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	if len(lines) > maxSyntaxScan {
 		return 0, 0, false
 	}
 	for k := len(lines) - 1; k >= 0; k-- {
+		head := bytes.Join(lines[:k], nil)
 		var n yaml.Node
-		if yaml.Unmarshal(bytes.Join(lines[:k], nil), &n) != nil {
+		if yaml.Unmarshal(head, &n) != nil {
 			continue
 		}
 		text := lines[k]
+		if c, ok := syntaxCol(head, []rune(strings.TrimRight(string(text), "\r\n")), msg); ok {
+			return k + 1, c, true
+		}
 		return k + 1, len(text) - len(bytes.TrimLeft(text, " ")) + 1, true
 	}
 	return 0, 0, false
+}
+
+// syntaxCol finds the column (in characters, from 1, as yaml.v3 counts
+// them) of a syntax error on a line whose text is text and whose document
+// before it, head, parses. The library fails at the first character that
+// cannot continue the document: a tab in the indentation, the second ':'
+// of a plain scalar, the quote or bracket that is never closed. So the
+// error is at the shortest cut of the line after which the document fails
+// with the error's own message; a cut failing with another message (the
+// end of the document reached inside a key, say) is only a consequence of
+// the cut. It gives false when no cut reproduces the message, as when the
+// error needs the lines after this one to show.
+func syntaxCol(head []byte, text []rune, msg string) (int, bool) {
+	doc := bytes.Clone(head)
+	for c := 1; c <= len(text) && c <= maxSyntaxCol; c++ {
+		doc = utf8.AppendRune(doc, text[c-1])
+		var n yaml.Node
+		if err := yaml.Unmarshal(doc, &n); err != nil && syntaxMsg(err) == msg {
+			return tokenStart(text, c, msg), true
+		}
+	}
+	return 0, false
+}
+
+// tokenStart moves a column syntaxCol found to where the user has to look
+// for the errors that are the parser's rather than the scanner's ("did not
+// find expected key", "did not find expected '-' indicator", "did not find
+// expected ',' or '}'"): those are about a token, which the cut completes
+// at its end. A key mis-indented is complete at its ':', and the key's
+// text is what is out of place; a flow list or mapping the parser expected
+// to continue is the bracket that opened it, which was never closed.
+func tokenStart(text []rune, c int, msg string) int {
+	if !strings.HasPrefix(msg, "did not find expected ") {
+		return c
+	}
+	if strings.HasPrefix(msg, "did not find expected ',' or ") {
+		if open := unclosedBracket(text[:c]); open >= 0 {
+			return open + 1
+		}
+		return c
+	}
+	if text[c-1] != ':' {
+		return c
+	}
+	// The key starts after the indentation and the "- " or "? " of the
+	// entries it is in.
+	i := 0
+	for {
+		for i < c-1 && text[i] == ' ' {
+			i++
+		}
+		if i+1 < c-1 && (text[i] == '-' || text[i] == '?') && text[i+1] == ' ' {
+			i++
+			continue
+		}
+		break
+	}
+	return i + 1
+}
+
+// unclosedBracket returns the index of the last '[' or '{' in text that
+// no bracket closes, leaving out quoted text, or -1.
+func unclosedBracket(text []rune) int {
+	var open []int
+	var quote rune
+	for i, r := range text {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"':
+			quote = r
+		case r == '[' || r == '{':
+			open = append(open, i)
+		case (r == ']' || r == '}') && len(open) > 0:
+			open = open[:len(open)-1]
+		}
+	}
+	if len(open) == 0 {
+		return -1
+	}
+	return open[len(open)-1]
 }
 
 // Errorf records an error at node n.
