@@ -100,7 +100,13 @@ func (c *Catalog) Get(name string) (*Runbook, error) {
 	if rb, ok := c.byName[name]; ok {
 		return rb, nil
 	}
-	return nil, fmt.Errorf("unknown runbook %q%s (runbot list shows them all)", name, yamlnode.DidYouMean(name, c.Names()))
+	hint := yamlnode.DidYouMean(name, c.Names())
+	if rb := c.ByCommand(name); rb != nil && hint == "" {
+		// Whoever has used the bot in the chat knows a runbook by its
+		// command word, which runbot list shows beside its name.
+		hint = fmt.Sprintf(" (did you mean %q? %s is its chat command)", rb.Name, name)
+	}
+	return nil, fmt.Errorf("unknown runbook %q%s (runbot list shows them all)", name, hint)
 }
 
 // ByCommand returns the runbook whose trigger word is cmd.

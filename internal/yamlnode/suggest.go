@@ -1,6 +1,9 @@
 package yamlnode
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // DidYouMean returns ` (did you mean "x"?)` for the candidate closest to
 // word, or "" when none is close enough to be a plausible typo.
@@ -11,8 +14,16 @@ func DidYouMean(word string, candidates []string) string {
 	return ""
 }
 
-// Suggest returns the candidate nearest to word by edit distance, if the
-// distance is small relative to the word's length.
+// Suggest returns the candidate word most likely stands for: the nearest
+// by edit distance, if the distance is small relative to the word's
+// length, else the one candidate that word is the start of, up to a
+// separator (a name given without its last part, "gpu-node" for
+// "gpu-node-health").
+//
+// The distance allowed is a third of the word's length, rounded up: two
+// edits from four characters on, so that "tset" finds "tests" (a
+// transposition and a missing letter, both common), while a short word
+// still needs to be nearly right.
 func Suggest(word string, candidates []string) string {
 	best, bestD := "", 1<<30
 	for _, c := range candidates {
@@ -20,10 +31,36 @@ func Suggest(word string, candidates []string) string {
 			best, bestD = c, d
 		}
 	}
-	if bestD <= max(1, len([]rune(word))/3) {
+	if best != "" && bestD <= max(1, (len([]rune(word))+2)/3) {
 		return best
 	}
-	return ""
+	return cutShort(word, candidates)
+}
+
+// minCutShort is the shortest word cutShort completes: shorter ones start
+// too many names to mean one.
+const minCutShort = 3
+
+// cutShort returns the one candidate that starts with word followed by a
+// separator ('-', '_' or '.'), or "" when none or several do: "sglang-pd"
+// starts both sglang-pd-wedge and sglang-pd-audit, and guessing one would
+// mislead.
+func cutShort(word string, candidates []string) string {
+	if len([]rune(word)) < minCutShort {
+		return ""
+	}
+	found := ""
+	for _, c := range candidates {
+		rest, ok := strings.CutPrefix(c, word)
+		if !ok || rest == "" || !strings.ContainsRune("-_.", rune(rest[0])) {
+			continue
+		}
+		if found != "" {
+			return ""
+		}
+		found = c
+	}
+	return found
 }
 
 // distance is the optimal-string-alignment edit distance between a and b:
