@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/runbooks/replay"
 )
 
 // authoringCLI runs runbot in this process with args, with only the
@@ -65,4 +68,29 @@ func TestRunNamesTheMissingFileAndTheRunbookMeant(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTestFileTypoFails: runbot test on a test file whose tests key is
+// misspelt prints the problem with a did-you-mean, ends with a FAIL line
+// that counts it, and exits 1 (it said the file had no cases and
+// "0 test(s), 0 failed"); in JSON the problem is in the document.
+func TestTestFileTypoFails(t *testing.T) {
+	t.Setenv("RUNBOT_RUNBOOKS", "")
+	t.Setenv("RUNBOT_CONFIG", "")
+	path := filepath.Join(t.TempDir(), "host-basics_test.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("runbook: host-basics\ntset:\n  - name: roomy\n    recording: recordings/roomy\n    expect:\n      outcome: ok\n"), 0o644))
+
+	stdout, _, err := authoringCLI(t, "test", path)
+	require.Equal(t, exitError{exitBadInput}, err, stdout)
+	require.Contains(t, stdout, path+`:2:1: test file: unknown key "tset" (did you mean "tests"?)`+"\n")
+	require.Contains(t, stdout, path+":1:1: test file: tests is required (the list of test cases), and there is none\n")
+	require.Contains(t, stdout, "FAIL\n")
+	require.Contains(t, stdout, "FAIL\t0 test(s), 0 failed, 2 problem(s) (see above)\t")
+
+	stdout, _, err = authoringCLI(t, "test", "--format", "json", path)
+	require.Equal(t, exitError{exitBadInput}, err, stdout)
+	var doc replay.Suite
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
+	require.False(t, doc.Passed)
+	require.Contains(t, doc.Problems, path+`:2:1: test file: unknown key "tset" (did you mean "tests"?)`)
 }

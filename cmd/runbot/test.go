@@ -88,5 +88,12 @@ func testSummary(out *console.Output, s *replay.Suite, elapsed time.Duration) {
 		verdict = "FAIL"
 		out.Println("FAIL")
 	}
-	out.Printf("%s\t%d test(s), %d failed\t%.3fs\n", verdict, len(s.Results), s.Failed, elapsed.Seconds())
+	// The problems count in the last line too: a test file that does not
+	// load runs no test, and "0 test(s), 0 failed" alone would read as
+	// nothing to do rather than as the reason for the FAIL.
+	problems := ""
+	if n := len(s.Problems); n > 0 {
+		problems = fmt.Sprintf(", %d problem(s) (see above)", n)
+	}
+	out.Printf("%s\t%d test(s), %d failed%s\t%.3fs\n", verdict, len(s.Results), s.Failed, problems, elapsed.Seconds())
 }

@@ -92,11 +92,13 @@ func LoadTestFile(path string) (*TestFile, yamlnode.Problems, error) {
 	tf := &TestFile{Path: path}
 	root := d.Parse(data)
 	if root != nil {
+		var tests *yaml.Node
 		d.Fields(root, "test file", testFileKeys, func(key string, _, v *yaml.Node) {
 			switch key {
 			case "runbook":
 				tf.Runbook = d.String(v, "runbook")
 			case "tests":
+				tests = v
 				seen := map[string]bool{}
 				d.Items(v, "tests", func(i int, cv *yaml.Node) {
 					c := decodeCase(d, filepath.Dir(path), i, cv)
@@ -117,8 +119,14 @@ func LoadTestFile(path string) (*TestFile, yamlnode.Problems, error) {
 				c.Inline.Dir = fmt.Sprintf("%s:%d (observations of test %s)", path, c.Pos.Line, c.Name)
 			}
 		}
-		if len(tf.Cases) == 0 {
-			d.Errorf(root, "test file: at least one test is required")
+		// A file with no case would pass as "0 tests, 0 failed": it is a
+		// problem, whether its tests key is misspelt (the unknown key
+		// says what it was meant to be), missing, or an empty list.
+		switch {
+		case tests == nil:
+			d.Errorf(root, "test file: tests is required (the list of test cases), and there is none")
+		case len(tf.Cases) == 0 && tests.Kind == yaml.SequenceNode:
+			d.Errorf(tests, "tests: at least one test is required")
 		}
 	}
 	d.Problems.Sort()
