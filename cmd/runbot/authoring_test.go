@@ -6,23 +6,28 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/runbooks/replay"
+	"github.com/runbot/runbot/timeline"
 )
 
-// authoringCLI runs runbot in this process with args, with only the
-// built-in runbooks and a store of its own, as a user writing a first
-// runbook runs it, and returns what it printed and its error.
+// authoringCLI runs runbot in this process with args, as a user writing
+// a first runbook runs it, with a store of its own unless args name one,
+// and returns what it printed and its error.
 func authoringCLI(tb testing.TB, args ...string) (stdout, stderr string, err error) {
 	tb.Helper()
 	root := newRootCmd()
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)
-	root.SetArgs(append(args, "--store", filepath.Join(tb.TempDir(), "runbot.db")))
+	if !slices.Contains(args, "--store") {
+		args = append(args, "--store", filepath.Join(tb.TempDir(), "runbot.db"))
+	}
+	root.SetArgs(args)
 	err = root.Execute()
 	return out.String(), errOut.String(), err
 }
@@ -93,4 +98,38 @@ func TestTestFileTypoFails(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
 	require.False(t, doc.Passed)
 	require.Contains(t, doc.Problems, path+`:2:1: test file: unknown key "tset" (did you mean "tests"?)`)
+}
+
+// TestTimelineWithNothingToDraw: a run whose checks observed nothing over
+// time has no timeline. runbot run --timeline still exits with the run's
+// outcome and notes why there is no picture; runbot show --timeline, asked
+// for the picture only, fails with that reason (it exited 0), and neither
+// leaves a file behind.
+func TestTimelineWithNothingToDraw(t *testing.T) {
+	t.Setenv("RUNBOT_RUNBOOKS", "")
+	t.Setenv("RUNBOT_CONFIG", "")
+	dir := t.TempDir()
+	db, png := filepath.Join(dir, "runbot.db"), filepath.Join(dir, "out.png")
+	why := "no timeline drawn into " + png + ": build timeline of run "
+
+	stdout, stderr, err := authoringCLI(t, "run", "testdata/timed.yaml", "-i", "testdata/local.yaml", "-p", "host=here", "--store", db, "--timeline", png)
+	require.NoError(t, err, "a run without a picture keeps its outcome\n%s\n%s", stdout, stderr)
+	require.Contains(t, stdout, "Outcome: ok")
+	require.Contains(t, stderr, why)
+	require.Contains(t, stderr, "the run recorded nothing a timeline can show (a timeline shows HTTP probes, log progress, error lines and metric samples over time")
+	require.NoFileExists(t, png)
+
+	hist, _, err := authoringCLI(t, "history", "--format", "json", "--store", db)
+	require.NoError(t, err)
+	var runs []struct {
+		RunID string `json:"run_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(hist), &runs), hist)
+	require.Len(t, runs, 1)
+
+	_, _, err = authoringCLI(t, "show", runs[0].RunID, "--store", db, "--timeline", png)
+	require.ErrorIs(t, err, timeline.ErrNothingToDraw)
+	require.ErrorContains(t, err, why+runs[0].RunID+": the run recorded nothing a timeline can show")
+	require.NotErrorAs(t, err, new(exitError), "main prints the error and exits 1")
+	require.NoFileExists(t, png)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/runbot/runbot/console"
 	"github.com/runbot/runbot/incident"
+	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/record"
 	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/runbooks/replay"
@@ -77,7 +79,10 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 			"With --export DIR, the run's report is written to DIR as a recording for runbot test:\n" +
 			"each step's result (values, evidence, events) as the store kept it, redacted. The store\n" +
 			"keeps no raw observations, so its replay re-evaluates findings and diagnoses without\n" +
-			"running the checks again; runbot run --record keeps everything.",
+			"running the checks again; runbot run --record keeps everything.\n\n" +
+			"With --timeline FILE, the run's evidence timeline is drawn into FILE (PNG). A run whose\n" +
+			"checks observed nothing over time (no HTTP probe, log progress or metric sample) has\n" +
+			"none: show then says so and exits 1.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if exportDir != "" {
@@ -141,7 +146,13 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 				if inc.Report == nil {
 					return fmt.Errorf("run %s has no report (status %s)", run.ID, run.Status)
 				}
-				writeTimeline(cmd, timelinePath, inc.Report, timeline.IncidentMarkers(inc))
+				// The picture is all --timeline asks for: without one the
+				// command failed, and a script must not take the file for
+				// drawn.
+				if err := drawTimeline(timelinePath, inc.Report, timeline.IncidentMarkers(inc)); err != nil {
+					return err
+				}
+				console.Note(cmd.ErrOrStderr(), "timeline: %s\n", timelinePath)
 			}
 			if format == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -156,6 +167,21 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&exportDir, "export", "", "write the run's results into this directory as a recording (for runbot test)")
 	cmd.Flags().StringArrayVar(&redact, "redact", nil, "also redact matches of this regular expression in what is printed and exported (repeatable)")
 	return cmd
+}
+
+// drawTimeline writes a run's timeline into the PNG file at path, or says
+// why there is no picture. A run whose checks observed nothing over time
+// (a runbook of commands and files only) has nothing to draw, which the
+// message explains, since the user asked for a picture and gets none.
+func drawTimeline(path string, rep *runbooks.Report, markers []timeline.Marker) error {
+	err := timeline.WritePNG(path, rep, timeline.Options{Markers: markers})
+	switch {
+	case errors.Is(err, timeline.ErrNothingToDraw):
+		return fmt.Errorf("no timeline drawn into %s: %w (a timeline shows HTTP probes, log progress, error lines and metric samples over time, which only http_probe, log_progress and metrics_sample checks record)", path, err)
+	case err != nil:
+		return fmt.Errorf("no timeline drawn into %s: %w", path, err)
+	}
+	return nil
 }
 
 // runDoc is a recorded run in the CLI's JSON: its id is also run_id, the

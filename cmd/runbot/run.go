@@ -23,11 +23,13 @@ import (
 	"github.com/runbot/runbot/timeline"
 )
 
-// writeTimeline draws the timeline; a failure is reported but never fails
-// the run, whose diagnosis matters more than its picture.
+// writeTimeline draws the timeline of runbot run --timeline. No picture,
+// for whatever reason drawTimeline gives, is noted on stderr but never
+// fails the run, whose diagnosis matters more than its picture; show
+// --timeline, which is asked for the picture only, fails instead.
 func writeTimeline(cmd *cobra.Command, path string, rep *runbooks.Report, markers []timeline.Marker) {
-	if err := timeline.WritePNG(path, rep, timeline.Options{Markers: markers}); err != nil {
-		console.Note(cmd.ErrOrStderr(), "runbot: timeline not drawn: %v\n", err)
+	if err := drawTimeline(path, rep, markers); err != nil {
+		console.Note(cmd.ErrOrStderr(), "runbot: %v\n", err)
 		return
 	}
 	console.Note(cmd.ErrOrStderr(), "timeline: %s\n", path)
