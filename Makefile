@@ -21,7 +21,9 @@ build:
 # test-deps installs what the tests use as real parts: OpenSSH's sshd and
 # client, PostgreSQL (the store's tests start a throwaway cluster), Chromium
 # (the web report pages are tested in a real browser), and a real
-# Prometheus Alertmanager.
+# Prometheus Alertmanager. Debian packages come without their recommends,
+# each listed with why before it is installed; when all is there it does
+# nothing.
 test-deps:
 	@scripts/test-deps.sh
 
