@@ -86,14 +86,14 @@ func TestTestFileTypoFails(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("runbook: host-basics\ntset:\n  - name: roomy\n    recording: recordings/roomy\n    expect:\n      outcome: ok\n"), 0o644))
 
 	stdout, _, err := authoringCLI(t, "test", path)
-	require.Equal(t, exitError{exitBadInput}, err, stdout)
+	require.ErrorIs(t, err, exitError{exitBadInput}, stdout)
 	require.Contains(t, stdout, path+`:2:1: test file: unknown key "tset" (did you mean "tests"?)`+"\n")
 	require.Contains(t, stdout, path+":1:1: test file: tests is required (the list of test cases), and there is none\n")
 	require.Contains(t, stdout, "FAIL\n")
 	require.Contains(t, stdout, "FAIL\t0 test(s), 0 failed, 2 problem(s) (see above)\t")
 
 	stdout, _, err = authoringCLI(t, "test", "--format", "json", path)
-	require.Equal(t, exitError{exitBadInput}, err, stdout)
+	require.ErrorIs(t, err, exitError{exitBadInput}, stdout)
 	var doc replay.Suite
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
 	require.False(t, doc.Passed)

@@ -41,13 +41,12 @@ done
 // on PATH are missing until the fake apt-get puts them there.
 type testDepsRig struct {
 	bin, aptLog string
-	uid         string
 }
 
 func newTestDepsRig(t *testing.T, uid string) *testDepsRig {
 	t.Helper()
 	dir := t.TempDir()
-	r := &testDepsRig{bin: filepath.Join(dir, "bin"), aptLog: filepath.Join(dir, "apt.log"), uid: uid}
+	r := &testDepsRig{bin: filepath.Join(dir, "bin"), aptLog: filepath.Join(dir, "apt.log")}
 	gopath := filepath.Join(dir, "gopath")
 	require.NoError(t, os.MkdirAll(filepath.Join(gopath, "bin"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(gopath, "bin", "alertmanager"), []byte("#!/bin/sh\n"), 0o755))
