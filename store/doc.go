@@ -128,4 +128,26 @@
 // may receive any delivery or click. Scheduled audits fire once per tick
 // across replicas through ScheduleTicks, whose claims a catch-up takes
 // over from a claimer whose lease expired.
+//
+// # Failover
+//
+// The database may be a primary with a synchronous standby, named by one
+// multi-host URL (postgres://runbot@db1:5432,db2:5432/runbot?target_session_attrs=read-write).
+// Every connection asks for a read-write session (the store does even
+// when the URL does not) and gives up on a host after a connect timeout
+// (half a heartbeat unless the URL sets connect_timeout), so the pool
+// follows a promotion without a restart: connections to the dead primary
+// fail the operation that holds them, which its caller retries, and new
+// ones reach the promoted standby. What a commit returned success for was
+// on the standby (synchronous_commit=on), so it survives the promotion;
+// with asynchronous replication the last commits before the crash would
+// not. A commit the crash left unanswered may have committed: a work
+// claim is handed back by the claimer's next MarkInterrupted (Recovery's
+// Unconfirmed). A database out of reach for longer than the lease lapses
+// every lease at once: a process whose lease expired claims nothing
+// (ErrLeaseExpired) until KeepAlive renews it, and one whose own renewals
+// failed counts no other replica dead for an expired lease until a lease's
+// length after it renewed again, by when every live replica has renewed
+// too. The tests in failover_postgres_test.go run all of this against a
+// real primary and standby (pgtest.Pair).
 package store

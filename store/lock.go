@@ -31,6 +31,9 @@ func (s *sqlStore) Acquire(ctx context.Context, key, holder string, ttl time.Dur
 		return Lock{}, errors.New("acquire lock: key, holder and a positive ttl are required")
 	}
 	now := s.clock()
+	if err := s.lease.claimable(now); err != nil {
+		return Lock{}, fmt.Errorf("acquire lock %s for %s: %w", key, holder, err)
+	}
 	l := Lock{Key: key, Holder: holder, Token: newToken(), Since: now, Expires: now.Add(ttl)}
 	err := s.write(ctx, func(tx querier) error {
 		var prev sql.NullString

@@ -219,6 +219,9 @@ func (s *sqlStore) ClaimChatMessages(ctx context.Context, limit int, lease time.
 	if due == 0 {
 		return nil, nil
 	}
+	if err := s.lease.claimable(now); err != nil {
+		return nil, fmt.Errorf("claim chat messages: %w", err)
+	}
 	type claimed struct {
 		seq int64
 		m   ChatMessage

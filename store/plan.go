@@ -315,10 +315,16 @@ func (s *sqlStore) TransitionPlan(ctx context.Context, t Transition) (Plan, erro
 	if err := checkJSON("detail", t.Detail); err != nil {
 		return Plan{}, fmt.Errorf("move plan %s: %w", t.PlanID, err)
 	}
+	now := s.clock()
+	if t.To == PlanApplying {
+		if err := s.lease.claimable(now); err != nil {
+			return Plan{}, fmt.Errorf("move plan %s from %s to %s: %w", t.PlanID, t.From, t.To, err)
+		}
+	}
 	var p Plan
 	err := s.write(ctx, func(tx querier) error {
 		var err error
-		p, err = transition(ctx, tx, s.clock(), t)
+		p, err = transition(ctx, tx, now, t)
 		if err == nil && t.To == PlanApplying {
 			// The applying process owns the plan from now on; if it dies,
 			// MarkInterrupted in the next process marks the plan.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -34,6 +35,33 @@ var _ Store = (*Postgres)(nil)
 // cap keeps a fleet of replicas within the server's max_connections.
 const postgresMaxConns = 8
 
+// postgresConnectTimeout bounds the connection to each host of a DSN
+// that sets no connect_timeout. A primary whose machine died (or whose
+// network drops everything) does not refuse a connection: without a
+// bound, every new connection would wait for the kernel to give up on it
+// (minutes), past the deadline of any write (a lease renewal has
+// DefaultHeartbeat), and never try the standby a multi-host DSN names
+// after it. Half a heartbeat leaves the rest of one to the next host.
+const postgresConnectTimeout = DefaultHeartbeat / 2
+
+// followPrimary makes every connection of the store reach the host that
+// takes writes, whichever a multi-host DSN (host1:port1,host2:port2) lists
+// first: a session that cannot write is refused at connect time and the
+// next host is tried, as target_session_attrs=read-write does. The store
+// writes from its first statement (the migrations, a lease), so it never
+// wants a read-only session; left to the default (any), a pool that
+// connected to a standby, or to a node that came back as one, would fail
+// every write for as long as it kept the connection. A DSN that names a
+// target_session_attrs other than any keeps it.
+func followPrimary(cfg *pgx.ConnConfig) {
+	if cfg.ValidateConnect == nil {
+		cfg.ValidateConnect = pgconn.ValidateConnectTargetSessionAttrsReadWrite
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = postgresConnectTimeout
+	}
+}
+
 // OpenPostgres opens the store in the PostgreSQL database named by dsn (a
 // postgres:// URL or a "key=value" connection string) and brings its schema
 // up to date. The password in dsn never appears in an error it returns.
@@ -53,6 +81,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts ...Option) (*Postgres, e
 	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
 		cfg.RuntimeParams["application_name"] = "runbot"
 	}
+	followPrimary(cfg)
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(postgresMaxConns)
 	db.SetMaxIdleConns(postgresMaxConns)

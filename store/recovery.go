@@ -40,11 +40,17 @@ type Recovery struct {
 	// ChatMessages counts the chat messages a dead process had claimed to
 	// deliver, released for the living.
 	ChatMessages int `json:"chat_messages,omitempty"`
+	// Unconfirmed work went from started back to pending, its attempt
+	// uncounted: this process claimed it, but the claim's commit went
+	// unanswered (the connection broke, as when the primary dies) and
+	// committed all the same, so no worker of this process took it.
+	Unconfirmed []string `json:"unconfirmed,omitempty"`
 }
 
 // Empty reports whether nothing needed recovery.
 func (r Recovery) Empty() bool {
-	return len(r.Runs)+len(r.Finished)+len(r.Plans)+len(r.Requeued)+len(r.Completed)+len(r.Abandoned)+len(r.Locks)+r.ChatMessages == 0
+	return len(r.Runs)+len(r.Finished)+len(r.Plans)+len(r.Requeued)+len(r.Completed)+len(r.Abandoned)+len(r.Locks)+r.ChatMessages+
+		len(r.Unconfirmed) == 0
 }
 
 // MarkInterrupted recovers what a dead process left behind. Rows owned by a
@@ -54,6 +60,9 @@ func (r Recovery) Empty() bool {
 // interrupt another's work. Which owners are dead is decided by ownerLive.
 func (s *sqlStore) MarkInterrupted(ctx context.Context) (Recovery, error) {
 	now := s.clock()
+	s.claimsInDoubt.Lock()
+	doubts := slices.Clone(s.claimsInDoubt.at)
+	s.claimsInDoubt.Unlock()
 	var rec Recovery
 	err := s.write(ctx, func(tx querier) error {
 		// Two processes sweeping at once recover one after the other; the
@@ -71,13 +80,53 @@ func (s *sqlStore) MarkInterrupted(ctx context.Context) (Recovery, error) {
 				return err
 			}
 		}
+		if err := s.handBack(ctx, tx, now, doubts, &sw.rec); err != nil {
+			return err
+		}
 		rec = sw.rec
 		return nil
 	})
 	if err != nil {
 		return Recovery{}, fmt.Errorf("mark interrupted: %w", err)
 	}
+	// Forgotten only once handed back for sure; handing back again is a
+	// no-op, should this commit have been in doubt too.
+	s.claimsInDoubt.Lock()
+	s.claimsInDoubt.at = slices.DeleteFunc(s.claimsInDoubt.at, func(at int64) bool { return slices.Contains(doubts, at) })
+	s.claimsInDoubt.Unlock()
 	return rec, nil
+}
+
+// handBack returns to the queue the work of this process's claims in doubt
+// (ClaimWork) that did commit: the claim is the row started by this
+// process at that instant. Its attempt is uncounted, since nothing ran. A
+// claim that did not commit left no row; one that a sweep elsewhere
+// recovered meanwhile (this process's lease had expired) is no longer
+// started by this process. Two rows at one instant cannot be told apart
+// (one may be running here), so neither is touched.
+func (s *sqlStore) handBack(ctx context.Context, tx querier, now time.Time, doubts []int64, rec *Recovery) error {
+	for _, at := range doubts {
+		claimed, err := ownedRows(ctx, tx, `SELECT id, owner FROM work WHERE state = 'started' AND owner = ? AND started_at = ?`+
+			tx.dialect().forUpdate, s.owner, at)
+		if err != nil {
+			return fmt.Errorf("hand back work claimed in doubt: %w", err)
+		}
+		if len(claimed) != 1 {
+			continue
+		}
+		id := claimed[0].id
+		w, err := scanWork(tx.QueryRowContext(ctx, `UPDATE work SET state = 'pending', attempts = attempts - 1, owner = '', started_at = NULL
+			WHERE id = ? RETURNING `+workColumns, id))
+		if err != nil {
+			return fmt.Errorf("hand back work %s: %w", id, err)
+		}
+		w.Owner = "runbot"
+		if err := auditWork(ctx, tx, now, w, WorkStarted); err != nil {
+			return err
+		}
+		rec.Unconfirmed = append(rec.Unconfirmed, id)
+	}
+	return nil
 }
 
 // deadOwners returns whether an owner of rows is dead, by ownerLive,
@@ -88,7 +137,7 @@ func (s *sqlStore) deadOwners(lease map[string]time.Time, now time.Time) func(ow
 		a, ok := alive[owner]
 		if !ok {
 			expires, has := lease[owner]
-			a = ownerLive(owner, s.owner, expires, has, now, s.alive)
+			a = s.ownerLive(owner, expires, has, now)
 			alive[owner] = a
 		}
 		return !a

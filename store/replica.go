@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -68,6 +69,80 @@ func (e *LeaseLapsedError) Error() string {
 		e.Owner, e.Expired.Format(time.RFC3339Nano), e.Renewed.Sub(e.Expired).Round(time.Millisecond))
 }
 
+// ErrLeaseExpired is returned (wrapped) by a claim (work, a schedule tick,
+// chat messages to deliver, a lock, a plan to apply) while this process's
+// lease has expired without being renewed: other replicas count it dead and
+// recover what it owns, so what it would claim now could be recovered (and
+// run again) before it renews. KeepAlive renews it within a heartbeat of
+// the database answering again; claims succeed from then on.
+var ErrLeaseExpired = errors.New("this process's replica lease expired before it was renewed: it claims nothing until the lease is renewed")
+
+// leaseView is what a store knows of its process's lease from its own
+// heartbeats, for two judgments that hold only while the lease does. A
+// process whose lease expired must not claim: a sweep elsewhere may recover
+// the claim as a dead owner's (claimable). And a sweep must not count
+// another replica dead for an expired lease when this process could not
+// renew its own either: the database was out of reach (a failover, a
+// partition), perhaps of every replica at once, and the others renew as
+// soon as they reach it again (blind). A process that never took a lease
+// is held to neither.
+type leaseView struct {
+	mu sync.Mutex
+	// until is when the lease expires as the last renewal that committed
+	// set it; zero until the first one.
+	until time.Time
+	// failing says the last renewal failed; trustFrom is when expired
+	// leases count again after renewals succeed once more (one TTL later,
+	// when every live replica has renewed).
+	failing   bool
+	trustFrom time.Time
+}
+
+// renewed records a renewal that committed r, lapsed if the lease had
+// expired before it.
+func (l *leaseView) renewed(r Replica, ttl time.Duration, lapsed bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if lapsed || l.failing {
+		l.trustFrom = r.Renewed.Add(ttl)
+	}
+	l.failing, l.until = false, r.Expires
+}
+
+// failed records a renewal that failed.
+func (l *leaseView) failed() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failing = true
+}
+
+// claimable returns ErrLeaseExpired when the lease has expired at now.
+func (l *leaseView) claimable(now time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.until.IsZero() && !l.until.After(now) {
+		return ErrLeaseExpired
+	}
+	return nil
+}
+
+// blind reports whether an expired lease proves nothing at now.
+func (l *leaseView) blind(now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failing || now.Before(l.trustFrom)
+}
+
+// ownerLive is the package's ownerLive as this process may apply it at
+// now: while it is blind to expired leases, only a PID check on this host
+// proves an owner dead.
+func (s *sqlStore) ownerLive(owner string, lease time.Time, hasLease bool, now time.Time) bool {
+	if hasLease && !lease.After(now) && s.lease.blind(now) {
+		return owner == s.owner || !onThisHost(owner) || s.alive(owner)
+	}
+	return ownerLive(owner, s.owner, lease, hasLease, now, s.alive)
+}
+
 // Heartbeat registers or renews this process's lease. One upsert does it,
 // so that concurrent heartbeats of one owner cannot lose a renewal; the
 // previous expiry is read first, in the same transaction, to tell a lapse.
@@ -103,8 +178,10 @@ func (s *sqlStore) Heartbeat(ctx context.Context, ttl time.Duration) (Replica, e
 		return err
 	})
 	if err != nil {
+		s.lease.failed()
 		return Replica{}, fmt.Errorf("heartbeat of %s: %w", s.owner, err)
 	}
+	s.lease.renewed(r, ttl, lapsed != nil)
 	if lapsed != nil {
 		return r, lapsed
 	}

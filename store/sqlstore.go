@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // sqlStore is the Store over database/sql that SQLite and Postgres share:
@@ -30,6 +33,16 @@ type sqlStore struct {
 	// handler polls with sleeps. busy_timeout still arbitrates between
 	// processes. PostgreSQL runs writers side by side, so it has none.
 	writeSlot chan struct{}
+	// lease is what this process knows of its own replica lease from its
+	// heartbeats (leaseView).
+	lease leaseView
+	// claimsInDoubt are the started_at (nanoseconds) of this process's work
+	// claims whose commit went unanswered; the next MarkInterrupted hands
+	// back those that committed.
+	claimsInDoubt struct {
+		sync.Mutex
+		at []int64
+	}
 }
 
 // Ping reads one row of runs (not just the connection's liveness, which
@@ -124,12 +137,34 @@ func (s *sqlStore) inTx(ctx context.Context, b txBeginner, fn func(tx querier) e
 		return ferr
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return commitError{err}
 	}
 	if ferr != nil {
 		return keep.err
 	}
 	return nil
+}
+
+// commitError is a COMMIT that failed.
+type commitError struct{ err error }
+
+func (e commitError) Error() string { return "commit: " + e.err.Error() }
+
+func (e commitError) Unwrap() error { return e.err }
+
+// inDoubt reports whether err is a COMMIT that may have gone through all
+// the same: the server never answered it, because the connection broke
+// (the primary died, a failover) or the context ended while it waited
+// (for a synchronous standby, say). An error from the server is an
+// answer: the transaction rolled back.
+func inDoubt(err error) bool {
+	var c commitError
+	if !errors.As(err, &c) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	var coded interface{ Code() int } // SQLite's, which commits or not in this process
+	return !errors.As(c.err, &pgErr) && !errors.As(c.err, &coded)
 }
 
 // querier is what the queries need from a database or a transaction; conn

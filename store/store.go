@@ -168,9 +168,11 @@ type WorkQueue interface {
 	// Enqueue adds pending work. Work with the Key of existing work is not
 	// added again: the existing item is returned with created false.
 	Enqueue(ctx context.Context, w Work) (item Work, created bool, err error)
-	// ClaimWork moves the oldest pending work to started; ErrNoWork if none.
+	// ClaimWork moves the oldest pending work to started; ErrNoWork if none,
+	// ErrLeaseExpired while this process's lease is expired.
 	ClaimWork(ctx context.Context) (Work, error)
-	// CompleteWork moves started work to done.
+	// CompleteWork moves work this process started to done; a
+	// *StateConflictError if it is not started by this process (any more).
 	CompleteWork(ctx context.Context, id string) (Work, error)
 	GetWork(ctx context.Context, id string) (Work, error)
 }

@@ -125,6 +125,11 @@ func (s *sqlStore) ClaimTick(ctx context.Context, c TickClaim) (Tick, error) {
 	}
 	now := s.clock()
 	at := c.At.UTC()
+	if c.State == TickClaimed {
+		if err := s.lease.claimable(now); err != nil {
+			return Tick{}, fmt.Errorf("claim tick %s of schedule %q: %w", at.Format(time.RFC3339), c.Schedule, err)
+		}
+	}
 	t := Tick{Schedule: c.Schedule, At: at, State: c.State, Owner: s.owner, CatchUp: c.CatchUp, ClaimedAt: now}
 	if c.State == TickMissed {
 		t.DoneAt = now
@@ -193,7 +198,7 @@ func (s *sqlStore) tickOwnerDead(ctx context.Context, tx querier, owner string, 
 		return false, err
 	}
 	has := err == nil
-	return !ownerLive(owner, s.owner, time.Unix(0, expires).UTC(), has, now, s.alive), nil
+	return !s.ownerLive(owner, time.Unix(0, expires).UTC(), has, now), nil
 }
 
 // FinishTick moves a tick this process claimed to done.

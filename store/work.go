@@ -124,6 +124,9 @@ func (s *sqlStore) Enqueue(ctx context.Context, w Work) (Work, bool, error) {
 // claimed by a transaction that committed meanwhile is never claimed again.
 func (s *sqlStore) ClaimWork(ctx context.Context) (Work, error) {
 	now := s.clock()
+	if err := s.lease.claimable(now); err != nil {
+		return Work{}, fmt.Errorf("claim work: %w", err)
+	}
 	var w Work
 	err := s.write(ctx, func(tx querier) error {
 		var err error
@@ -138,6 +141,14 @@ func (s *sqlStore) ClaimWork(ctx context.Context) (Work, error) {
 		}
 		return auditWork(ctx, tx, now, w, WorkPending)
 	})
+	if inDoubt(err) {
+		// The claim may have committed with nobody to run it: the work
+		// would stay started, owned by this live process, for good. Its
+		// owner and start time name it; the next sweep hands it back.
+		s.claimsInDoubt.Lock()
+		s.claimsInDoubt.at = append(s.claimsInDoubt.at, now.UnixNano())
+		s.claimsInDoubt.Unlock()
+	}
 	if err != nil {
 		return Work{}, fmt.Errorf("claim work: %w", err)
 	}
@@ -149,20 +160,27 @@ func auditWork(ctx context.Context, tx querier, now time.Time, w Work, from Work
 		Detail: mustJSON(map[string]any{"work": w.ID, "from": from, "to": w.State, "attempts": w.Attempts})})
 }
 
-// CompleteWork moves started work to done.
+// CompleteWork moves started work to done. Only the process that claimed
+// it may: one whose lease lapsed (a partition, a failover longer than the
+// lease) may find its work requeued and claimed by another replica, which
+// runs it now; that one completes it.
 func (s *sqlStore) CompleteWork(ctx context.Context, id string) (Work, error) {
 	now := s.clock()
 	var w Work
 	err := s.write(ctx, func(tx querier) error {
 		var err error
 		w, err = scanWork(tx.QueryRowContext(ctx, `UPDATE work SET state = 'done', done_at = ?
-			WHERE id = ? AND state = 'started' RETURNING `+workColumns, now.UnixNano(), id))
+			WHERE id = ? AND state = 'started' AND owner = ? RETURNING `+workColumns, now.UnixNano(), id, s.owner))
 		if errors.Is(err, sql.ErrNoRows) {
-			var got string
-			if err := tx.QueryRowContext(ctx, `SELECT state FROM work WHERE id = ?`, id).Scan(&got); err != nil {
+			var got, owner string
+			if err := tx.QueryRowContext(ctx, `SELECT state, owner FROM work WHERE id = ?`, id).Scan(&got, &owner); err != nil {
 				return notFound(err)
 			}
-			return &StateConflictError{Kind: "work", ID: id, Want: string(WorkStarted), Got: got}
+			want := string(WorkStarted)
+			if got == want {
+				want, got = want+" by "+s.owner, got+" by "+owner
+			}
+			return &StateConflictError{Kind: "work", ID: id, Want: want, Got: got}
 		}
 		if err != nil {
 			return err
