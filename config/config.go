@@ -32,6 +32,11 @@ type Config struct {
 	Log       Log
 	// Groups are approver and user groups: name -> member ids.
 	Groups map[string][]string
+	// Operators maps the OS users of runbot's host to the identities
+	// approval policies name (Operator): runbot approve and runbot deny
+	// vote as the identity the OS user running them maps to, never as one
+	// they are told on the command line.
+	Operators map[string]string
 	// SlackUsergroups maps a group name to a Slack user group id (S…)
 	// whose members also belong to the group.
 	SlackUsergroups map[string]string

@@ -16,4 +16,5 @@ func TestShippedExampleConfigIsValid(t *testing.T) {
 	require.NotNil(t, c.Alerts)
 	require.Len(t, c.Schedules, 2)
 	require.Equal(t, "all", c.Schedules[1].Deployments)
+	require.Equal(t, map[string]string{"alice": "U01ALICE", "bob": "U02BOB"}, c.Operators)
 }

@@ -62,7 +62,7 @@ func decode(path string, data []byte) (*Config, yamlnode.Problems) {
 	if root == nil {
 		return nil, d.Problems
 	}
-	d.Fields(root, "config", []string{"listen", "tls", "store", "inventory", "runbooks", "log", "groups", "slack", "alerts", "schedules", "shutdown_grace", "parallel", "ssh_idle_timeout", "web"}, func(key string, _, v *yaml.Node) {
+	d.Fields(root, "config", []string{"listen", "tls", "store", "inventory", "runbooks", "log", "groups", "slack", "alerts", "schedules", "shutdown_grace", "parallel", "ssh_idle_timeout", "web", "operators"}, func(key string, _, v *yaml.Node) {
 		c.At[key] = yamlnode.PosOf(v)
 		switch key {
 		case "listen":
@@ -121,6 +121,8 @@ func decode(path string, data []byte) (*Config, yamlnode.Problems) {
 			}
 		case "web":
 			c.Web = decodeWeb(d, v)
+		case "operators":
+			decodeOperators(d, c, v)
 		case "parallel":
 			c.Parallel = d.Int(v, "parallel")
 			if c.Parallel < 1 {

@@ -115,8 +115,10 @@ func (d *Dispatcher) apply(ctx context.Context, rs *runState, planID, actor stri
 	rs.Result = res
 	var conflict *store.StateConflictError
 	switch {
-	case err != nil && errors.As(err, &conflict):
-		// Someone else moved the plan first; their apply reports itself.
+	case err != nil && (errors.As(err, &conflict) || errors.Is(err, remediation.ErrNotApproved)):
+		// Someone else moved the plan first (between the vote or the sweep
+		// that found it approved and this claim, another replica's sweep
+		// claimed it); their apply reports itself.
 		log.Info("plan already being applied elsewhere", "err", err)
 		rs.Result = nil
 	case err != nil && (res == nil || res.Message == ""):

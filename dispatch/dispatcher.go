@@ -102,6 +102,11 @@ type Dispatcher struct {
 	timeline TimelineFunc
 	redactor *redact.Redactor
 
+	// sweepApplying holds the plans a sweep of this process is applying,
+	// so that the next sweep does not start a second apply beside one
+	// that has not yet moved its plan to applying.
+	sweepApplying sync.Map
+
 	mu sync.Mutex
 	// runs holds the state of runs whose message this process updates.
 	runs map[string]*runState

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -17,10 +18,11 @@ import (
 // another takes over what it left once its lease expires.
 //
 // The worker also picks up pending work that nobody claims: work a replica
-// accepted and then died before its own worker claimed it. And a plan
-// approved by a click whose replica died before it started applying it is
-// applied here (applyStranded): the approval stands, the apply was only
-// lost.
+// accepted and then died before its own worker claimed it. And the
+// approved plans nobody applies are applied here (applyStranded): one
+// approved from the CLI, which records votes and applies nothing, and one
+// approved by a click whose replica died before it started applying it
+// (the approval stands, the apply was only lost).
 func (d *Dispatcher) Sweep(ctx context.Context) (store.Recovery, error) {
 	rec, err := d.store.MarkInterrupted(ctx)
 	if err != nil {
@@ -94,12 +96,19 @@ func (d *Dispatcher) logRecovery(rec store.Recovery) {
 // the plan to applying within a second, as the first step of applying it.
 const strandedAfter = time.Minute
 
-// applyStranded applies the plans that were approved at least
-// strandedAfter ago and never started applying: the replica that received
-// the deciding click died in between. It is the apply that click asked
-// for, not a new one: the store's compare-and-set on approved -> applying
-// lets one replica apply each plan, and an approval that expired
-// meanwhile stops it (Remediator.Apply refuses).
+// applyStranded applies the approved plans that nobody is applying:
+//
+//   - a plan approved away from chat (runbot approve: the CLI records the
+//     vote and applies nothing, remediation.ApprovedFrom), at once;
+//   - a plan approved at least strandedAfter ago that never started
+//     applying: the replica that received the deciding click died in
+//     between. It is the apply that click asked for, not a new one.
+//
+// Either way the store's compare-and-set on approved -> applying lets one
+// replica apply each plan (the others find it applying and stop), a plan
+// this process is already applying is not started again beside itself,
+// and an approval that expired meanwhile stops it (Remediator.Apply
+// refuses).
 func (d *Dispatcher) applyStranded(ctx context.Context) {
 	plans, err := d.store.ListPlans(ctx, store.PlanFilter{States: []store.PlanState{store.PlanApproved}})
 	if err != nil {
@@ -108,25 +117,47 @@ func (d *Dispatcher) applyStranded(ctx context.Context) {
 	}
 	now := d.now()
 	for _, p := range plans {
-		if now.Sub(p.UpdatedAt) < strandedAfter || (!p.Policy.ExpiresAt.IsZero() && !now.Before(p.Policy.ExpiresAt)) {
+		if !p.Policy.ExpiresAt.IsZero() && !now.Before(p.Policy.ExpiresAt) {
+			continue
+		}
+		src, away, err := remediation.ApprovedFrom(ctx, d.store, p.ID)
+		if err != nil {
+			// Not known to be a CLI vote: it waits as a click's would.
+			d.log.Warn("where the approval came from is not known", "plan", p.ID, "err", err)
+		}
+		if !away && now.Sub(p.UpdatedAt) < strandedAfter {
+			continue
+		}
+		if _, busy := d.sweepApplying.LoadOrStore(p.ID, true); busy {
 			continue
 		}
 		actor := "runbot"
 		if approvals, err := d.store.Approvals(ctx, p.ID); err == nil && len(approvals) > 0 {
 			actor = approvals[len(approvals)-1].User
 		}
-		d.log.Warn("applying a plan approved on a process that died before it applied it", "plan", p.ID, "approved_by", actor)
-		err := d.tasks.Go("apply stranded plan "+p.ID, d.applyTimeout, func(ctx context.Context) {
+		if away {
+			d.log.Info("applying a plan approved from the "+src.Channel, "plan", p.ID, "approved_by", actor, "login", src.Login)
+		} else {
+			d.log.Warn("applying a plan approved on a process that died before it applied it", "plan", p.ID, "approved_by", actor)
+		}
+		err = d.tasks.Go("apply approved plan "+p.ID, d.applyTimeout, func(ctx context.Context) {
+			defer d.sweepApplying.Delete(p.ID)
+			// Another replica's sweep may have claimed it since the list
+			// was read; then there is nothing to show here.
+			if cur, err := d.store.GetPlan(ctx, p.ID); err != nil || cur.State != store.PlanApproved {
+				return
+			}
 			rs, release, err := d.hold(p.RunID, func() (*runState, error) { return d.loadPlanState(ctx, p.ID) })
 			if err != nil {
-				d.log.Warn("stranded plan not applied", "plan", p.ID, "err", err)
+				d.log.Warn("approved plan not applied", "plan", p.ID, "err", err)
 				return
 			}
 			defer release()
 			d.apply(ctx, rs, p.ID, actor)
 		})
 		if err != nil {
-			d.log.Warn("stranded plan not applied", "plan", p.ID, "err", err)
+			d.sweepApplying.Delete(p.ID)
+			d.log.Warn("approved plan not applied", "plan", p.ID, "err", err)
 		}
 	}
 }

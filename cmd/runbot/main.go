@@ -65,8 +65,9 @@ func newRootCmd() *cobra.Command {
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringSliceVar(&g.runbookDirs, "runbooks", envList("RUNBOT_RUNBOOKS"), "directories of runbooks besides the built-ins (env RUNBOT_RUNBOOKS, comma-separated)")
 	root.PersistentFlags().StringVar(&g.store, "store", defaultStore(), "where runs, plans and the audit log are kept: a SQLite file (or sqlite:///path), or a postgres:// URL (env RUNBOT_STORE)")
-	root.PersistentFlags().StringVarP(&g.config, "config", "c", os.Getenv("RUNBOT_CONFIG"), "serve's config file (env RUNBOT_CONFIG); show, history and run read it to redact the secrets it names")
-	root.AddCommand(newLintCmd(g), newListCmd(g), newExplainCmd(g), newRunCmd(g), newHistoryCmd(g), newShowCmd(g), newDemoCmd(g), newServeCmd(g), newTestCmd(g), newRearmCmd(g), newVersionCmd())
+	root.PersistentFlags().StringVarP(&g.config, "config", "c", os.Getenv("RUNBOT_CONFIG"), "serve's config file (env RUNBOT_CONFIG); show, history and run read it to redact the secrets it names; plans, approve, deny and link use its store, operators: and web:")
+	root.AddCommand(newLintCmd(g), newListCmd(g), newExplainCmd(g), newRunCmd(g), newHistoryCmd(g), newShowCmd(g), newDemoCmd(g), newServeCmd(g), newTestCmd(g), newRearmCmd(g),
+		newPlansCmd(g), newVoteCmd(g, true), newVoteCmd(g, false), newLinkCmd(g), newVersionCmd())
 	return root
 }
 
