@@ -1,7 +1,6 @@
 package config_test
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -35,7 +34,7 @@ func TestOperators(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, c.Operators)
 	_, err = c.Operator("alice")
-	require.True(t, errors.As(err, &unknown), "no operators: maps nobody")
+	require.ErrorAs(t, err, &unknown, "no operators: maps nobody")
 	require.Equal(t, `runbot.yaml: no operators: mapping, so OS user "alice" may not vote from the CLI; add one mapping it to the identity approval policies name (operators: {alice: U01ALICE})`, err.Error())
 }
 
