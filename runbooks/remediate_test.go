@@ -36,6 +36,12 @@ func (e *remedyEnv) clock() time.Time { return e.now }
 
 func newRemedy(t *testing.T, app string) *remedyEnv {
 	t.Helper()
+	return newRemedyFrom(t, app, "testdata/valid")
+}
+
+// newRemedyFrom is newRemedy with the remedy runbook read from catalogDir.
+func newRemedyFrom(t *testing.T, app, catalogDir string) *remedyEnv {
+	t.Helper()
 	dir := t.TempDir()
 	copyFile(t, "testdata/remedy/serve.sh", filepath.Join(dir, "serve.sh"), 0o755)
 	copyFile(t, "testdata/remedy/"+app, filepath.Join(dir, "app.sh"), 0o755)
@@ -57,7 +63,7 @@ deployments:
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.st.Close() })
 
-	catalog, problems, err := runbooks.LoadCatalog("testdata/valid")
+	catalog, problems, err := runbooks.LoadCatalog(catalogDir)
 	require.NoError(t, err)
 	require.Empty(t, problems)
 	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
@@ -132,6 +138,8 @@ func TestFailedVerificationRollsBackByteForByte(t *testing.T) {
 	require.False(t, res.Recovered)
 	require.Equal(t, store.PlanRolledBack, res.State)
 	require.Contains(t, res.Message, "1 change(s) rolled back, 1 action(s) run again so the rollback takes effect")
+	require.Equal(t, "diagnosis app_broken still holds: the app runs without --safe-mode", res.Unverified, "the outcome names what failed verification")
+	require.Contains(t, res.Message, "verification failed: the symptom is still there: diagnosis app_broken still holds")
 	after, err := os.ReadFile(e.script)
 	require.NoError(t, err)
 	require.Equal(t, before, after, "the launch script is restored byte for byte")

@@ -345,6 +345,10 @@ type ApplyResult struct {
 	// Precheck and Verify are the reports of the runs before and after.
 	Precheck *runbooks.Report
 	Verify   *runbooks.Report
+	// Unverified says why verification did not show the symptom gone,
+	// naming the step, diagnosis, finding or verify_when that failed;
+	// empty when it did.
+	Unverified string `json:",omitempty"`
 }
 
 // Apply carries out an approved plan. See Remediator for the guardrails.
@@ -530,20 +534,23 @@ func (a *applying) verify(ctx context.Context, applied []appliedAction) (*ApplyR
 	a.say(StageVerify, "re-running %s", strings.Join(rem.Verify, ", "))
 	ver := a.r.Engine.Run(ctx, a.p, engine.RunOptions{Trigger: "verify", Only: rem.Verify})
 	a.res.Verify = a.p.Shown(ver)
-	a.res.Recovered = a.r.recovered(a.rb, rem, ver, a.p, a.body.Diagnosis)
+	why := a.r.unverified(a.rb, rem, ver, a.res.Verify, a.p, a.body.Diagnosis)
+	a.res.Recovered = why == ""
 	if a.res.Recovered {
 		return a.finish(ctx, store.PlanDone, "verified: the symptom is gone", nil)
 	}
+	a.res.Unverified = why
+	msg := "verification failed: the symptom is still there: " + why
 	if rem.Rollback == runbooks.RollbackOnFailedVerify && anyReversible(&a.body) {
 		rb := a.r.rollback(ctx, a.plan.ID, applied, a.say)
 		a.res.Actions = a.r.shownActions(ctx, &a.body, a.plan.ID)
-		msg := "verification failed: the symptom is still there; " + rb.message() + " (escalate to a human)"
+		msg += "; " + rb.message() + " (escalate to a human)"
 		if len(rb.failed) > 0 {
 			return a.finish(ctx, store.PlanFailed, msg, nil)
 		}
 		return a.finish(ctx, store.PlanRolledBack, msg, nil)
 	}
-	return a.finish(ctx, store.PlanFailed, "verification failed: the symptom is still there (escalate to a human)", nil)
+	return a.finish(ctx, store.PlanFailed, msg+" (escalate to a human)", nil)
 }
 
 // shownActions reads what the plan's actions recorded, as it may be
@@ -774,28 +781,51 @@ func actionStepFor(rem *runbooks.Remediation, pa PlannedAction) *runbooks.Action
 	return rem.Actions[len(rem.Actions)-1]
 }
 
-// recovered decides whether verification shows the symptom gone: every
-// verify step ran, the diagnosis no longer holds, no critical finding that
-// could be evaluated holds, and verify_when (if given) is true.
-func (r *Remediator) recovered(rb *runbooks.Runbook, rem *runbooks.Remediation, ver *runbooks.Report, p *engine.Prepared, diagnosis string) bool {
-	for _, s := range ver.Steps {
-		if !s.Status.Ran() {
-			return false
+// unverified says why verification does not show the symptom gone, or
+// "" when it does: every verify step ran, the diagnosis no longer holds,
+// no critical finding that could be evaluated holds, and verify_when (if
+// given) is true. It names the first of these that fails, with its
+// evidence from shown (the verify report as it may be shown), so that
+// whoever reads the outcome knows which finding to look at.
+func (r *Remediator) unverified(rb *runbooks.Runbook, rem *runbooks.Remediation, ver, shown *runbooks.Report, p *engine.Prepared, diagnosis string) string {
+	if len(shown.Steps) != len(ver.Steps) || len(shown.Diagnoses) != len(ver.Diagnoses) || len(shown.Findings) != len(ver.Findings) {
+		// Shown is a copy of ver with secrets hidden; one that differs in
+		// shape would name the wrong finding, so the reason is kept
+		// general rather than wrong.
+		shown = &runbooks.Report{Steps: make([]*runbooks.TargetRun, len(ver.Steps)), Diagnoses: make([]runbooks.DiagnosisResult, len(ver.Diagnoses)), Findings: make([]runbooks.FindingResult, len(ver.Findings))}
+		for i := range shown.Steps {
+			shown.Steps[i] = &runbooks.TargetRun{}
 		}
 	}
-	if hasDiagnosis(ver, diagnosis) {
-		return false
+	for i, s := range ver.Steps {
+		if !s.Status.Ran() {
+			return fmt.Sprintf("verify step %s on %s did not run (%s: %s)", s.Step, s.Target, s.Status, shown.Steps[i].Error)
+		}
 	}
-	for _, f := range ver.Findings {
+	for i, d := range ver.Diagnoses {
+		if d.ID == diagnosis {
+			return fmt.Sprintf("diagnosis %s still holds: %s", d.ID, shown.Diagnoses[i].Summary)
+		}
+	}
+	for i, f := range ver.Findings {
 		if f.Severity == runbooks.Critical {
-			return false
+			why := fmt.Sprintf("critical finding %s still holds: %s", f.ID, shown.Findings[i].Summary)
+			if ev := shown.Findings[i].Evidence; len(ev) > 0 {
+				why += " (" + ev[0] + ")"
+			}
+			return why
 		}
 	}
 	if rem.VerifyWhen != nil {
 		ok, err := rb.EvalCondition(rem.VerifyWhen, ver, p.Params, r.now())
-		return err == nil && ok
+		switch {
+		case err != nil:
+			return fmt.Sprintf("verify_when %q could not be evaluated: %v", rem.VerifyWhen.Source, err)
+		case !ok:
+			return fmt.Sprintf("verify_when %q is false", rem.VerifyWhen.Source)
+		}
 	}
-	return true
+	return ""
 }
 
 func hasDiagnosis(rep *runbooks.Report, id string) bool {
