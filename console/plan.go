@@ -37,6 +37,9 @@ func Plan(w io.Writer, b *remediation.PlanBody, planID string) {
 		out.Printf("Then verify with: %s\n", strings.Join(b.Verify, ", "))
 	}
 	out.Println(b.RollbackPlan())
+	if b.Blocked != "" {
+		out.Printf("Cannot be applied: %s\n", b.Blocked)
+	}
 }
 
 func firstLine(s string) string {

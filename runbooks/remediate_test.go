@@ -295,8 +295,15 @@ func TestCircuitBreakerAfterFailedFix(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.PlanRolledBack, res.State)
 
+	require.Empty(t, prop.Body.Blocked, "nothing blocked the first plan")
+
 	e.now = e.now.Add(time.Minute)
 	prop2 := e.propose(t)
+	// The plan says before anyone approves it that applying it would be
+	// refused, and how to re-arm: nobody is asked to approve it.
+	require.Equal(t, "the last remediation for app_broken on shop (plan "+prop.Plan.ID+") ended rolled_back; once someone has looked, re-arm it with `runbot rearm shop app_broken --as USER` or `/runbot rearm shop app_broken`, then run the runbook again for a new plan", prop2.Body.Blocked)
+	require.Equal(t, prop2.Plan.Hash, prop2.Body.Hash(), "what blocked it is not part of what is approved")
+	// Approved anyway (a vote through another path), Apply still refuses.
 	e.approve(t, prop2, "bob")
 	res, err = e.rem.Apply(t.Context(), prop2.Plan.ID, "bob", nil)
 	require.ErrorIs(t, err, remediation.ErrCircuitOpen)
@@ -357,8 +364,11 @@ func TestRateLimit(t *testing.T) {
 		if i < 2 {
 			require.NoError(t, err)
 			require.Equal(t, store.PlanDone, res.State)
+			require.Empty(t, prop.Body.Blocked)
 			continue
 		}
+		require.Equal(t, "enable_safe_mode already ran 2 times on shop in the last hour (max_per_hour 2); run the runbook again later for a new plan", prop.Body.Blocked,
+			"the third plan says before approval that the rate limit refuses it")
 		require.ErrorIs(t, err, remediation.ErrRateLimited)
 	}
 }

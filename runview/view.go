@@ -43,7 +43,9 @@ func (rs *State) Message() chat.Message {
 	}
 	if rs.Proposal != nil {
 		m.Sections = append(m.Sections, rs.proposalSection())
-		if rs.Plan.State == store.PlanProposed {
+		// A plan its guardrails refused when it was proposed gets no
+		// buttons: its section says why and what to do instead.
+		if rs.Plan.State == store.PlanProposed && rs.Proposal.Body.Blocked == "" {
 			m.Buttons = approvalButtons(rs.Proposal, rs.Plan)
 		}
 	}
@@ -270,6 +272,10 @@ func (rs *State) proposalSection() chat.Section {
 	case store.PlanExpired, store.PlanSuperseded, store.PlanInterrupted:
 		// The other states show in the approvals or the apply section.
 		s.Lines = append(s.Lines, chat.Line{Text: "Plan is " + strings.ReplaceAll(string(p.State), "_", " ")})
+	}
+	if body.Blocked != "" && p.State == store.PlanProposed {
+		s.Status = chat.StatusError
+		s.Lines = append(s.Lines, chat.Line{Status: chat.StatusError, Text: "Cannot be applied: " + body.Blocked})
 	}
 	if body.Escalate != "" {
 		s.Lines = append(s.Lines, chat.Line{Status: chat.StatusWarning, Text: body.Escalate})

@@ -10,6 +10,7 @@ import (
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/runview"
 	"github.com/runbot/runbot/store"
 )
@@ -63,4 +64,32 @@ func lineTexts(s chat.Section) []string {
 		out = append(out, l.Text)
 	}
 	return out
+}
+
+// A plan its guardrails refused when it was proposed shows why, and no
+// Approve button: nobody is asked to approve what applying would refuse.
+func TestBlockedPlanHasNoButtons(t *testing.T) {
+	t.Parallel()
+	plan := store.Plan{ID: "p-1", Hash: "abc", State: store.PlanProposed, Policy: store.Policy{Approvers: []string{"@sre"}}}
+	body := remediation.PlanBody{Remediation: "restart", Deployment: "dsv4", Diagnosis: "decode_hung"}
+	for name, tc := range map[string]struct {
+		blocked string
+		buttons int
+	}{
+		"appliable": {buttons: 3},
+		"blocked":   {blocked: "the last remediation for decode_hung on dsv4 (plan p-0) ended rolled_back; once someone has looked, re-arm it", buttons: 0},
+	} {
+		body.Blocked = tc.blocked
+		rs := runview.New(store.Run{ID: "r-1", Runbook: "wedge"}, nil)
+		rs.SetReport(&runbooks.Report{Outcome: runbooks.OutcomeCritical})
+		rs.Proposal, rs.Plan = &remediation.Proposal{Plan: plan, Body: body}, plan
+		m := rs.Message()
+		require.Len(t, m.Buttons, tc.buttons, name)
+		text := m.Text()
+		if tc.blocked != "" {
+			require.Contains(t, text, "Cannot be applied: "+tc.blocked, name)
+		} else {
+			require.NotContains(t, text, "Cannot be applied", name)
+		}
+	}
 }

@@ -82,6 +82,14 @@ func remediate(cmd *cobra.Command, rem *remediation.Remediator, p *engine.Prepar
 			out.Printf("Note: %s\n", hint)
 		}
 	}
+	if prop.Body.Blocked != "" {
+		// Nobody is asked to approve what applying would refuse.
+		o.Message = "cannot be applied: " + prop.Body.Blocked
+		if text {
+			out.Println("Not asking for approval: this plan " + o.Message)
+		}
+		return o, nil
+	}
 	approver := rf.approveAs
 	approve := true
 	if approver == "" {

@@ -79,6 +79,12 @@ type PlanBody struct {
 	Verify   []string                `json:"verify"`
 	Rollback runbooks.RollbackPolicy `json:"rollback"`
 	Escalate string                  `json:"escalate,omitempty"`
+	// Blocked says why the plan could not be applied when it was
+	// proposed (its circuit breaker open, its rate limit reached) and
+	// what to do about it; empty when it could. It is not part of the
+	// hash: it is what the guardrails said then, not what Apply does,
+	// and Apply checks them again.
+	Blocked string `json:"blocked,omitempty"`
 }
 
 // Hash is the plan's content hash: what it would change (each action's
@@ -230,6 +236,9 @@ func (r *Remediator) Propose(ctx context.Context, p *engine.Prepared, rep *runbo
 	}
 	body, err := r.plan(ctx, p, rem, diag.ID)
 	if err != nil {
+		return nil, err
+	}
+	if body.Blocked, err = r.blocked(ctx, body, rem); err != nil {
 		return nil, err
 	}
 	raw, err := json.Marshal(body)
@@ -586,6 +595,32 @@ func (r *Remediator) move(ctx context.Context, plan store.Plan, from, to store.P
 		return fmt.Errorf("plan %s: %s -> %s: %w", plan.ID, from, to, err)
 	}
 	return nil
+}
+
+// blocked says why a plan just made could not be applied now, so that
+// nobody is asked to approve what Apply would refuse: the circuit breaker
+// of its diagnosis is open (with the command that re-arms it), or its
+// remediation reached its rate limit. A lock held by another remediation
+// is not a reason: it is released within minutes.
+func (r *Remediator) blocked(ctx context.Context, body *PlanBody, rem *runbooks.Remediation) (string, error) {
+	open, err := r.openBreaker(ctx, body.Deployment, body.Diagnosis, "")
+	if err != nil {
+		return "", fmt.Errorf("check circuit breaker: %w", err)
+	}
+	if open != nil {
+		return fmt.Sprintf("the last remediation for %[1]s on %[2]s (plan %[3]s) ended %[4]s; once someone has looked, re-arm it with `runbot rearm %[2]s %[1]s --as USER` or `/runbot rearm %[2]s %[1]s`, then run the runbook again for a new plan",
+			body.Diagnosis, body.Deployment, open.ID, open.State), nil
+	}
+	if rem.MaxPerHour > 0 {
+		n, err := r.Store.CountApplied(ctx, store.AppliedFilter{Deployment: body.Deployment, Remediation: body.Remediation, Since: r.now().Add(-time.Hour)})
+		if err != nil {
+			return "", fmt.Errorf("check rate limit: %w", err)
+		}
+		if n >= rem.MaxPerHour {
+			return fmt.Sprintf("%s already ran %d times on %s in the last hour (max_per_hour %d); run the runbook again later for a new plan", body.Remediation, n, body.Deployment, rem.MaxPerHour), nil
+		}
+	}
+	return "", nil
 }
 
 // guardrails enforces the rate limit and the circuit breaker.
