@@ -1,0 +1,200 @@
+package runbooks
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/runbot/runbot/internal/step"
+)
+
+// HostFailure says that a host could not be reached: no step ran there,
+// and the steps that failed failed to connect.
+type HostFailure struct {
+	Host string
+	// Cause is the connection error, once, without what each step was
+	// doing when it met it.
+	Cause string
+	// Stopped counts the step runs on the host that did not run.
+	Stopped int
+}
+
+// String is the one line a report shows before anything else.
+func (h HostFailure) String() string {
+	return fmt.Sprintf("cannot reach %s (%d step %s stopped): %s", h.Host, h.Stopped, plural(h.Stopped, "run", "runs"), h.Cause)
+}
+
+// FailureGroup is the step runs on one host that did not run for the same
+// cause, in the order the report holds them.
+type FailureGroup struct {
+	Host string
+	// Cause is the error the runs share: the whole error text, or for a
+	// connection error only the part the SSH runner wrote, so that the
+	// different ways checks wrap it fold together.
+	Cause string
+	Runs  []*TargetRun
+}
+
+// Folded reports whether the group is shown as one line: a failure that
+// happened once is shown as it is.
+func (g FailureGroup) Folded() bool { return len(g.Runs) > 1 }
+
+// StepIDs are the ids of the group's steps, each once, in report order.
+func (g FailureGroup) StepIDs() []string {
+	var ids []string
+	seen := map[string]bool{}
+	for _, tr := range g.Runs {
+		if !seen[tr.Step] {
+			seen[tr.Step] = true
+			ids = append(ids, tr.Step)
+		}
+	}
+	return ids
+}
+
+// foldNames is how many step ids a folded line names before "+N more".
+const foldNames = 3
+
+// Line is the group as one line: "N steps on HOST (a, b, c +N more):
+// CAUSE". It says "step runs" when a step ran on the host for more than
+// one target, as the count is then not a count of steps.
+func (g FailureGroup) Line() string {
+	ids := g.StepIDs()
+	names := ids
+	more := ""
+	if len(ids) > foldNames+1 {
+		names, more = ids[:foldNames], fmt.Sprintf(" +%d more", len(ids)-foldNames)
+	}
+	what := plural(len(g.Runs), "step", "steps")
+	if len(ids) != len(g.Runs) {
+		what = plural(len(g.Runs), "step run", "step runs")
+	}
+	return fmt.Sprintf("%d %s on %s (%s%s): %s", len(g.Runs), what, g.Host, strings.Join(names, ", "), more, g.Cause)
+}
+
+// FailureGroups groups the report's step runs that did not run by host and
+// by cause; see GroupFailures.
+func (r *Report) FailureGroups() []FailureGroup { return GroupFailures(r.Steps) }
+
+// Unreachable lists the hosts the report could not reach; see
+// UnreachableHosts.
+func (r *Report) Unreachable() []HostFailure { return UnreachableHosts(r.Steps) }
+
+// GroupFailures groups the finished step runs that did not run and say why
+// by host and by cause, in the order of each group's first run. Runs still
+// going and runs that ran are in no group.
+func GroupFailures(runs []*TargetRun) []FailureGroup {
+	type key struct{ host, cause string }
+	index := map[key]int{}
+	var out []FailureGroup
+	for _, tr := range runs {
+		if tr == nil || tr.Status == "" || tr.Status.Ran() || tr.Error == "" {
+			continue
+		}
+		cause, ok := ConnectionError(tr)
+		if !ok {
+			cause = tr.Error
+		}
+		k := key{hostOf(tr), cause}
+		i, seen := index[k]
+		if !seen {
+			i = len(out)
+			index[k] = i
+			out = append(out, FailureGroup{Host: k.host, Cause: cause})
+		}
+		out[i].Runs = append(out[i].Runs, tr)
+	}
+	return out
+}
+
+// UnreachableHosts lists, in report order, the hosts where no step ran,
+// at least one step failed to connect and no step failed for another
+// reason than that. Steps skipped, timed out or cancelled there are taken
+// as consequences: a step that waits for a connection that never comes
+// times out with its own error. The cause is the connection error most of
+// the host's runs met, the first one on a tie.
+func UnreachableHosts(runs []*TargetRun) []HostFailure {
+	type host struct {
+		ran, other bool
+		stopped    int
+		causes     map[string]int
+		order      []string
+	}
+	hosts := map[string]*host{}
+	var order []string
+	for _, tr := range runs {
+		if tr == nil {
+			continue
+		}
+		name := hostOf(tr)
+		h := hosts[name]
+		if h == nil {
+			h = &host{causes: map[string]int{}}
+			hosts[name] = h
+			order = append(order, name)
+		}
+		switch {
+		case tr.Status.Ran():
+			h.ran = true
+		case tr.Status == "":
+			// Still running: it decides nothing yet.
+		default:
+			h.stopped++
+			if cause, ok := ConnectionError(tr); ok {
+				if h.causes[cause] == 0 {
+					h.order = append(h.order, cause)
+				}
+				h.causes[cause]++
+			} else if tr.Status == step.Error {
+				h.other = true
+			}
+		}
+	}
+	var out []HostFailure
+	for _, name := range order {
+		h := hosts[name]
+		if h.ran || h.other || len(h.order) == 0 || name == "" {
+			continue
+		}
+		best := h.order[0]
+		for _, c := range h.order[1:] {
+			if h.causes[c] > h.causes[best] {
+				best = c
+			}
+		}
+		out = append(out, HostFailure{Host: name, Cause: best, Stopped: h.stopped})
+	}
+	return out
+}
+
+// ConnectionError returns the part of a step run's error that says its
+// host could not be reached or would not let runbot in, and whether there
+// is one. The report keeps errors as text, so this reads the text the SSH
+// runner writes for its connect error ("connect to HOST (ADDRESS): ..." or
+// "... via jump host ..."), which checks wrap in what they were doing.
+func ConnectionError(tr *TargetRun) (string, bool) {
+	host := hostOf(tr)
+	if host == "" || tr.Error == "" {
+		return "", false
+	}
+	i := strings.Index(tr.Error, "connect to "+host+" (")
+	if i < 0 {
+		return "", false
+	}
+	return tr.Error[i:], true
+}
+
+// hostOf is where a step run ran: its host, or its target when the host is
+// not known.
+func hostOf(tr *TargetRun) string {
+	if tr.Host != "" {
+		return tr.Host
+	}
+	return tr.Target
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
