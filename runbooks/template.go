@@ -39,6 +39,10 @@ var funcs = template.FuncMap{
 	"quote": func(v any) string { return shell.Quote(fmt.Sprint(v)) },
 	"join":  func(sep string, v []string) string { return strings.Join(v, sep) },
 	"round": func(d time.Duration) time.Duration { return roundDuration(d) },
+	// seconds renders a duration as whole seconds, rounded to the nearest
+	// one, because a duration prints as Go writes it (1m30s) and commands
+	// such as sleep or timeout want a plain number.
+	"seconds": seconds,
 	// sub is the time between two durations measured from one start, e.g.
 	// a stream's total less its first byte.
 	"sub": func(a, b time.Duration) time.Duration { return a - b },
@@ -160,6 +164,22 @@ func cleanTemplateErr(err error) string {
 		}
 	}
 	return strings.TrimPrefix(s, "template: ")
+}
+
+// seconds is the template function: a duration param is a time.Duration,
+// and a string (an alert label, a value from a map) is parsed as one.
+func seconds(v any) (int64, error) {
+	switch d := v.(type) {
+	case time.Duration:
+		return int64(d.Round(time.Second) / time.Second), nil
+	case string:
+		p, err := time.ParseDuration(d)
+		if err != nil {
+			return 0, fmt.Errorf("seconds: %w", err)
+		}
+		return int64(p.Round(time.Second) / time.Second), nil
+	}
+	return 0, fmt.Errorf("seconds: want a duration, got %T", v)
 }
 
 func roundDuration(d time.Duration) time.Duration {
