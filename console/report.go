@@ -53,6 +53,7 @@ func Report(w io.Writer, rep *runbooks.Report, color bool) error {
 		o.Printf("%s%s%s\n", c.dim, rep.Title, c.reset)
 	}
 	o.Println()
+	reportUnreachable(o, c, rep)
 	reportDiagnoses(o, c, rep)
 	reportFindings(o, c, rep)
 	if err := reportSteps(o, c, rep); err != nil {
@@ -108,13 +109,40 @@ func reportFindings(o *Output, c palette, rep *runbooks.Report) {
 	}
 }
 
+// reportUnreachable says first which hosts could not be reached, one line
+// each, as a host that is down fails every step there with the same error
+// and the table below would otherwise open with that error many times.
+func reportUnreachable(o *Output, c palette, rep *runbooks.Report) {
+	hosts := rep.Unreachable()
+	for _, h := range hosts {
+		o.Printf("%s%s%s\n", c.red, h, c.reset)
+	}
+	if len(hosts) > 0 {
+		o.Println()
+	}
+}
+
 // reportSteps is the table of steps, one line each with its first
-// evidence or its error.
+// evidence or its error; the step runs that failed the same way on one
+// host are left out of it and follow as one line per host and error.
 func reportSteps(o *Output, c palette, rep *runbooks.Report) error {
 	o.Printf("%sSteps%s\n", c.bold, c.reset)
 	tw := tabwriter.NewWriter(o, 2, 4, 2, ' ', 0)
 	to := NewOutput(tw)
+	var folds []runbooks.FailureGroup
+	folded := map[*runbooks.TargetRun]bool{}
+	for _, g := range rep.FailureGroups() {
+		if g.Folded() {
+			folds = append(folds, g)
+			for _, tr := range g.Runs {
+				folded[tr] = true
+			}
+		}
+	}
 	for _, s := range rep.Steps {
+		if folded[s] {
+			continue
+		}
 		first := ""
 		if len(s.Evidence) > 0 {
 			first = s.Evidence[0]
@@ -123,6 +151,11 @@ func reportSteps(o *Output, c palette, rep *runbooks.Report) error {
 			first = s.Error
 		}
 		to.Printf("  %s\t%s\t%s\t%s\t%s\n", statusMark(c, s.Status), s.Step, s.Target, fmtDur(s.Duration), oneLineOf(first, 110))
+	}
+	for _, g := range folds {
+		// Only the status column is a cell, so the folded lines share its
+		// alignment and leave the other columns' widths alone.
+		to.Printf("  %s\t%s\n", statusMark(c, g.Runs[0].Status), oneLineOf(g.Line(), 200))
 	}
 	if to.err != nil {
 		return to.err
