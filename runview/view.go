@@ -31,6 +31,7 @@ const (
 func (rs *State) Message() chat.Message {
 	m := chat.Message{Title: rs.Title, Status: rs.Status(), More: "runbot show " + rs.Run.ID, Run: rs.Run.ID}
 	m.Facts = runFacts(rs.Run, rs.Report)
+	m.Sections = append(m.Sections, rs.unreachableSections()...)
 	if rs.Report == nil {
 		m.Sections = append(m.Sections, rs.verdictSections()...)
 		m.Sections = append(m.Sections, rs.stepsSection(true))
@@ -181,11 +182,48 @@ func reportSections(rep *runbooks.Report) []chat.Section {
 	return out
 }
 
+// unreachableSections say first, one section a host, which hosts could
+// not be reached: a host that is down fails every step there with the same
+// error, and without this the message would open with that error many
+// times. While the run goes they read the step runs finished so far.
+func (rs *State) unreachableSections() []chat.Section {
+	var hosts []runbooks.HostFailure
+	if rs.Report != nil {
+		hosts = rs.Report.Unreachable()
+	} else {
+		hosts = runbooks.UnreachableHosts(rs.orderedRuns())
+	}
+	var out []chat.Section
+	for _, h := range hosts {
+		line := h.String()
+		out = append(out, chat.Section{Heading: strings.ToUpper(line[:1]) + line[1:], Status: chat.StatusError})
+	}
+	return out
+}
+
+// orderedRuns are the step runs seen so far, in runbook order.
+func (rs *State) orderedRuns() []*runbooks.TargetRun {
+	var out []*runbooks.TargetRun
+	for _, id := range rs.StepOrder {
+		out = append(out, rs.Steps[id]...)
+	}
+	return out
+}
+
 // stepsSection lists every step run while the run goes; afterwards only
-// the ones that did not run, under a count.
+// the ones that did not run, under a count. The runs that failed the same
+// way on one host show as one line where the first of them would be.
 func (rs *State) stepsSection(live bool) chat.Section {
 	s := chat.Section{Heading: "Steps"}
 	total, ran := 0, 0
+	foldOf := map[*runbooks.TargetRun]*runbooks.FailureGroup{}
+	for _, g := range runbooks.GroupFailures(rs.orderedRuns()) {
+		if g.Folded() {
+			for _, tr := range g.Runs {
+				foldOf[tr] = &g
+			}
+		}
+	}
 	for _, id := range rs.StepOrder {
 		runs := rs.Steps[id]
 		if len(runs) == 0 && live {
@@ -196,6 +234,12 @@ func (rs *State) stepsSection(live bool) chat.Section {
 			if tr.Status.Ran() {
 				ran++
 			}
+			if g := foldOf[tr]; g != nil {
+				if g.Runs[0] == tr {
+					s.Lines = append(s.Lines, foldLine(g))
+				}
+				continue
+			}
 			if live || (tr.Status != "" && !tr.Status.Ran()) {
 				s.Lines = append(s.Lines, stepLine(tr))
 			}
@@ -205,6 +249,16 @@ func (rs *State) stepsSection(live bool) chat.Section {
 		s.Text = fmt.Sprintf("%d of %d step runs completed.", ran, total)
 	}
 	return s
+}
+
+// foldLine is the one line of step runs that failed the same way on one
+// host, with the status icon their first run would have.
+func foldLine(g *runbooks.FailureGroup) chat.Line {
+	status := chat.StatusError
+	if g.Runs[0].Status == step.Skipped {
+		status = chat.StatusSkipped
+	}
+	return chat.Line{Status: status, Text: g.Line()}
 }
 
 func stepLine(tr *runbooks.TargetRun) chat.Line {
