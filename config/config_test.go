@@ -15,7 +15,7 @@ import (
 func TestBrokenConfigReportsEveryProblemWithPosition(t *testing.T) {
 	_, err := config.Load("testdata/broken.yaml")
 	require.Error(t, err)
-	want := `testdata/broken.yaml:1:9: listen must be host:port, got "nonsense"
+	want := `testdata/broken.yaml:1:9: listen must be host:port with a port from 1 to 65535 or a TCP service name, got "nonsense": missing port in address
 testdata/broken.yaml:5:14: slack.bot_token must be a reference such as {env: NAME} or {file: /path}, never the secret itself
 testdata/broken.yaml:8:3: alerts: configure bearer_token or basic_auth; the webhook never runs unauthenticated
 testdata/broken.yaml:8:17: alerts.dedup_window must be a duration like 30s or 5m, got "soon"

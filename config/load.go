@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"path"
 	"regexp"
@@ -55,6 +54,8 @@ func Check(path string) (*Config, yamlnode.Problems, error) {
 // login for good.
 const DefaultSSHIdleTimeout = 5 * time.Minute
 
+// decode reads the config; relative paths in it are resolved against the
+// directory of path (Resolve).
 func decode(path string, data []byte) (*Config, yamlnode.Problems) {
 	d := &yamlnode.Decoder{File: path}
 	c := &Config{File: path, Listen: "127.0.0.1:8080", Log: Log{Format: "text", Level: "info"}, ShutdownGrace: 30 * time.Second, Parallel: 4, SSHIdleTimeout: DefaultSSHIdleTimeout, Groups: map[string][]string{}, SlackUsergroups: map[string]string{}, At: Positions{}}
@@ -67,17 +68,17 @@ func decode(path string, data []byte) (*Config, yamlnode.Problems) {
 		switch key {
 		case "listen":
 			c.Listen = d.String(v, "listen")
-			if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-				d.Errorf(v, "listen must be host:port, got %q", c.Listen)
+			if err := CheckAddress(c.Listen); err != nil {
+				d.Errorf(v, "listen must be host:port with a port from 1 to 65535 or a TCP service name, got %q: %v", c.Listen, err)
 			}
 		case "tls":
 			c.TLS = &TLS{}
 			d.Fields(v, "tls", []string{"cert", "key"}, func(key string, _, v *yaml.Node) {
 				c.At["tls."+key] = yamlnode.PosOf(v)
 				if key == "cert" {
-					c.TLS.Cert = d.String(v, "tls.cert")
+					c.TLS.Cert = Resolve(path, d.String(v, "tls.cert"))
 				} else {
-					c.TLS.Key = d.String(v, "tls.key")
+					c.TLS.Key = Resolve(path, d.String(v, "tls.key"))
 				}
 			})
 			if c.TLS.Cert == "" || c.TLS.Key == "" {
@@ -85,10 +86,14 @@ func decode(path string, data []byte) (*Config, yamlnode.Problems) {
 			}
 		case "store":
 			c.Store, c.StoreDSN = decodeStore(d, v)
+			c.Store = resolveStore(path, c.Store)
 		case "inventory":
-			c.Inventory = d.String(v, "inventory")
+			c.Inventory = Resolve(path, d.String(v, "inventory"))
 		case "runbooks":
 			c.Runbooks = d.Strings(v, "runbooks")
+			for i, dir := range c.Runbooks {
+				c.Runbooks[i] = Resolve(path, dir)
+			}
 		case "log":
 			d.Fields(v, "log", []string{"format", "level"}, func(key string, _, v *yaml.Node) {
 				s := d.String(v, "log."+key)
@@ -218,7 +223,9 @@ func decodeSecret(d *yamlnode.Decoder, n *yaml.Node, what string) Secret {
 		if key == "env" {
 			s.Env = d.String(v, what+".env")
 		} else {
-			s.File = d.String(v, what+".file")
+			// A secret file beside the config is read from there,
+			// wherever serve was started.
+			s.File = Resolve(d.File, d.String(v, what+".file"))
 		}
 	})
 	if s.Env != "" && s.File != "" {

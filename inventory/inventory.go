@@ -8,6 +8,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/runbot/runbot/internal/yamlnode"
 )
 
 // Inventory is a loaded, validated inventory file.
@@ -45,6 +47,22 @@ type Host struct {
 	ConnectTimeout time.Duration
 	Services       ServiceManager
 	Labels         map[string]string
+	// At is where the host's local files were written, by key
+	// ("identity_files.0", "known_hosts.1", "passphrase_file"); "" is the
+	// host itself. A check of those files (preflight) reports at them.
+	At map[string]yamlnode.Pos
+}
+
+// Pos is where key of the host was written, or the host's own position
+// when it was not (a host built in code has none: 1:1).
+func (h *Host) Pos(key string) yamlnode.Pos {
+	if p, ok := h.At[key]; ok {
+		return p
+	}
+	if p, ok := h.At[""]; ok {
+		return p
+	}
+	return yamlnode.Pos{Line: 1, Col: 1}
 }
 
 // ServiceManager says how a host's services are managed.

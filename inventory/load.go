@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 
@@ -116,7 +117,7 @@ var hostKeys = []string{"transport", "address", "port", "user", "identity_files"
 	"agent", "known_hosts", "host_keys", "host_key", "trust_on_first_use", "jump", "connect_timeout", "service_manager", "labels"}
 
 func decodeHost(d *yamlnode.Decoder, name string, n *yaml.Node) *Host {
-	h := &Host{Name: name, Transport: "ssh", Port: 22, Services: ServiceManager{Type: "systemd"}}
+	h := &Host{Name: name, Transport: "ssh", Port: 22, Services: ServiceManager{Type: "systemd"}, At: map[string]yamlnode.Pos{"": yamlnode.PosOf(n)}}
 	what := "host " + name
 	d.Fields(n, what, hostKeys, func(key string, k, v *yaml.Node) {
 		switch key {
@@ -135,15 +136,23 @@ func decodeHost(d *yamlnode.Decoder, name string, n *yaml.Node) *Host {
 		case "user":
 			h.User = d.String(v, what+".user")
 		case "identity_files", "identity_file":
-			h.IdentityFiles = append(h.IdentityFiles, d.Strings(v, what+"."+key)...)
+			for i, f := range d.Strings(v, what+"."+key) {
+				h.At[fmt.Sprintf("identity_files.%d", len(h.IdentityFiles))] = itemPos(v, i)
+				h.IdentityFiles = append(h.IdentityFiles, resolve(d.File, f))
+			}
 		case "passphrase_env":
 			h.PassphraseEnv = d.String(v, what+".passphrase_env")
 		case "passphrase_file":
-			h.PassphraseFile = d.String(v, what+".passphrase_file")
+			h.At["passphrase_file"] = yamlnode.PosOf(v)
+			h.PassphraseFile = resolve(d.File, d.String(v, what+".passphrase_file"))
 		case "agent":
 			h.Agent = d.Bool(v, what+".agent")
 		case "known_hosts":
 			h.KnownHosts = d.Strings(v, what+".known_hosts")
+			for i, f := range h.KnownHosts {
+				h.At[fmt.Sprintf("known_hosts.%d", i)] = itemPos(v, i)
+				h.KnownHosts[i] = resolve(d.File, f)
+			}
 		case "host_keys", "host_key":
 			h.HostKeys = append(h.HostKeys, d.Strings(v, what+"."+key)...)
 		case "trust_on_first_use":
@@ -188,6 +197,26 @@ func decodeHost(d *yamlnode.Decoder, name string, n *yaml.Node) *Host {
 		d.Errorf(n, "%s: address is required for ssh transport", what)
 	}
 	return h
+}
+
+// resolve returns a local file the inventory names as it is to be opened
+// from the working directory: unchanged when absolute, else joined to the
+// inventory's directory, so that the inventory means the same files
+// wherever serve or the CLI was started.
+func resolve(file, path string) string {
+	if path == "" || filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(filepath.Dir(file), path)
+}
+
+// itemPos is where the i-th string of a value that is a list, or a single
+// string, was written.
+func itemPos(n *yaml.Node, i int) yamlnode.Pos {
+	if n.Kind == yaml.SequenceNode && i < len(n.Content) {
+		return yamlnode.PosOf(n.Content[i])
+	}
+	return yamlnode.PosOf(n)
 }
 
 var roleKeys = []string{"host", "unit", "url", "metrics_url", "launch_script", "log_file", "labels"}

@@ -26,6 +26,11 @@ type Plan struct {
 	// ExtraRunbooks are the runbook directories read before the config's
 	// (--runbook-dir), which a reload reads again.
 	ExtraRunbooks []string
+	// Overrides are the paths --check was given instead of the config's:
+	// with them the config is checked before it is installed, and the
+	// files its paths and the inventory's name are the target host's,
+	// which Files does not look for here.
+	Overrides Overrides
 }
 
 // Overrides replace the config's paths for `serve --check`, so that a
@@ -49,13 +54,13 @@ func Load(cfgPath string, extraRunbooks []string, o Overrides) (*Plan, yamlnode.
 		// References cannot be followed from a file that is not YAML.
 		return nil, all, nil
 	}
-	p := &Plan{Config: cfg, ExtraRunbooks: extraRunbooks}
+	p := &Plan{Config: cfg, ExtraRunbooks: extraRunbooks, Overrides: o}
 	dirs := cfg.Runbooks
 	if o.Runbooks != nil {
 		dirs = o.Runbooks
 	} else {
 		dirs = slices.DeleteFunc(slices.Clone(dirs), func(dir string) bool {
-			if _, err := os.Stat(dir); err != nil {
+			if _, err := os.Stat(abs(dir)); err != nil {
 				all = append(all, problemAt(cfg, "runbooks", "runbooks: %v", err))
 				return true
 			}
@@ -74,7 +79,7 @@ func Load(cfgPath string, extraRunbooks []string, o Overrides) (*Plan, yamlnode.
 		invPath = o.Inventory
 	}
 	invBroken := false
-	if _, err := os.Stat(invPath); invPath != "" && err != nil && o.Inventory == "" {
+	if _, err := os.Stat(abs(invPath)); invPath != "" && err != nil && o.Inventory == "" {
 		all = append(all, problemAt(cfg, "inventory", "inventory: %v", err))
 		invBroken = true
 	} else if invPath != "" {

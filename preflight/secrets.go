@@ -25,6 +25,11 @@ func Secrets(cfg *config.Config, required bool) yamlnode.Problems {
 		ps = append(ps, yamlnode.Problem{File: cfg.File, Line: at.Line, Col: at.Col, Severity: severity, Msg: fmt.Sprintf(format, args...)})
 	}
 	for _, u := range cfg.SecretUses() {
+		// The message names the absolute path of a secret file, as a
+		// relative one is read from the config's directory.
+		if u.Ref.File != "" {
+			u.Ref.File = abs(u.Ref.File)
+		}
 		if _, err := u.Ref.Load(); err != nil {
 			add(u.At, "%s (%s) does not load: %v", u.Key, u.Ref, err)
 		}
@@ -34,7 +39,7 @@ func Secrets(cfg *config.Config, required bool) yamlnode.Problems {
 			if path == "" {
 				continue // reported by the config's own check
 			}
-			f, err := os.Open(path)
+			f, err := os.Open(abs(path))
 			if err != nil {
 				add(cfg.At.Of(key), "%s: %v", key, err)
 				continue

@@ -29,7 +29,10 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			"is an error; it starts, opens and writes nothing. --inventory and --runbook-dir\n" +
 			"check against other files than the config names (before installing it).\n" +
 			"Secret references and TLS files that do not load are warnings, or errors with\n" +
-			"--secrets (run it as the service user, in its environment); values are never shown.",
+			"--secrets (run it as the service user, in its environment); values are never shown.\n" +
+			"A host's identity, known_hosts or passphrase file that does not exist is an error,\n" +
+			"one this user cannot read a warning (an error with --secrets). Relative paths are\n" +
+			"read from the directory of the file that names them (the config or the inventory).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfgPath := g.config
@@ -46,6 +49,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			if check {
 				if plan != nil {
 					problems = append(problems, preflight.Secrets(plan.Config, secrets)...)
+					problems = append(problems, preflight.Files(plan, secrets)...)
 					problems.Sort()
 				}
 				return reportCheck(cmd, cfgPath, problems, excerpts)
@@ -61,7 +65,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&check, "check", false, "check the config and everything it names, start nothing; exit 1 on errors")
 	addExcerptsFlag(cmd, &excerpts)
-	cmd.Flags().BoolVar(&secrets, "secrets", false, "with --check: a secret reference or TLS file that does not load is an error, not a warning")
+	cmd.Flags().BoolVar(&secrets, "secrets", false, "with --check: a secret reference, TLS file or host's file that does not load is an error, not a warning")
 	cmd.Flags().StringVar(&over.Inventory, "inventory", "", "with --check: the inventory to check against instead of the config's")
 	cmd.Flags().StringSliceVar(&over.Runbooks, "runbook-dir", nil, "with --check: runbook directories instead of the config's runbooks:")
 	return cmd
