@@ -34,6 +34,22 @@ type runView struct {
 	Findings []findingView
 	// Steps are the report's step runs grouped by step id, in run order.
 	Steps []stepGroup
+	// Unreachable says, a line a host, which hosts could not be reached,
+	// shown before the diagnosis.
+	Unreachable []string
+	// Folds are the step runs that failed the same way on one host, a line
+	// each, shown before the steps; each of their runs links to its line
+	// instead of repeating the error.
+	Folds []foldView
+}
+
+// foldView is one line of step runs that failed the same way on one host,
+// with the anchor their runs link to.
+type foldView struct {
+	Anchor string
+	Line   string
+	// Label is what each of its runs says instead of the error.
+	Label string
 }
 
 // findingView is a finding with how many evidence lines it has and which
@@ -55,6 +71,8 @@ type stepRun struct {
 	*runbooks.TargetRun
 	Shown       shownLines
 	ShownEvents shownEvents
+	// Fold is the line its error is folded into, if it is.
+	Fold *foldView
 }
 
 // load reads a run's incident, redacted, from st (the site's store, or
@@ -183,6 +201,21 @@ func (s *Site) runView(inc *incident.Incident, c cuts, v visitor) (*runView, err
 			fc := c.findings[i]
 			view.Findings = append(view.Findings, findingView{FindingResult: f, Lines: len(f.Evidence) + fc.Omitted, Shown: showLines(f.Evidence, fc)})
 		}
+		for _, h := range rep.Unreachable() {
+			view.Unreachable = append(view.Unreachable, h.String())
+		}
+		foldOf := map[*runbooks.TargetRun]*foldView{}
+		for _, g := range rep.FailureGroups() {
+			if !g.Folded() {
+				continue
+			}
+			fv := &foldView{Anchor: fmt.Sprintf("fold-%d", len(view.Folds)+1), Line: g.Line(),
+				Label: fmt.Sprintf("one of %d failing the same way on %s", len(g.Runs), g.Host)}
+			view.Folds = append(view.Folds, *fv)
+			for _, tr := range g.Runs {
+				foldOf[tr] = fv
+			}
+		}
 		index := map[string]int{}
 		for i, tr := range rep.Steps {
 			g, ok := index[tr.Step]
@@ -192,7 +225,7 @@ func (s *Site) runView(inc *incident.Incident, c cuts, v visitor) (*runView, err
 				view.Steps = append(view.Steps, stepGroup{ID: tr.Step})
 			}
 			view.Steps[g].Runs = append(view.Steps[g].Runs, stepRun{TargetRun: tr,
-				Shown: showLines(tr.Evidence, c.evidence[i]), ShownEvents: showEvents(tr.Events, c.events[i])})
+				Shown: showLines(tr.Evidence, c.evidence[i]), ShownEvents: showEvents(tr.Events, c.events[i]), Fold: foldOf[tr]})
 		}
 	}
 	return view, nil
