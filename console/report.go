@@ -64,9 +64,17 @@ func Report(w io.Writer, rep *runbooks.Report, color bool) error {
 	case runbooks.OutcomeCritical:
 		o.Printf("%sOutcome: critical%s\n", c.red, c.reset)
 	case runbooks.OutcomeInconclusive:
-		why := "some steps could not run"
-		if !rep.Unobserved() {
-			why = "no diagnosis holds: the runbook does not cover what it saw"
+		// Say what kept the run from a verdict: a step that could not
+		// observe is the target's doing, an expression that failed on
+		// what every step saw is the runbook's.
+		why := "no diagnosis holds: the runbook does not cover what it saw"
+		switch notRun, failed := rep.StepsNotRun(), rep.ExpressionFailed(); {
+		case notRun && failed:
+			why = "some steps could not run, and an expression could not be evaluated"
+		case notRun:
+			why = "some steps could not run"
+		case failed:
+			why = "an expression could not be evaluated on what the steps saw"
 		}
 		o.Printf("%sOutcome: inconclusive — %s%s\n", c.yellow, why, c.reset)
 	default:

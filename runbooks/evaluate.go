@@ -1,10 +1,13 @@
 package runbooks
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
 	"time"
+
+	"github.com/expr-lang/expr/file"
 )
 
 // envValue builds the expression environment from a report.
@@ -77,8 +80,16 @@ func (rb *Runbook) Evaluate(rep *Report, params map[string]any, now time.Time) {
 		}
 		ok, err := evalBool(f.program, env.Interface())
 		if err != nil {
-			unknown[f.ID] = err.Error()
-			rep.Inconclusive = append(rep.Inconclusive, FindingResult{ID: f.ID, Severity: f.Severity, Reason: err.Error()})
+			// Every step it reads ran: the expression itself failed on
+			// what they saw (int("") of an empty extract), which the
+			// reason says with the values, so no one looks for a step
+			// that did not run.
+			reason := "the expression could not be evaluated: " + oneLineErr(err)
+			if read := describeReads(env, f.reads); read != "" {
+				reason += "; it read " + read
+			}
+			unknown[f.ID] = reason
+			rep.Inconclusive = append(rep.Inconclusive, FindingResult{ID: f.ID, Severity: f.Severity, Reason: reason, ExpressionFailed: true})
 			continue
 		}
 		held[f.ID] = ok
@@ -152,6 +163,17 @@ func (rb *Runbook) EvalCondition(c *Condition, rep *Report, params map[string]an
 		held[f.ID] = true
 	}
 	return evalBool(c.program, rb.envValue(rep, params, held, now).Interface())
+}
+
+// oneLineErr is an evaluation error without the expression excerpt expr
+// appends on further lines: the report quotes the values instead.
+func oneLineErr(err error) string {
+	var fe *file.Error
+	if errors.As(err, &fe) {
+		return fe.Message
+	}
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return msg
 }
 
 func render(t *Template, data any, fallback string) string {

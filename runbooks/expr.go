@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,6 +36,13 @@ type exprNames struct {
 	// bareGets are the offsets of get(steps..., KEY) calls whose nil (for
 	// a missing key) nothing catches; see bareGets.
 	bareGets []int
+	// reads are the constant paths the expression reads under steps and
+	// params, get(steps.X.values, "K") as steps.X.values.K: what a report
+	// quotes when the expression fails at run time.
+	reads [][]string
+	// converted are the paths read inside int(), float() or duration():
+	// text that must parse as a number, which an empty value does not.
+	converted [][]string
 }
 
 type chain struct {
@@ -73,6 +81,14 @@ func scanNames(src string) (*exprNames, error) {
 			names.chains = append(names.chains, chain{idents: idents, at: m.Location().From})
 		}
 	}
+	names.reads = readPaths(&tree.Node)
+	ast.Walk(&tree.Node, visitor(func(n *ast.Node) {
+		if b, ok := (*n).(*ast.BuiltinNode); ok && (b.Name == "int" || b.Name == "float" || b.Name == "duration") {
+			for i := range b.Arguments {
+				names.converted = append(names.converted, readPaths(&b.Arguments[i])...)
+			}
+		}
+	}))
 	for _, m := range members {
 		root, prop := memberOf(m)
 		if prop == "" {
@@ -119,6 +135,117 @@ func inner2(all []*ast.MemberNode, m *ast.MemberNode) bool {
 		}
 	}
 	return false
+}
+
+// readPaths returns the constant paths under steps and params that the
+// tree reads, longest only, each once; get(PATH, "K") reads PATH.K.
+func readPaths(tree *ast.Node) [][]string {
+	var members []*ast.MemberNode
+	var out [][]string
+	seen := map[string]bool{}
+	add := func(idents []string) {
+		if (idents[0] == "steps" || idents[0] == "params") && !seen[strings.Join(idents, "\x00")] {
+			seen[strings.Join(idents, "\x00")] = true
+			out = append(out, idents)
+		}
+	}
+	ast.Walk(tree, visitor(func(n *ast.Node) {
+		switch n := (*n).(type) {
+		case *ast.MemberNode:
+			members = append(members, n)
+		case *ast.BuiltinNode:
+			if n.Name != "get" || len(n.Arguments) != 2 {
+				return
+			}
+			m, ok := n.Arguments[0].(*ast.MemberNode)
+			key, isStr := n.Arguments[1].(*ast.StringNode)
+			if !ok || !isStr {
+				return
+			}
+			if idents, ok := chainOf(m); ok {
+				add(append(slices.Clone(idents), key.Value))
+			}
+		}
+	}))
+	for _, m := range members {
+		if idents, ok := chainOf(m); ok && !inner2(members, m) {
+			add(idents)
+		}
+	}
+	// steps.X.values, the map get() reads, says less than the key read.
+	return slices.DeleteFunc(out, func(p []string) bool {
+		return slices.ContainsFunc(out, func(q []string) bool { return len(q) > len(p) && slices.Equal(q[:len(p)], p) })
+	})
+}
+
+// describeReads quotes what the paths read in env, for a report: e.g.
+// steps.disk.values["pct"] = "".
+func describeReads(env reflect.Value, paths [][]string) string {
+	var parts []string
+	for _, p := range paths {
+		name, v, ok := readPath(env, p)
+		if !ok {
+			continue
+		}
+		if v.IsValid() && v.CanInterface() {
+			parts = append(parts, fmt.Sprintf("%s = %s", name, quoteValue(v.Interface())))
+		} else {
+			parts = append(parts, name+" is missing")
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// readPath follows idents through env's struct fields (by expression
+// name) and map keys; the value is invalid for a missing map key.
+func readPath(env reflect.Value, idents []string) (string, reflect.Value, bool) {
+	name, v := idents[0], env
+	for i, id := range idents {
+		for v.IsValid() && (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) {
+			if v.IsNil() {
+				return name, reflect.Value{}, true
+			}
+			v = v.Elem()
+		}
+		if !v.IsValid() {
+			return name, v, true
+		}
+		switch v.Kind() {
+		case reflect.Struct:
+			found := false
+			for j := range v.NumField() {
+				if exprName(v.Type().Field(j)) == id {
+					v, found = v.Field(j), true
+					break
+				}
+			}
+			if !found {
+				return "", reflect.Value{}, false
+			}
+			if i > 0 {
+				name += "." + id
+			}
+		case reflect.Map:
+			if v.Type().Key().Kind() != reflect.String {
+				return "", reflect.Value{}, false
+			}
+			v = v.MapIndex(reflect.ValueOf(id).Convert(v.Type().Key()))
+			name += fmt.Sprintf("[%q]", id)
+		default:
+			return "", reflect.Value{}, false
+		}
+	}
+	return name, v, true
+}
+
+func quoteValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		return fmt.Sprintf("%q", x)
+	case fmt.Stringer:
+		return x.String()
+	}
+	return fmt.Sprint(v)
 }
 
 type visitor func(*ast.Node)

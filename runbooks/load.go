@@ -81,6 +81,11 @@ type loader struct {
 	rootNode     *yaml.Node
 	whenNodes    []whenRef
 	summaries    []summaryRef
+	// extractNodes are each command step's extract patterns by name, for
+	// warnings at the pattern; converted are the paths conditions convert
+	// to numbers (see checkEmptyCaptures).
+	extractNodes map[string]map[string]*yaml.Node
+	converted    [][]string
 }
 
 var topKeys = []string{"name", "title", "doc", "params", "triggers", "ssh", "steps", "findings", "diagnoses", "remediations"}
@@ -341,6 +346,7 @@ func (l *loader) step(n *yaml.Node) {
 	if !ok {
 		return
 	}
+	l.recordExtract(s, withNode)
 	if s.ID == "" {
 		d.Errorf(n, "step: id is required")
 	}

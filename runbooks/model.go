@@ -165,6 +165,8 @@ type Finding struct {
 
 	program *vm.Program
 	refs    []stepRef
+	// reads are the paths its condition reads, quoted when it fails.
+	reads [][]string
 }
 
 // Diagnosis is a conclusion over findings, optionally with a remediation.

@@ -76,6 +76,10 @@ type FindingResult struct {
 	Evidence []string `json:"evidence"`
 	// Reason says why an inconclusive finding could not be evaluated.
 	Reason string `json:"reason,omitempty"`
+	// ExpressionFailed says the steps it reads ran, and its expression
+	// failed on what they saw (e.g. int("") of an empty value): the
+	// runbook, not the target, is what to look at.
+	ExpressionFailed bool `json:"expression_failed,omitempty"`
 }
 
 // DiagnosisResult is a diagnosis that held.
@@ -98,6 +102,33 @@ func (r *Report) Unobserved() bool {
 	}
 	for _, s := range r.Steps {
 		if !s.Status.Ran() {
+			return true
+		}
+	}
+	return false
+}
+
+// StepsNotRun reports whether a step did not run, or a finding could not
+// be evaluated because a step it reads was not observed.
+func (r *Report) StepsNotRun() bool {
+	for _, s := range r.Steps {
+		if !s.Status.Ran() {
+			return true
+		}
+	}
+	for _, f := range r.Inconclusive {
+		if !f.ExpressionFailed {
+			return true
+		}
+	}
+	return false
+}
+
+// ExpressionFailed reports whether a finding's expression failed on what
+// its steps saw.
+func (r *Report) ExpressionFailed() bool {
+	for _, f := range r.Inconclusive {
+		if f.ExpressionFailed {
 			return true
 		}
 	}

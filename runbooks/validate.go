@@ -41,6 +41,7 @@ func (l *loader) validate() {
 		}
 	}
 	l.checkReferences(ids)
+	l.checkEmptyCaptures()
 	// summaries render against a zero environment, which catches misspelt
 	// names with missingkey=error.
 	for _, s := range l.summaries {
@@ -124,9 +125,10 @@ func (l *loader) compileWhen(w whenRef, env any, envShape *shape, ids runbookIDs
 		return
 	}
 	refs := l.normalizeRefs(names.steps)
+	l.converted = append(l.converted, names.converted...)
 	switch {
 	case w.finding != nil:
-		w.finding.program, w.finding.refs = prog, refs
+		w.finding.program, w.finding.refs, w.finding.reads = prog, refs, names.reads
 	case w.diagnosis != nil:
 		w.diagnosis.program, w.diagnosis.refs, w.diagnosis.findings = prog, refs, dedup(names.findings)
 		w.diagnosis.summarySteps = templateSteps(w.diagnosis.Summary)
