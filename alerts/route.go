@@ -22,9 +22,12 @@ type Route struct {
 	// Runbook is the runbook to run.
 	Runbook string
 	// Params are templates over .labels and .annotations, e.g.
-	// "{{ .labels.deployment }}". A param that renders empty is left out,
-	// so that its default applies (or, when it is required, the alert is
-	// reported as not runnable).
+	// "{{ .labels.deployment }}". A param that renders empty (the alert
+	// lacks the label it reads) keeps the alert from running, with the
+	// label and the route named: running with the runbook's default would
+	// look at something the alert is not about. A route that means a
+	// default says so in the template: {{ .labels.x | default "main" }},
+	// or default "" to leave the param to the runbook's own default.
 	Params map[string]string
 }
 
@@ -156,13 +159,18 @@ func routeAlert(routes []route, a Alert) *routed {
 		out := &routed{Runbook: r.runbook, Origin: r.origin, Params: map[string]string{}}
 		data := map[string]any{"labels": nonNil(a.Labels), "annotations": nonNil(a.Annotations)}
 		for _, name := range slices.Sorted(maps.Keys(r.params)) {
-			v, err := r.params[name].Execute(data)
+			t := r.params[name]
+			v, err := t.Execute(data)
 			if err != nil {
 				out.Err = errors.Join(out.Err, fmt.Errorf("param %s: %w", name, err))
 				continue
 			}
 			if v = strings.TrimSpace(v); v != "" {
 				out.Params[name] = v
+				continue
+			}
+			if !t.Calls("default") {
+				out.Err = errors.Join(out.Err, missingLabel(r.origin, name, t, a))
 			}
 		}
 		out.Shown = out.Params
@@ -172,6 +180,39 @@ func routeAlert(routes []route, a Alert) *routed {
 		return out
 	}
 	return nil
+}
+
+// missingLabel is the error for a param whose template rendered empty
+// and gives no default: it names the labels and annotations the template
+// reads that the alert lacks, and the route.
+func missingLabel(origin, param string, t *runbooks.Template, a Alert) error {
+	var missing []string
+	example := ""
+	for _, f := range t.Fields() {
+		if len(f) != 2 {
+			continue
+		}
+		var have map[string]string
+		switch f[0] {
+		case "labels":
+			have = a.Labels
+		case "annotations":
+			have = a.Annotations
+		default:
+			continue
+		}
+		if strings.TrimSpace(have[f[1]]) == "" {
+			missing = append(missing, fmt.Sprintf("%s %q", strings.TrimSuffix(f[0], "s"), f[1]))
+			if example == "" {
+				example = fmt.Sprintf("{{ .%s.%s | default \"...\" }}", f[0], f[1])
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return fmt.Errorf("param %s: %s renders it empty and gives no default", param, origin)
+	}
+	return fmt.Errorf("param %s: the alert has no %s, which %s reads for it; to run without it, give the route a default (%s)",
+		param, strings.Join(missing, " or "), origin, example)
 }
 
 func nonNil(m map[string]string) map[string]string {

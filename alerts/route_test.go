@@ -21,7 +21,7 @@ func TestAlertRouting(t *testing.T) {
 	catalog := testCatalog(t, "testdata/alertmanager/runbooks")
 	routes, err := compileRoutes([]Route{
 		{Match: map[string]string{"alertname": "HighErrorRate", "service": "api"}, Runbook: "service-errors",
-			Params: map[string]string{"host": "here", "service": "{{ .labels.service }}", "sleep": "{{ .annotations.wait }}"}},
+			Params: map[string]string{"host": "here", "service": "{{ .labels.service }}", "sleep": "{{ .annotations.wait | default \"\" }}"}},
 		{Match: map[string]string{"alertname": "/High.*/", "team": ""}, Runbook: "service-errors",
 			Params: map[string]string{"host": "here", "service": "{{ .labels.service | default \"unknown\" }}"}},
 	}, catalog)
@@ -31,7 +31,7 @@ func TestAlertRouting(t *testing.T) {
 		labels, annotations map[string]string
 		want                *routed
 	}{
-		"exact match, params from labels; an empty param is left out": {
+		"exact match, params from labels; an empty param with default \"\" is left out": {
 			labels: map[string]string{"alertname": "HighErrorRate", "service": "api"},
 			want:   &routed{Runbook: "service-errors", Origin: "alert route 1 (service-errors)", Params: map[string]string{"host": "here", "service": "api"}},
 		},

@@ -125,6 +125,82 @@ func (t *Template) Execute(data any) (string, error) {
 	return b.String(), nil
 }
 
+// Calls reports whether the template calls the function name anywhere,
+// e.g. whether an alert param gives a default of its own.
+func (t *Template) Calls(name string) bool {
+	found := false
+	t.walkCommands(func(c *parse.CommandNode) {
+		for _, a := range c.Args {
+			if id, ok := a.(*parse.IdentifierNode); ok && id.Ident == name {
+				found = true
+			}
+		}
+	})
+	return found
+}
+
+// Fields returns the field chains the template reads, e.g. [labels
+// service] for {{ .labels.service }}, each once, in order.
+func (t *Template) Fields() [][]string {
+	var out [][]string
+	seen := map[string]bool{}
+	t.walkCommands(func(c *parse.CommandNode) {
+		for _, a := range c.Args {
+			if f, ok := a.(*parse.FieldNode); ok && !seen[strings.Join(f.Ident, ".")] {
+				seen[strings.Join(f.Ident, ".")] = true
+				out = append(out, f.Ident)
+			}
+		}
+	})
+	return out
+}
+
+// walkCommands calls fn for every command of every pipeline of the
+// template, in actions and in the conditions of if, range and with.
+func (t *Template) walkCommands(fn func(*parse.CommandNode)) {
+	if t.t == nil || t.t.Tree == nil {
+		return
+	}
+	var pipe func(p *parse.PipeNode)
+	var list func(l *parse.ListNode)
+	pipe = func(p *parse.PipeNode) {
+		if p == nil {
+			return
+		}
+		for _, c := range p.Cmds {
+			fn(c)
+			for _, a := range c.Args {
+				if sub, ok := a.(*parse.PipeNode); ok {
+					pipe(sub)
+				}
+			}
+		}
+	}
+	branch := func(b *parse.BranchNode) {
+		pipe(b.Pipe)
+		list(b.List)
+		list(b.ElseList)
+	}
+	list = func(l *parse.ListNode) {
+		if l == nil {
+			return
+		}
+		for _, n := range l.Nodes {
+			switch n := n.(type) {
+			case *parse.ActionNode:
+				pipe(n.Pipe)
+			case *parse.IfNode:
+				branch(&n.BranchNode)
+			case *parse.RangeNode:
+				branch(&n.BranchNode)
+			case *parse.WithNode:
+				branch(&n.BranchNode)
+			}
+		}
+	}
+	list(t.t.Root)
+}
+
 func usesRaw(l *parse.ListNode) bool {
 	if l == nil {
 		return false
