@@ -1,12 +1,14 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Resolve returns path as it is to be opened from the working directory:
@@ -61,7 +63,12 @@ func CheckAddress(addr string) error {
 		}
 		return nil
 	}
-	if _, err := net.LookupPort("tcp", port); err != nil {
+	// A service name is looked up in the host's services database, a
+	// local read; the bound only keeps a broken resolver from hanging a
+	// config load.
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 5*time.Second, errors.New("looking up the listen port's service name took too long"))
+	defer cancel()
+	if _, err := net.DefaultResolver.LookupPort(ctx, "tcp", port); err != nil {
 		return fmt.Errorf("port %q is not a known TCP service on this host", port)
 	}
 	return nil
