@@ -66,11 +66,22 @@ func Files(p *Plan, required bool) yamlnode.Problems {
 	}
 	if path := p.Config.SQLitePath(); path != "" && p.Overrides.Inventory == "" && p.Overrides.Runbooks == nil {
 		at := p.Config.At.Of("store")
-		dir, err := existingDir(filepath.Dir(path))
-		if err != nil {
+		want := abs(filepath.Dir(path))
+		dir, err := existingDir(want)
+		switch {
+		case err != nil:
 			add(p.Config.File, at, yamlnode.Error, "store: the directory of %s cannot be created: %v", abs(path), err)
-		} else if err := usableDir(dir); err != nil {
-			add(p.Config.File, at, unreadable, "store: directory %s cannot be written: %v", dir, err)
+		case dir != want:
+			// The store's directory does not exist yet. The service makes
+			// it (the shipped unit's StateDirectory=, or an install step),
+			// as a user this check may not be, so that this user could not
+			// create it proves nothing; serve says so at start if it
+			// cannot either. Warning about it here would warn on every
+			// install that follows the guide.
+		default:
+			if err := usableDir(dir); err != nil {
+				add(p.Config.File, at, unreadable, "store: directory %s cannot be written: %v", dir, err)
+			}
 		}
 	}
 	return ps
