@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -546,7 +547,11 @@ func (a *applying) verify(ctx context.Context, applied []appliedAction) (*ApplyR
 	why := a.r.unverified(a.rb, rem, ver, a.res.Verify, a.p, a.body.Diagnosis)
 	a.res.Recovered = why == ""
 	if a.res.Recovered {
-		return a.finish(ctx, store.PlanDone, "verified: the symptom is gone", nil)
+		msg := "verified: the symptom is gone"
+		if left := stillWarned(ver, a.res.Verify); left != "" {
+			msg += "; " + left
+		}
+		return a.finish(ctx, store.PlanDone, msg, nil)
 	}
 	a.res.Unverified = why
 	msg := "verification failed: the symptom is still there: " + why
@@ -839,16 +844,21 @@ func (r *Remediator) unverified(rb *runbooks.Runbook, rem *runbooks.Remediation,
 	}
 	for i, d := range ver.Diagnoses {
 		if d.ID == diagnosis {
-			return fmt.Sprintf("diagnosis %s still holds: %s", d.ID, shown.Diagnoses[i].Summary)
+			why := fmt.Sprintf("diagnosis %s still holds: %s", d.ID, strings.TrimSuffix(shown.Diagnoses[i].Summary, "."))
+			// The diagnosis's summary is prose; the finding it holds on
+			// carries what the verify steps measured.
+			for j, f := range ver.Findings {
+				if slices.Contains(d.Findings, f.ID) {
+					why += "; " + findingHolds(f.ID, shown.Findings[j])
+					break
+				}
+			}
+			return why
 		}
 	}
 	for i, f := range ver.Findings {
 		if f.Severity == runbooks.Critical {
-			why := fmt.Sprintf("critical finding %s still holds: %s", f.ID, shown.Findings[i].Summary)
-			if ev := shown.Findings[i].Evidence; len(ev) > 0 {
-				why += " (" + ev[0] + ")"
-			}
-			return why
+			return "critical " + findingHolds(f.ID, shown.Findings[i])
 		}
 	}
 	if rem.VerifyWhen != nil {
@@ -861,6 +871,28 @@ func (r *Remediator) unverified(rb *runbooks.Runbook, rem *runbooks.Remediation,
 		}
 	}
 	return ""
+}
+
+// findingHolds says that a finding still holds, with its summary and its
+// first evidence line, as the shown (redacted) report has them.
+func findingHolds(id string, shown runbooks.FindingResult) string {
+	if len(shown.Evidence) == 0 {
+		return fmt.Sprintf("finding %s still holds: %s", id, shown.Summary)
+	}
+	return fmt.Sprintf("finding %s still holds: %s (%s)", id, strings.TrimSuffix(shown.Summary, "."), shown.Evidence[0])
+}
+
+// stillWarned names the warnings left after a verified fix: a partial fix
+// (some space freed, not all) verifies with its "still tight" finding
+// graded warning, and the outcome should not read as if nothing is left.
+func stillWarned(ver, shown *runbooks.Report) string {
+	var left []string
+	for i, f := range ver.Findings {
+		if f.Severity == runbooks.Warning && i < len(shown.Findings) {
+			left = append(left, "warning "+findingHolds(f.ID, shown.Findings[i]))
+		}
+	}
+	return strings.Join(left, "; ")
 }
 
 func hasDiagnosis(rep *runbooks.Report, id string) bool {

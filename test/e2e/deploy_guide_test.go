@@ -98,8 +98,9 @@ const (
 // done as the guide says to do them; then a real Alertmanager, configured
 // from the guide's receiver snippet, sends an alert, and a signed slash
 // command asks for a run: both are recorded in runbot's store and posted
-// to the recording Slack. A step renamed, added or removed in the guide
-// fails the test until the test knows it.
+// to the recording Slack. Then it follows the guide's "Running without
+// Slack" on the same host (withoutSlackGuide). A step renamed, added or
+// removed in the guide fails the test until the test knows it.
 func TestDeployGuide(t *testing.T) {
 	steps, receiver := readGuide(t, "../../docs/deploy.md")
 	var names []string
@@ -253,6 +254,11 @@ func TestDeployGuide(t *testing.T) {
 			"response_url": {strings.Replace(rec.ResponseURL("slash"), strings.TrimSuffix(rec.APIURL(), "/"), strings.TrimSuffix(slackURL, "/"), 1)},
 		})
 	})
+
+	run := withoutSlackGuide(t, c, h, work, amCfg)
+	for _, call := range rec.Calls() {
+		require.NotContains(t, call.Form.Encode(), run, "runbot without a slack: block called Slack (%s) about run %s", call.Method, run)
+	}
 }
 
 // reloadProbe is a runbook the guide's "Reloading" paragraph has the
