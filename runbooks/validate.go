@@ -291,8 +291,13 @@ func (l *loader) buildEnv() {
 	e.params, e.paramIdx = structOf(names, types)
 	names, types = nil, nil
 	for _, s := range rb.Steps {
-		// A step whose check is unknown has no outputs to type.
 		st := newStepType(s.CheckType.Spec.Outputs, s.Targets)
+		if _, known := l.vocab.Checks.Lookup(s.Check); !known {
+			// A step whose check is unknown (a typo, reported once) has
+			// no outputs to type: what the runbook reads of it is not
+			// checked, rather than reported again at every use.
+			st = &stepType{typ: reflect.TypeFor[map[string]any](), outField: map[int]int{}}
+		}
 		e.stepTypes[s.ID] = st
 		names, types = append(names, s.ID), append(types, st.typ)
 	}
