@@ -45,7 +45,7 @@ func Run(w io.Writer, run store.Run, plans []store.Plan, audit []store.AuditEven
 	if len(audit) > 0 {
 		out.Println("\nAudit trail")
 		for _, e := range audit {
-			out.Printf("  %s  %-22s %-12s %s\n", e.At.UTC().Format("15:04:05.000Z"), e.Kind, Dash(e.Actor), string(e.Detail))
+			out.Printf("  %s  %-22s %-12s %s\n", e.At.UTC().Format("15:04:05.000Z"), e.Kind, Dash(e.Actor), AuditDetail(e.Detail))
 		}
 	}
 	return out.err
