@@ -17,7 +17,7 @@ func TestAuditDetail(t *testing.T) {
 	for name, tc := range map[string]struct {
 		raw, want string
 	}{
-		"empty": {raw: "", want: ""},
+		"empty":              {raw: "", want: ""},
 		"flat, in key order": {raw: `{"to":"done","from":"verifying"}`, want: "from=verifying to=done"},
 		"numbers and spaces": {raw: `{"index":1,"summary":"restart decode","ok":true}`, want: `index=1 ok=true summary="restart decode"`},
 		"a backup is cut, with its size": {
