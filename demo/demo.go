@@ -130,6 +130,32 @@ type demo struct {
 
 const stages = 7
 
+// selfCommand is how to run this runbot again from the current directory:
+// "runbot" when that is what $PATH finds, else its path (bin/runbot after
+// make build), so that a hint the demo prints can be pasted as it is.
+func selfCommand() string {
+	self, err := os.Executable()
+	if err != nil {
+		return "runbot"
+	}
+	if p, err := exec.LookPath("runbot"); err == nil {
+		if a, err1 := os.Stat(p); err1 == nil {
+			if b, err2 := os.Stat(self); err2 == nil && os.SameFile(a, b) {
+				return "runbot"
+			}
+		}
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, self); err == nil && !strings.HasPrefix(rel, "..") {
+			if !strings.Contains(rel, string(filepath.Separator)) {
+				rel = "." + string(filepath.Separator) + rel
+			}
+			return rel
+		}
+	}
+	return self
+}
+
 // FindSim locates the sglang-sim binary: path when given, else next to
 // the running binary, else on $PATH.
 func FindSim(path string) (string, error) {
@@ -455,7 +481,7 @@ func (d *demo) cleanup() {
 		return
 	}
 	if fileExists(d.db) {
-		d.out.printf("The demo's runs and audit trail are kept in %s: runbot history --store %s\n", d.db, d.db)
+		d.out.printf("The demo's runs and audit trail are kept in %s: %s history --store %s\n", d.db, selfCommand(), d.db)
 	}
 	if d.keep {
 		d.out.printf("Kept the deployment in %s (stop it with: %s down --dir %s)\n", d.dir, d.sim, d.dir)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -58,8 +59,12 @@ func TestDemoRunsEveryStage(t *testing.T) {
 
 	// The store it names is there afterwards, with the demo's runs.
 	db := filepath.Join(state, "runbot", "demo.db")
-	require.Contains(t, text, "The demo's runs and audit trail are kept in "+db+": runbot history --store "+db)
-	hist, err := exec.Command(runbot, "history", "--store", db).CombinedOutput()
+	// The hint is pasted as printed: the binary it names runs from here
+	// (runbot itself is on no $PATH in this test).
+	hint := regexp.MustCompile(`The demo's runs and audit trail are kept in (\S+): (\S+) history --store (\S+)\n`).FindStringSubmatch(text)
+	require.NotNil(t, hint, text)
+	require.Equal(t, []string{db, runbot, db}, hint[1:])
+	hist, err := exec.Command(hint[2], "history", "--store", hint[3]).CombinedOutput()
 	require.NoError(t, err, "%s", hist)
 	require.Contains(t, string(hist), "sglang-pd-wedge")
 
