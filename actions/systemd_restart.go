@@ -126,7 +126,9 @@ func (SystemdRestart) Plan(ctx context.Context, env Env) (Plan, error) {
 	default:
 		summary += fmt.Sprintf(", waiting until each is active again (at most %s) before going on", wait)
 	}
-	summary += "; now " + strings.Join(now, ", ")
+	// Said as of planning: the plan is shown again after it ran, when
+	// these PIDs are gone, and the outcome names the new ones.
+	summary += "; when planned, " + strings.Join(now, ", ")
 	return Plan{
 		Action:   systemdRestartType.Spec.Name,
 		Target:   env.Target.Name(),

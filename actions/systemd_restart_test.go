@@ -108,7 +108,7 @@ func TestSystemdRestartSequential(t *testing.T) {
 		strings.ReplaceAll(m.mgr.RestartLine, "{unit}", "prefill.service"),
 	}, plan.Commands)
 	require.Contains(t, plan.Summary, "restart decode.service then prefill.service on decode@test-host")
-	require.Contains(t, plan.Summary, "decode.service is active/running (MainPID "+strconv.Itoa(oldDecode)+")")
+	require.Contains(t, plan.Summary, "; when planned, decode.service is active/running (MainPID "+strconv.Itoa(oldDecode)+")")
 	require.Equal(t, 0, m.restarts("decode.service"), "planning restarts nothing")
 
 	applied, err := a.Apply(testCtx(t), env, plan)
