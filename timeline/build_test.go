@@ -36,6 +36,9 @@ func TestFromReportWedge(t *testing.T) {
 	require.Equal(t, time.Date(2026, 11, 29, 9, 25, 20, 0, time.UTC), decode.Last.UTC())
 	require.Equal(t, "5m11s", duration(decode.Gap()))
 	require.Equal(t, "last Decode batch 09:25:20 UTC — 5m11s ago", lastProgressLabel(decode))
+	logged := *decode
+	logged.Last = logged.Measured.Add(568 * time.Millisecond) // logged while the check read
+	require.Equal(t, "last Decode batch 09:30:31 UTC — 0ms ago", lastProgressLabel(&logged), "a line logged during the read is not in the future")
 	require.False(t, prefill.Stalled, "prefill still ran a batch for our probe")
 	require.Len(t, decode.Rate, 16, "a bucket per minute of the log's window")
 

@@ -84,12 +84,14 @@ type Lane struct {
 }
 
 // Gap is the time from the last progress line to when the check looked;
-// zero when no progress line was found.
+// zero when no progress line was found, or when the line was logged while
+// the check read (its stamp after the moment the read began), which would
+// otherwise read as "-568ms ago".
 func (l *Lane) Gap() time.Duration {
 	if l.Last.IsZero() {
 		return 0
 	}
-	return l.Measured.Sub(l.Last)
+	return max(l.Measured.Sub(l.Last), 0)
 }
 
 // Bucket is the count of progress lines between Start and End.
