@@ -39,7 +39,7 @@ var allowed = map[string][]string{
 	// runview renders a run as its chat message, for the core, the
 	// triggers' own messages and the demo; like the core it knows the
 	// chat seam and no platform.
-	"runview": {"chat", "runbooks", "runbooks/engine", "runbooks/record", "runbooks/remediation", "store", "internal/"},
+	"runview": {"chat", "runbooks", "runbooks/failures", "runbooks/engine", "runbooks/record", "runbooks/remediation", "store", "internal/"},
 	// Triggers build requests and call the dispatch core; chat platforms
 	// sit beside them.
 	"schedule": {"dispatch", "runview", "chat", "runbooks", "runbooks/bind", "runbooks/record", "store", "internal/"},
@@ -70,6 +70,9 @@ var allowed = map[string][]string{
 	// The run recorder: every trigger's one path from a request to a
 	// stored run and its proposal.
 	"runbooks/record": {"runbooks", "runbooks/engine", "runbooks/remediation", "store", "internal/"},
+	// The summary of what did not run in a report (unreachable hosts,
+	// failures folded by host and cause) reads the report and nothing else.
+	"runbooks/failures": {"runbooks", "internal/"},
 	// Template escaping knows templates and the argument kinds, nothing
 	// of runbooks.
 	"runbooks/escape": {"internal/argspec"},
@@ -93,7 +96,7 @@ var allowed = map[string][]string{
 	"config":        {"internal/"},
 	// console renders for a terminal what the CLI shows; it decides
 	// nothing and opens nothing: it reads the values it is given.
-	"console":  {"runbooks", "runbooks/engine", "runbooks/remediation", "runbooks/record", "runbooks/replay", "runbooks/fleet", "store", "internal/"},
+	"console":  {"runbooks", "runbooks/failures", "runbooks/engine", "runbooks/remediation", "runbooks/record", "runbooks/replay", "runbooks/fleet", "store", "internal/"},
 	"timeline": {"runbooks", "runbooks/remediation", "incident", "internal/"},
 	"sim":      {},
 	"bench":    {"*"},
@@ -102,7 +105,7 @@ var allowed = map[string][]string{
 	// store and writes the postmortem draft; web serves the report pages
 	// from it. Neither knows a chat platform, a trigger or the core.
 	"incident": {"runbooks", "runbooks/record", "runbooks/remediation", "store", "internal/"},
-	"web":      {"incident", "runbooks", "runbooks/record", "runbooks/remediation", "store", "timeline", "internal/"},
+	"web":      {"incident", "runbooks", "runbooks/failures", "runbooks/record", "runbooks/remediation", "store", "timeline", "internal/"},
 	// internal/target names a remote.Runner: the one way down into remote.
 	"internal/target": {"remote", "internal/"},
 	"internal/":       {"internal/"},
@@ -185,6 +188,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"runbooks", "runbooks/replay", false},
 		{"runbooks/refdoc", "runbooks", true},
 		{"runbooks", "runbooks/refdoc", false},
+		{"runbooks/failures", "runbooks", true},
+		{"runbooks", "runbooks/failures", false},
+		{"runbooks/failures", "store", false},
 		{"internal/step", "remote", false},
 		{"internal/target", "remote", true},
 		{"sim", "runbooks", false},
