@@ -10,6 +10,7 @@ import (
 
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/catalog"
 )
 
 // Route maps alerts to a runbook. Routes from the configuration are
@@ -72,12 +73,12 @@ type routed struct {
 // triggers. A config route naming an unknown runbook or param, a bad
 // regex or template is an error: better refuse to start than drop alerts
 // later.
-func compileRoutes(cfg []Route, catalog *runbooks.Catalog) ([]route, error) {
+func compileRoutes(cfg []Route, cat *catalog.Catalog) ([]route, error) {
 	var out []route
 	var errs []error
 	for i, r := range cfg {
 		origin := fmt.Sprintf("alert route %d (%s)", i+1, r.Runbook)
-		rb, err := catalog.Get(r.Runbook)
+		rb, err := cat.Get(r.Runbook)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", origin, err))
 			continue
@@ -103,7 +104,7 @@ func compileRoutes(cfg []Route, catalog *runbooks.Catalog) ([]route, error) {
 		}
 		out = append(out, rt)
 	}
-	for _, rb := range catalog.All() {
+	for _, rb := range cat.All() {
 		for i, at := range rb.Triggers.Alerts {
 			origin := fmt.Sprintf("runbook %s alert trigger %d", rb.Name, i+1)
 			ms, err := compileMatchers(at.Match)

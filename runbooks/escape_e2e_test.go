@@ -19,6 +19,7 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 )
 
@@ -79,10 +80,10 @@ func runWedgeChat(t *testing.T, url, model string) *runbooks.Report {
 	require.NoError(t, os.WriteFile(inv, []byte("hosts:\n  here:\n    transport: local\ndeployments:\n  e2e:\n    roles:\n"+strings.Join(roles, "\n")+"\n"), 0o600))
 	in, err := inventory.Load(inv)
 	require.NoError(t, err)
-	catalog, problems, err := runbooks.LoadCatalog()
+	cat, problems, err := catalog.Load()
 	require.NoError(t, err)
 	require.Empty(t, problems)
-	rb, err := catalog.Get("sglang-pd-wedge")
+	rb, err := cat.Get("sglang-pd-wedge")
 	require.NoError(t, err)
 	e := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: in, Runners: bind.LocalRunners{}}}
 	p, err := e.Prepare(t.Context(), rb, map[string]string{"deployment": "e2e", "model": model, "probe_timeout": "10s"})

@@ -24,10 +24,10 @@ var allowed = map[string][]string{
 	"daemon": {"preflight", "alerts", "commands", "schedule", "slackchat", "web", "dispatch", "chat", "chat/outbox", "runbooks", "runbooks/engine", "runbooks/bind", "runbooks/remediation", "timeline", "store", "remote/sshrun", "config", "inventory", "internal/"},
 	// The demo runs the incident on the simulator with the engine, the
 	// remediator and the chat message the core builds.
-	"demo": {"runview", "chat", "slackchat", "runbooks", "runbooks/engine", "runbooks/bind", "runbooks/remediation", "runbooks/record", "store", "inventory", "remote/sshrun", "internal/"},
+	"demo": {"runview", "chat", "slackchat", "runbooks", "runbooks/catalog", "runbooks/engine", "runbooks/bind", "runbooks/remediation", "runbooks/record", "store", "inventory", "remote/sshrun", "internal/"},
 	// The preflight reads the config and what it names and checks every
 	// reference between them; it opens and starts nothing.
-	"preflight": {"config", "runbooks", "runbooks/bind", "inventory", "internal/"},
+	"preflight": {"config", "runbooks", "runbooks/catalog", "runbooks/bind", "inventory", "internal/"},
 	// slackchat is the Slack platform: it implements the chat seam and
 	// hands what Slack sends to a chat.Handler; it knows no trigger, no
 	// core, no runbook and no store.
@@ -35,16 +35,16 @@ var allowed = map[string][]string{
 	// dispatch is the core every trigger goes through: it runs and
 	// records through runbooks and posts through chat, and knows no
 	// platform and no trigger.
-	"dispatch": {"runview", "runbooks", "runbooks/engine", "runbooks/remediation", "runbooks/record", "store", "chat", "internal/"},
+	"dispatch": {"runview", "runbooks", "runbooks/catalog", "runbooks/engine", "runbooks/remediation", "runbooks/record", "store", "chat", "internal/"},
 	// runview renders a run as its chat message, for the core, the
 	// triggers' own messages and the demo; like the core it knows the
 	// chat seam and no platform.
 	"runview": {"chat", "runbooks", "runbooks/failures", "runbooks/engine", "runbooks/record", "runbooks/remediation", "store", "internal/"},
 	// Triggers build requests and call the dispatch core; chat platforms
 	// sit beside them.
-	"schedule": {"dispatch", "runview", "chat", "runbooks", "runbooks/bind", "runbooks/record", "store", "internal/"},
-	"alerts":   {"dispatch", "runview", "chat", "runbooks", "store", "internal/"},
-	"commands": {"dispatch", "runview", "chat", "runbooks", "runbooks/engine", "runbooks/remediation", "store", "internal/"},
+	"schedule": {"dispatch", "runview", "chat", "runbooks", "runbooks/catalog", "runbooks/bind", "runbooks/record", "store", "internal/"},
+	"alerts":   {"dispatch", "runview", "chat", "runbooks", "runbooks/catalog", "store", "internal/"},
+	"commands": {"dispatch", "runview", "chat", "runbooks", "runbooks/catalog", "runbooks/engine", "runbooks/remediation", "store", "internal/"},
 	// chat is the seam between runbot and a chat platform: the message
 	// model, its own message reference and the interface; it knows
 	// nothing else of runbot. chattest records for tests.
@@ -66,20 +66,25 @@ var allowed = map[string][]string{
 	"runbooks/bind": {"runbooks", "runbooks/engine", "inventory", "remote", "remote/sshrun", "internal/"},
 	// Remediation: plans, votes, apply with its guardrails, verification
 	// and rollback; the one part of the runbooks that writes plans.
-	"runbooks/remediation": {"runbooks", "runbooks/engine", "actions", "store", "internal/"},
+	"runbooks/remediation": {"runbooks", "runbooks/catalog", "runbooks/engine", "actions", "store", "internal/"},
 	// The run recorder: every trigger's one path from a request to a
 	// stored run and its proposal.
 	"runbooks/record": {"runbooks", "runbooks/engine", "runbooks/remediation", "store", "internal/"},
 	// The summary of what did not run in a report (unreachable hosts,
 	// failures folded by host and cause) reads the report and nothing else.
 	"runbooks/failures": {"runbooks", "internal/"},
+	// The catalog loads every runbook runbot knows: the built-ins
+	// embedded from runbooks/builtin, which holds them and imports
+	// nothing of runbot, and the configured directories.
+	"runbooks/catalog": {"runbooks", "runbooks/builtin", "internal/"},
+	"runbooks/builtin": {},
 	// Template escaping knows templates and the argument kinds, nothing
 	// of runbooks.
 	"runbooks/escape": {"internal/argspec"},
 	// Record and replay, and the runbook tests (runbot test) on them:
 	// they drive the engine with taped observations, so they sit above
 	// it, and nothing in runbooks knows them.
-	"runbooks/replay": {"runbooks", "runbooks/engine", "checks", "remote", "remote/sshrun", "internal/"},
+	"runbooks/replay": {"runbooks", "runbooks/catalog", "runbooks/engine", "checks", "remote", "remote/sshrun", "internal/"},
 	// A fleet run: one runbook over many deployments, each run recorded.
 	"runbooks/fleet": {"runbooks", "runbooks/engine", "runbooks/bind", "runbooks/record", "store", "internal/"},
 	// The generator of the JSON Schema and the reference docs reads the
@@ -190,6 +195,10 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"runbooks", "runbooks/refdoc", false},
 		{"runbooks/failures", "runbooks", true},
 		{"runbooks", "runbooks/failures", false},
+		{"runbooks/catalog", "runbooks", true},
+		{"runbooks", "runbooks/catalog", false},
+		{"runbooks/builtin", "runbooks", false},
+		{"runbooks/catalog", "store", false},
 		{"runbooks/failures", "store", false},
 		{"internal/step", "remote", false},
 		{"internal/target", "remote", true},
