@@ -11,6 +11,7 @@ import (
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/catalog"
+	"github.com/runbot/runbot/runbooks/tmpl"
 )
 
 // Route maps alerts to a runbook. Routes from the configuration are
@@ -37,7 +38,7 @@ type route struct {
 	origin  string
 	runbook string
 	match   []matcher
-	params  map[string]*runbooks.Template
+	params  map[string]*tmpl.Template
 	// book is the runbook, for masking its secret params where the
 	// alert's message shows the params.
 	book *runbooks.Runbook
@@ -86,7 +87,7 @@ func compileRoutes(cfg []Route, cat *catalog.Catalog) ([]route, error) {
 		if len(r.Match) == 0 {
 			errs = append(errs, fmt.Errorf("%s: match needs at least one label", origin))
 		}
-		rt := route{origin: origin, runbook: rb.Name, book: rb, params: map[string]*runbooks.Template{}}
+		rt := route{origin: origin, runbook: rb.Name, book: rb, params: map[string]*tmpl.Template{}}
 		if rt.match, err = compileMatchers(r.Match); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", origin, err))
 		}
@@ -95,7 +96,7 @@ func compileRoutes(cfg []Route, cat *catalog.Catalog) ([]route, error) {
 				errs = append(errs, fmt.Errorf("%s: runbook %s has no param %q%s", origin, rb.Name, name, yamlnode.DidYouMean(name, paramNames(rb))))
 				continue
 			}
-			t, err := runbooks.ParseTemplate(name, r.Params[name], false)
+			t, err := tmpl.Parse(name, r.Params[name], false)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: param %s: %w", origin, name, err))
 				continue
@@ -186,7 +187,7 @@ func routeAlert(routes []route, a Alert) *routed {
 // missingLabel is the error for a param whose template rendered empty
 // and gives no default: it names the labels and annotations the template
 // reads that the alert lacks, and the route.
-func missingLabel(origin, param string, t *runbooks.Template, a Alert) error {
+func missingLabel(origin, param string, t *tmpl.Template, a Alert) error {
 	var missing []string
 	example := ""
 	for _, f := range t.Fields() {

@@ -12,6 +12,7 @@ import (
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
 	"github.com/runbot/runbot/runbooks/catalog"
+	"github.com/runbot/runbot/runbooks/tmpl"
 )
 
 // References reports, at the position each was written, every name
@@ -43,7 +44,7 @@ func References(cfg *config.Config, cat *catalog.Catalog, inv *inventory.Invento
 				params(rb, r.Params, r.At, what)
 			}
 			for _, name := range slices.Sorted(maps.Keys(r.Params)) {
-				if _, err := runbooks.ParseTemplate(name, r.Params[name], false); err != nil {
+				if _, err := tmpl.Parse(name, r.Params[name], false); err != nil {
 					d.ErrorAt(r.At.Of("params."+name), "%s: param %s: %v", what, name, err)
 				}
 			}

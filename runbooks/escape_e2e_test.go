@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -63,7 +65,7 @@ func TestWedgeChatProbeSendsHostileModelIntact(t *testing.T) {
 			require.Equal(t, 16.0, body["max_tokens"])
 			// rid and user are the probe's request id, added to every JSON
 			// object body (tag_body).
-			require.ElementsMatch(t, []string{"model", "messages", "max_tokens", "stream", "rid", "user"}, keys(body))
+			require.ElementsMatch(t, []string{"model", "messages", "max_tokens", "stream", "rid", "user"}, slices.Collect(maps.Keys(body)))
 		})
 	}
 }

@@ -27,7 +27,7 @@ var allowed = map[string][]string{
 	"demo": {"runview", "chat", "slackchat", "runbooks", "runbooks/catalog", "runbooks/engine", "runbooks/bind", "runbooks/remediation", "runbooks/record", "store", "inventory", "remote/sshrun", "internal/"},
 	// The preflight reads the config and what it names and checks every
 	// reference between them; it opens and starts nothing.
-	"preflight": {"config", "runbooks", "runbooks/catalog", "runbooks/bind", "inventory", "internal/"},
+	"preflight": {"config", "runbooks", "runbooks/tmpl", "runbooks/catalog", "runbooks/bind", "inventory", "internal/"},
 	// slackchat is the Slack platform: it implements the chat seam and
 	// hands what Slack sends to a chat.Handler; it knows no trigger, no
 	// core, no runbook and no store.
@@ -43,7 +43,7 @@ var allowed = map[string][]string{
 	// Triggers build requests and call the dispatch core; chat platforms
 	// sit beside them.
 	"schedule": {"dispatch", "runview", "chat", "runbooks", "runbooks/catalog", "runbooks/bind", "runbooks/record", "store", "internal/"},
-	"alerts":   {"dispatch", "runview", "chat", "runbooks", "runbooks/catalog", "store", "internal/"},
+	"alerts":   {"dispatch", "runview", "chat", "runbooks", "runbooks/tmpl", "runbooks/catalog", "store", "internal/"},
 	"commands": {"dispatch", "runview", "chat", "runbooks", "runbooks/catalog", "runbooks/engine", "runbooks/remediation", "store", "internal/"},
 	// chat is the seam between runbot and a chat platform: the message
 	// model, its own message reference and the interface; it knows
@@ -56,11 +56,11 @@ var allowed = map[string][]string{
 	// The runbook language: model, loading, validation, expressions,
 	// params, claims, verdicts and reports. It knows the check and action
 	// specs, and no store, host or inventory.
-	"runbooks": {"runbooks/escape", "checks", "actions", "internal/"},
+	"runbooks": {"runbooks/tmpl", "runbooks/escape", "checks", "actions", "internal/"},
 	// The engine runs a prepared runbook's steps over the targets it is
 	// given; it knows runners, not where they come from (it knows the SSH
 	// runner only to share one shell per host across a run's steps).
-	"runbooks/engine": {"runbooks", "checks", "actions", "remote", "remote/sshrun", "internal/"},
+	"runbooks/engine": {"runbooks", "runbooks/tmpl", "checks", "actions", "remote", "remote/sshrun", "internal/"},
 	// Target binding: roles of the inventory's deployments resolved to
 	// hosts and their runners, and the fleet a fleet run picks from.
 	"runbooks/bind": {"runbooks", "runbooks/engine", "inventory", "remote", "remote/sshrun", "internal/"},
@@ -78,6 +78,9 @@ var allowed = map[string][]string{
 	// nothing of runbot, and the configured directories.
 	"runbooks/catalog": {"runbooks", "runbooks/builtin", "internal/"},
 	"runbooks/builtin": {},
+	// The templates: text/template with runbot's functions, each value
+	// escaped for where it lands; they know escaping, nothing of runbooks.
+	"runbooks/tmpl": {"runbooks/escape", "internal/"},
 	// Template escaping knows templates and the argument kinds, nothing
 	// of runbooks.
 	"runbooks/escape": {"internal/argspec"},
@@ -189,6 +192,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"runbooks", "internal/step", true},
 		{"runbooks", "runbooks/escape", true},
 		{"runbooks/escape", "runbooks", false},
+		{"runbooks", "runbooks/tmpl", true},
+		{"runbooks/tmpl", "runbooks", false},
+		{"runbooks/tmpl", "runbooks/escape", true},
 		{"runbooks/replay", "runbooks", true},
 		{"runbooks", "runbooks/replay", false},
 		{"runbooks/refdoc", "runbooks", true},
