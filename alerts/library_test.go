@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/catalog"
 )
 
 // TestLibraryAlertTriggers: the alerts the library runbooks declare route
@@ -14,10 +14,10 @@ import (
 // would page nobody).
 func TestLibraryAlertTriggers(t *testing.T) {
 	t.Parallel()
-	catalog, problems, err := runbooks.LoadCatalog()
+	cat, problems, err := catalog.Load()
 	require.NoError(t, err)
 	require.Empty(t, problems)
-	routes, err := compileRoutes(nil, catalog)
+	routes, err := compileRoutes(nil, cat)
 	require.NoError(t, err)
 	for name, tc := range map[string]struct {
 		labels, annotations map[string]string
@@ -56,7 +56,7 @@ func TestLibraryAlertTriggers(t *testing.T) {
 		require.NoError(t, got.Err, name)
 		require.Equal(t, tc.runbook, got.Runbook, name)
 		require.Equal(t, tc.params, got.Params, name)
-		rb, err := catalog.Get(got.Runbook)
+		rb, err := cat.Get(got.Runbook)
 		require.NoError(t, err)
 		_, _, err = rb.ResolveParams(got.Params)
 		require.NoError(t, err, name)
@@ -64,7 +64,7 @@ func TestLibraryAlertTriggers(t *testing.T) {
 	// A unit name that is not one never reaches a command line.
 	got := routeAlert(routes, Alert{Labels: map[string]string{"alertname": "SystemdUnitFailed", "host": "h", "name": "x; reboot"}})
 	require.NotNil(t, got)
-	rb, err := catalog.Get(got.Runbook)
+	rb, err := cat.Get(got.Runbook)
 	require.NoError(t, err)
 	_, _, err = rb.ResolveParams(got.Params)
 	require.ErrorContains(t, err, "unit")

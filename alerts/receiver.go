@@ -17,7 +17,7 @@ import (
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/internal/secret"
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/store"
 )
 
@@ -149,8 +149,8 @@ type Routing struct{ routes []route }
 // Routing compiles the receiver's configured routes and catalog's
 // triggers, for a reload that installs a new catalog: an error means the
 // routes do not fit it, and nothing changed.
-func (a *Receiver) Routing(catalog *runbooks.Catalog) (*Routing, error) {
-	routes, err := compileRoutes(a.cfg.Routes, catalog)
+func (a *Receiver) Routing(cat *catalog.Catalog) (*Routing, error) {
+	routes, err := compileRoutes(a.cfg.Routes, cat)
 	if err != nil {
 		return nil, fmt.Errorf("alert routes: %w", err)
 	}

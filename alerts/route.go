@@ -10,6 +10,8 @@ import (
 
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/catalog"
+	"github.com/runbot/runbot/runbooks/tmpl"
 )
 
 // Route maps alerts to a runbook. Routes from the configuration are
@@ -36,7 +38,7 @@ type route struct {
 	origin  string
 	runbook string
 	match   []matcher
-	params  map[string]*runbooks.Template
+	params  map[string]*tmpl.Template
 	// book is the runbook, for masking its secret params where the
 	// alert's message shows the params.
 	book *runbooks.Runbook
@@ -72,12 +74,12 @@ type routed struct {
 // triggers. A config route naming an unknown runbook or param, a bad
 // regex or template is an error: better refuse to start than drop alerts
 // later.
-func compileRoutes(cfg []Route, catalog *runbooks.Catalog) ([]route, error) {
+func compileRoutes(cfg []Route, cat *catalog.Catalog) ([]route, error) {
 	var out []route
 	var errs []error
 	for i, r := range cfg {
 		origin := fmt.Sprintf("alert route %d (%s)", i+1, r.Runbook)
-		rb, err := catalog.Get(r.Runbook)
+		rb, err := cat.Get(r.Runbook)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", origin, err))
 			continue
@@ -85,7 +87,7 @@ func compileRoutes(cfg []Route, catalog *runbooks.Catalog) ([]route, error) {
 		if len(r.Match) == 0 {
 			errs = append(errs, fmt.Errorf("%s: match needs at least one label", origin))
 		}
-		rt := route{origin: origin, runbook: rb.Name, book: rb, params: map[string]*runbooks.Template{}}
+		rt := route{origin: origin, runbook: rb.Name, book: rb, params: map[string]*tmpl.Template{}}
 		if rt.match, err = compileMatchers(r.Match); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", origin, err))
 		}
@@ -94,7 +96,7 @@ func compileRoutes(cfg []Route, catalog *runbooks.Catalog) ([]route, error) {
 				errs = append(errs, fmt.Errorf("%s: runbook %s has no param %q%s", origin, rb.Name, name, yamlnode.DidYouMean(name, paramNames(rb))))
 				continue
 			}
-			t, err := runbooks.ParseTemplate(name, r.Params[name], false)
+			t, err := tmpl.Parse(name, r.Params[name], false)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: param %s: %w", origin, name, err))
 				continue
@@ -103,7 +105,7 @@ func compileRoutes(cfg []Route, catalog *runbooks.Catalog) ([]route, error) {
 		}
 		out = append(out, rt)
 	}
-	for _, rb := range catalog.All() {
+	for _, rb := range cat.All() {
 		for i, at := range rb.Triggers.Alerts {
 			origin := fmt.Sprintf("runbook %s alert trigger %d", rb.Name, i+1)
 			ms, err := compileMatchers(at.Match)
@@ -185,7 +187,7 @@ func routeAlert(routes []route, a Alert) *routed {
 // missingLabel is the error for a param whose template rendered empty
 // and gives no default: it names the labels and annotations the template
 // reads that the alert lacks, and the route.
-func missingLabel(origin, param string, t *runbooks.Template, a Alert) error {
+func missingLabel(origin, param string, t *tmpl.Template, a Alert) error {
 	var missing []string
 	example := ""
 	for _, f := range t.Fields() {

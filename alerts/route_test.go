@@ -5,12 +5,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/catalog"
 )
 
-func testCatalog(t *testing.T, dir string) *runbooks.Catalog {
+func testCatalog(t *testing.T, dir string) *catalog.Catalog {
 	t.Helper()
-	c, problems, err := runbooks.LoadCatalog(dir)
+	c, problems, err := catalog.Load(dir)
 	require.NoError(t, err)
 	require.Empty(t, problems)
 	return c
@@ -18,13 +18,13 @@ func testCatalog(t *testing.T, dir string) *runbooks.Catalog {
 
 func TestAlertRouting(t *testing.T) {
 	t.Parallel()
-	catalog := testCatalog(t, "testdata/alertmanager/runbooks")
+	cat := testCatalog(t, "testdata/alertmanager/runbooks")
 	routes, err := compileRoutes([]Route{
 		{Match: map[string]string{"alertname": "HighErrorRate", "service": "api"}, Runbook: "service-errors",
 			Params: map[string]string{"host": "here", "service": "{{ .labels.service }}", "sleep": "{{ .annotations.wait | default \"\" }}"}},
 		{Match: map[string]string{"alertname": "/High.*/", "team": ""}, Runbook: "service-errors",
 			Params: map[string]string{"host": "here", "service": "{{ .labels.service | default \"unknown\" }}"}},
-	}, catalog)
+	}, cat)
 	require.NoError(t, err)
 
 	for name, tc := range map[string]struct {
@@ -77,7 +77,7 @@ func TestAlertRouting(t *testing.T) {
 
 func TestAlertRoutesRefuseMistakes(t *testing.T) {
 	t.Parallel()
-	catalog := testCatalog(t, "testdata/alertmanager/runbooks")
+	cat := testCatalog(t, "testdata/alertmanager/runbooks")
 	for name, tc := range map[string]struct {
 		route Route
 		want  string
@@ -91,7 +91,7 @@ func TestAlertRoutesRefuseMistakes(t *testing.T) {
 		"bad template": {Route{Match: map[string]string{"alertname": "X"}, Runbook: "service-errors", Params: map[string]string{"service": "{{ .labels.service"}},
 			"param service: template:"},
 	} {
-		_, err := compileRoutes([]Route{tc.route}, catalog)
+		_, err := compileRoutes([]Route{tc.route}, cat)
 		require.ErrorContains(t, err, tc.want, name)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
@@ -105,7 +106,7 @@ func (h *Handler) SetAccess(cfg Config) error {
 }
 
 // catalog is the runbooks the dispatcher has now.
-func (h *Handler) catalog() *runbooks.Catalog { return h.disp.Catalog() }
+func (h *Handler) catalog() *catalog.Catalog { return h.disp.Catalog() }
 
 // engine explains and prepares runbooks: Deps.Engine, or the
 // dispatcher's current one.

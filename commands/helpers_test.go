@@ -18,8 +18,8 @@ import (
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/internal/syncbuf"
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
@@ -68,18 +68,18 @@ func newHarness(t *testing.T, tweak ...func(*Config)) *harness {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
 	h.store = st
-	catalog, problems, err := runbooks.LoadCatalog("testdata/runbooks")
+	cat, problems, err := catalog.Load("testdata/runbooks")
 	require.NoError(t, err)
 	require.Empty(t, problems)
 	inv, err := inventory.Load("testdata/inventory.yaml")
 	require.NoError(t, err)
 	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
-	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: cfg.Groups}
+	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: cat, Groups: cfg.Groups}
 	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	// Updates fast enough for tests; the coalescing itself is tested with
 	// synctest in the Slack platform's tests.
 	h.disp, err = dispatch.New(dispatch.Config{Channel: opsChan, UpdateInterval: 20 * time.Millisecond}, dispatch.Deps{
-		Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Chat: h.rec, Logger: logger,
+		Catalog: cat, Engine: eng, Remediator: rem, Store: st, Chat: h.rec, Logger: logger,
 	})
 	require.NoError(t, err)
 	h.cmds, err = New(cfg, h.disp, Deps{TriggerDeps: dispatch.TriggerDeps{Store: st, Logger: logger}, Engine: eng, Replier: h.rec, UserGroups: h.rec})

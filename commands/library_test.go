@@ -5,14 +5,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/catalog"
 )
 
 // TestLibraryShortcuts: the library runbooks' slash-command words bind to
 // their params as the README shows them, and the params resolve.
 func TestLibraryShortcuts(t *testing.T) {
 	t.Parallel()
-	catalog, problems, err := runbooks.LoadCatalog()
+	cat, problems, err := catalog.Load()
 	require.NoError(t, err)
 	require.Empty(t, problems)
 	for _, tc := range []struct {
@@ -25,7 +25,7 @@ func TestLibraryShortcuts(t *testing.T) {
 		{"systemd-crashloop", []string{"gpu-node-07", "sglang-dsv4-decode"}, map[string]string{"host": "gpu-node-07", "unit": "sglang-dsv4-decode"}},
 		{"gpu-node-health", []string{"gpu-node-07", "expected_gpus=4"}, map[string]string{"host": "gpu-node-07", "expected_gpus": "4"}},
 	} {
-		rb, err := catalog.Get(tc.runbook)
+		rb, err := cat.Get(tc.runbook)
 		require.NoError(t, err)
 		got, err := bindArgs(rb, tc.words)
 		require.NoError(t, err, tc.runbook)

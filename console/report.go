@@ -10,6 +10,7 @@ import (
 
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/failures"
 )
 
 // Progress shows one engine event on the terminal's current line: the
@@ -121,7 +122,7 @@ func reportFindings(o *Output, c palette, rep *runbooks.Report) {
 // each, as a host that is down fails every step there with the same error
 // and the table below would otherwise open with that error many times.
 func reportUnreachable(o *Output, c palette, rep *runbooks.Report) {
-	hosts := rep.Unreachable()
+	hosts := failures.Unreachable(rep.Steps)
 	for _, h := range hosts {
 		o.Printf("%s%s%s\n", c.red, h, c.reset)
 	}
@@ -137,9 +138,9 @@ func reportSteps(o *Output, c palette, rep *runbooks.Report) error {
 	o.Printf("%sSteps%s\n", c.bold, c.reset)
 	tw := tabwriter.NewWriter(o, 2, 4, 2, ' ', 0)
 	to := NewOutput(tw)
-	var folds []runbooks.FailureGroup
+	var folds []failures.Group
 	folded := map[*runbooks.TargetRun]bool{}
-	for _, g := range rep.FailureGroups() {
+	for _, g := range failures.Groups(rep.Steps) {
 		if g.Folded() {
 			folds = append(folds, g)
 			for _, tr := range g.Runs {

@@ -23,6 +23,7 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/record"
 	"github.com/runbot/runbot/runbooks/remediation"
@@ -224,17 +225,17 @@ func (d *demo) run(ctx context.Context) (err error) {
 			err = cerr
 		}
 	}()
-	catalog, _, err := runbooks.LoadCatalog(d.runbookDirs...)
+	cat, _, err := catalog.Load(d.runbookDirs...)
 	if err != nil {
 		return err
 	}
-	rb, err := catalog.Get("sglang-pd-wedge")
+	rb, err := cat.Get("sglang-pd-wedge")
 	if err != nil {
 		return err
 	}
 	eng, closeRunners := bind.NewEngine(inv)
 	defer closeRunners()
-	f := &fix{st: st, eng: eng, rb: rb, rem: &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: remediation.Groups{"sre-oncall": {approver}}}}
+	f := &fix{st: st, eng: eng, rb: rb, rem: &remediation.Remediator{Engine: eng, Store: st, Catalog: cat, Groups: remediation.Groups{"sre-oncall": {approver}}}}
 	if err := d.diagnose(ctx, f); err != nil {
 		return err
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/runbot/runbot/chat/chattest"
 	"github.com/runbot/runbot/internal/syncbuf"
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
@@ -61,13 +61,13 @@ func newChatDispatcherWith(t *testing.T, c chat.Chat, setup testSetup) (*Dispatc
 	if setup.logs == nil {
 		setup.logs = io.Discard
 	}
-	catalog, problems, err := runbooks.LoadCatalog(setup.runbooks)
+	cat, problems, err := catalog.Load(setup.runbooks)
 	require.NoError(t, err)
 	require.Empty(t, problems)
 	inv, err := inventory.Load("testdata/inventory.yaml")
 	require.NoError(t, err)
 	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
-	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog}
+	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: cat}
 	cfg := Config{Channel: opsChan, UpdateInterval: 10 * time.Millisecond, MaxConcurrentRuns: setup.maxRuns}
 	var ds store.Store = st
 	if setup.wrap != nil {
@@ -77,7 +77,7 @@ func newChatDispatcherWith(t *testing.T, c chat.Chat, setup testSetup) (*Dispatc
 		cfg.UpdateInterval = 0
 	}
 	d, err := New(cfg, Deps{
-		Catalog: catalog, Engine: eng, Remediator: rem, Store: ds, Chat: c, Logger: slog.New(slog.NewTextHandler(setup.logs, nil)), Timeline: setup.timeline,
+		Catalog: cat, Engine: eng, Remediator: rem, Store: ds, Chat: c, Logger: slog.New(slog.NewTextHandler(setup.logs, nil)), Timeline: setup.timeline,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {

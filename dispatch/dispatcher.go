@@ -13,6 +13,7 @@ import (
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/internal/redact"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
@@ -133,7 +134,7 @@ type Config struct {
 // one, runs from every trigger are still queued, run, recorded and logged.
 // Catalog, Engine and Remediator are the first Set; Swap replaces them.
 type Deps struct {
-	Catalog    *runbooks.Catalog
+	Catalog    *catalog.Catalog
 	Engine     *engine.Engine
 	Remediator *remediation.Remediator
 	Store      store.Store
@@ -191,7 +192,7 @@ func New(cfg Config, deps Deps) (*Dispatcher, error) {
 
 // Catalog is the runbooks requests may name now; a reload (Swap) may
 // replace it.
-func (d *Dispatcher) Catalog() *runbooks.Catalog { return d.current().catalog }
+func (d *Dispatcher) Catalog() *catalog.Catalog { return d.current().catalog }
 
 // Channel is where runs post when their request names no channel.
 func (d *Dispatcher) Channel() string { return d.channel }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/record"
 	"github.com/runbot/runbot/runbooks/remediation"
@@ -16,7 +17,7 @@ import (
 // (SIGHUP) replaces the whole set at once with Swap; nothing in it is ever
 // changed in place.
 type Set struct {
-	Catalog    *runbooks.Catalog
+	Catalog    *catalog.Catalog
 	Engine     *engine.Engine
 	Remediator *remediation.Remediator
 }
@@ -26,7 +27,7 @@ type Set struct {
 // a reload in the middle of a run neither changes the runbook it follows
 // nor the hosts its targets resolve to.
 type runSet struct {
-	catalog  *runbooks.Catalog
+	catalog  *catalog.Catalog
 	engine   *engine.Engine
 	rem      *remediation.Remediator
 	recorder *record.Recorder

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
@@ -37,13 +37,13 @@ func setOf(t *testing.T, st store.Store, version string) Set {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "gate.yaml"), []byte(gateRunbook(version)), 0o600))
-	catalog, problems, err := runbooks.LoadCatalog(dir)
+	cat, problems, err := catalog.Load(dir)
 	require.NoError(t, err)
 	require.Empty(t, problems)
 	inv, err := inventory.Load("testdata/inventory.yaml")
 	require.NoError(t, err)
 	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
-	return Set{Catalog: catalog, Engine: eng, Remediator: &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog}}
+	return Set{Catalog: cat, Engine: eng, Remediator: &remediation.Remediator{Engine: eng, Store: st, Catalog: cat}}
 }
 
 // A run in flight when the set is swapped finishes on the runbook it

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
@@ -111,13 +111,13 @@ func TestSweepRecoversAReplicaOnceItsLeaseExpires(t *testing.T) {
 // sweepDispatcher is a chatless dispatcher on st with the test runbooks.
 func sweepDispatcher(t *testing.T, st store.Store) *Dispatcher {
 	t.Helper()
-	catalog, problems, err := runbooks.LoadCatalog("testdata/runbooks")
+	cat, problems, err := catalog.Load("testdata/runbooks")
 	require.NoError(t, err)
 	require.Empty(t, problems)
 	inv, err := inventory.Load("testdata/inventory.yaml")
 	require.NoError(t, err)
 	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
-	d, err := New(Config{}, Deps{Catalog: catalog, Engine: eng, Remediator: &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog},
+	d, err := New(Config{}, Deps{Catalog: cat, Engine: eng, Remediator: &remediation.Remediator{Engine: eng, Store: st, Catalog: cat},
 		Store: st, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	return d

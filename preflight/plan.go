@@ -14,14 +14,14 @@ import (
 	"github.com/runbot/runbot/config"
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/catalog"
 )
 
 // Plan is what serve would run with: the config and what it points at,
 // loaded and cross-checked, nothing opened.
 type Plan struct {
 	Config    *config.Config
-	Catalog   *runbooks.Catalog
+	Catalog   *catalog.Catalog
 	Inventory *inventory.Inventory
 	// ExtraRunbooks are the runbook directories read before the config's
 	// (--runbook-dir), which a reload reads again.
@@ -67,12 +67,12 @@ func Load(cfgPath string, extraRunbooks []string, o Overrides) (*Plan, yamlnode.
 			return false
 		})
 	}
-	catalog, problems, err := runbooks.LoadCatalog(append(append([]string(nil), extraRunbooks...), dirs...)...)
+	cat, problems, err := catalog.Load(append(append([]string(nil), extraRunbooks...), dirs...)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load the runbooks of %s: %w", cfgPath, err)
 	}
 	all = append(all, problems...)
-	p.Catalog = catalog
+	p.Catalog = cat
 	p.Inventory = &inventory.Inventory{Hosts: map[string]*inventory.Host{}, Deployments: map[string]*inventory.Deployment{}}
 	invPath := cfg.Inventory
 	if o.Inventory != "" {
@@ -102,7 +102,7 @@ func Load(cfgPath string, extraRunbooks []string, o Overrides) (*Plan, yamlnode.
 	if invBroken {
 		checkInv = nil
 	}
-	all = append(all, References(cfg, catalog, checkInv)...)
+	all = append(all, References(cfg, cat, checkInv)...)
 	all.Sort()
 	return p, all, nil
 }

@@ -11,17 +11,19 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
+	"github.com/runbot/runbot/runbooks/tmpl"
 )
 
 // References reports, at the position each was written, every name
 // the config uses that the catalog or the inventory does not have: what
 // the alert routes, the scheduler and the chat commands would refuse at
 // start, but said without a position.
-func References(cfg *config.Config, catalog *runbooks.Catalog, inv *inventory.Inventory) yamlnode.Problems {
+func References(cfg *config.Config, cat *catalog.Catalog, inv *inventory.Inventory) yamlnode.Problems {
 	d := &yamlnode.Decoder{File: cfg.File}
-	names := catalog.Names()
+	names := cat.Names()
 	runbook := func(name string, at config.Positions, what string) *runbooks.Runbook {
-		rb, err := catalog.Get(name)
+		rb, err := cat.Get(name)
 		if err != nil {
 			d.ErrorAt(at.Of("runbook"), "%s: unknown runbook %q%s", what, name, yamlnode.DidYouMean(name, names))
 			return nil
@@ -42,7 +44,7 @@ func References(cfg *config.Config, catalog *runbooks.Catalog, inv *inventory.In
 				params(rb, r.Params, r.At, what)
 			}
 			for _, name := range slices.Sorted(maps.Keys(r.Params)) {
-				if _, err := runbooks.ParseTemplate(name, r.Params[name], false); err != nil {
+				if _, err := tmpl.Parse(name, r.Params[name], false); err != nil {
 					d.ErrorAt(r.At.Of("params."+name), "%s: param %s: %v", what, name, err)
 				}
 			}
@@ -66,7 +68,7 @@ func References(cfg *config.Config, catalog *runbooks.Catalog, inv *inventory.In
 				if name == "*" {
 					continue
 				}
-				if _, err := catalog.Get(name); err != nil {
+				if _, err := cat.Get(name); err != nil {
 					d.ErrorAt(r.At.Of("runbooks"), "authorize rule %d: unknown runbook %q%s", i+1, name, yamlnode.DidYouMean(name, names))
 				}
 			}

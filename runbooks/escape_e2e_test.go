@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 )
 
@@ -62,7 +65,7 @@ func TestWedgeChatProbeSendsHostileModelIntact(t *testing.T) {
 			require.Equal(t, 16.0, body["max_tokens"])
 			// rid and user are the probe's request id, added to every JSON
 			// object body (tag_body).
-			require.ElementsMatch(t, []string{"model", "messages", "max_tokens", "stream", "rid", "user"}, keys(body))
+			require.ElementsMatch(t, []string{"model", "messages", "max_tokens", "stream", "rid", "user"}, slices.Collect(maps.Keys(body)))
 		})
 	}
 }
@@ -79,10 +82,10 @@ func runWedgeChat(t *testing.T, url, model string) *runbooks.Report {
 	require.NoError(t, os.WriteFile(inv, []byte("hosts:\n  here:\n    transport: local\ndeployments:\n  e2e:\n    roles:\n"+strings.Join(roles, "\n")+"\n"), 0o600))
 	in, err := inventory.Load(inv)
 	require.NoError(t, err)
-	catalog, problems, err := runbooks.LoadCatalog()
+	cat, problems, err := catalog.Load()
 	require.NoError(t, err)
 	require.Empty(t, problems)
-	rb, err := catalog.Get("sglang-pd-wedge")
+	rb, err := cat.Get("sglang-pd-wedge")
 	require.NoError(t, err)
 	e := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: in, Runners: bind.LocalRunners{}}}
 	p, err := e.Prepare(t.Context(), rb, map[string]string{"deployment": "e2e", "model": model, "probe_timeout": "10s"})

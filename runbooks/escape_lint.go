@@ -10,6 +10,7 @@ import (
 
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/runbooks/escape"
+	"github.com/runbot/runbot/runbooks/tmpl"
 )
 
 // templateErr reports a problem parsing or escaping the template at path
@@ -27,15 +28,15 @@ func (l *loader) templateErr(v *yaml.Node, path, src, what string, err error) {
 
 // templateWarnings reports what lint warns about in a parsed template:
 // `| raw`, and what escaping found doubtful.
-func (l *loader) templateWarnings(v *yaml.Node, path, what string, t *Template) {
+func (l *loader) templateWarnings(v *yaml.Node, path, what string, t *tmpl.Template) {
 	if t.UsesRaw {
 		at := scalarAt(v, path)
 		if at == nil {
 			at = v
 		}
-		l.d.Warnf(at, "%s: %s", what, t.rawWarning())
+		l.d.Warnf(at, "%s: %s", what, t.RawWarning())
 	}
-	for _, w := range t.warnings {
+	for _, w := range t.Warnings() {
 		pos, msg := l.problemPos(v, path, t.Source, &w)
 		l.d.Problems = append(l.d.Problems, yamlnode.Problem{File: l.d.File, Line: pos.Line, Col: pos.Col,
 			Severity: yamlnode.Warning, Msg: what + ": " + msg})

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/expr-lang/expr/file"
+
+	"github.com/runbot/runbot/runbooks/tmpl"
 )
 
 // envValue builds the expression environment from a report.
@@ -176,7 +178,7 @@ func oneLineErr(err error) string {
 	return msg
 }
 
-func render(t *Template, data any, fallback string) string {
+func render(t *tmpl.Template, data any, fallback string) string {
 	if t == nil {
 		return fallback
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/catalog"
 )
 
 // fidelityRunbooks are the shipped runbooks whose SGLang surface the
@@ -25,7 +26,7 @@ var fidelityRunbooks = []string{"sglang-pd-wedge", "sglang-pd-audit"}
 // in backticks, as the audit's tables write them, so `/health` is not
 // satisfied by `/health_generate`.
 func TestFidelityAuditCoversRunbooks(t *testing.T) {
-	catalog, _, err := runbooks.LoadCatalog()
+	cat, _, err := catalog.Load()
 	require.NoError(t, err)
 	raw, err := os.ReadFile(filepath.Join("..", "sim", "FIDELITY.md"))
 	require.NoError(t, err, "the fidelity audit sim/FIDELITY.md is missing")
@@ -33,7 +34,7 @@ func TestFidelityAuditCoversRunbooks(t *testing.T) {
 
 	var items []fidelityItem
 	for _, name := range fidelityRunbooks {
-		rb, err := catalog.Get(name)
+		rb, err := cat.Get(name)
 		require.NoError(t, err)
 		items = append(items, fidelityItems(rb)...)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/catalog"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -50,7 +51,7 @@ func TestInvalidRunbooks(t *testing.T) {
 
 // TestShippedRunbooksAreClean lints every built-in runbook.
 func TestShippedRunbooksAreClean(t *testing.T) {
-	c, problems, err := runbooks.LoadCatalog()
+	c, problems, err := catalog.Load()
 	require.NoError(t, err)
 	require.Empty(t, problems)
 	require.NotEmpty(t, c.Names())

@@ -13,6 +13,7 @@ import (
 	"github.com/runbot/runbot/checks"
 	"github.com/runbot/runbot/internal/argspec"
 	"github.com/runbot/runbot/internal/yamlnode"
+	"github.com/runbot/runbot/runbooks/tmpl"
 )
 
 var idRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
@@ -284,7 +285,7 @@ func (l *loader) triggers(n *yaml.Node) {
 			t.ScheduleParams = d.StringMap(v, "triggers.schedule_params")
 		case "alerts":
 			d.Items(v, "triggers.alerts", func(_ int, av *yaml.Node) {
-				at := AlertTrigger{Match: map[string]string{}, Params: map[string]*Template{}, Pos: yamlnode.PosOf(av)}
+				at := AlertTrigger{Match: map[string]string{}, Params: map[string]*tmpl.Template{}, Pos: yamlnode.PosOf(av)}
 				d.Fields(av, "alert trigger", []string{"match", "params"}, func(key string, _, v *yaml.Node) {
 					switch key {
 					case "match":
@@ -292,7 +293,7 @@ func (l *loader) triggers(n *yaml.Node) {
 					case "params":
 						d.Pairs(v, "alert params", func(pname string, pk, pv *yaml.Node) {
 							src := d.String(pv, "alert param "+pname)
-							tp, err := ParseTemplate(pname, src, false)
+							tp, err := tmpl.Parse(pname, src, false)
 							if err != nil {
 								d.Errorf(pv, "alert param %s: %v", pname, err)
 								return
@@ -417,9 +418,9 @@ func (l *loader) args(what string, spec argspec.Spec, n, owner *yaml.Node) map[s
 func (l *loader) argValue(what string, arg argspec.Arg, v *yaml.Node) *ArgValue {
 	d := l.d
 	av := &ArgValue{Raw: d.Raw(v), Pos: yamlnode.PosOf(v)}
-	av.Template = map[string]*Template{}
+	av.Template = map[string]*tmpl.Template{}
 	collectTemplates(av.Raw, "", func(path, s string) {
-		tp, err := ParseTemplateFor(what, s, arg.EscapeContext())
+		tp, err := tmpl.ParseFor(what, s, arg.EscapeContext())
 		if err != nil {
 			l.templateErr(v, path, s, what, err)
 			return
@@ -448,7 +449,7 @@ func (l *loader) argValue(what string, arg argspec.Arg, v *yaml.Node) *ArgValue 
 func collectTemplates(raw any, path string, fn func(path, s string)) {
 	switch x := raw.(type) {
 	case string:
-		if hasTemplate(x) {
+		if tmpl.Has(x) {
 			fn(path, x)
 		}
 	case []any:
@@ -659,9 +660,9 @@ func (l *loader) severity(v *yaml.Node) Severity {
 	return s
 }
 
-func (l *loader) template(v *yaml.Node, what string) *Template {
+func (l *loader) template(v *yaml.Node, what string) *tmpl.Template {
 	src := l.d.String(v, what)
-	t, err := ParseTemplate(what, src, false)
+	t, err := tmpl.Parse(what, src, false)
 	if err != nil {
 		l.d.Errorf(v, "%s: %v", what, err)
 		return nil

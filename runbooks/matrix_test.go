@@ -20,6 +20,7 @@ import (
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 )
 
@@ -170,10 +171,10 @@ type cellResult struct {
 // and, for a deployment that is serving, no alarm at all. How soon each
 // verdict came is in the table; BenchmarkTimeToVerdict measures it.
 func TestScenarioMatrix(t *testing.T) {
-	catalog, problems, err := runbooks.LoadCatalog()
+	cat, problems, err := catalog.Load()
 	require.NoError(t, err)
 	require.Empty(t, problems)
-	rb, err := catalog.Get("sglang-pd-wedge")
+	rb, err := cat.Get("sglang-pd-wedge")
 	require.NoError(t, err)
 	simBinary = simtest.Binary(t)
 

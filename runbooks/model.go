@@ -20,6 +20,7 @@ import (
 	"github.com/runbot/runbot/actions"
 	"github.com/runbot/runbot/checks"
 	"github.com/runbot/runbot/internal/yamlnode"
+	"github.com/runbot/runbot/runbooks/tmpl"
 )
 
 // Runbook is a loaded, validated runbook.
@@ -66,7 +67,7 @@ type AlertTrigger struct {
 	// Match is label name -> exact value (or /regex/).
 	Match map[string]string
 	// Params are templates over .labels and .annotations.
-	Params map[string]*Template
+	Params map[string]*tmpl.Template
 	Pos    yamlnode.Pos
 }
 
@@ -127,7 +128,7 @@ type ArgValue struct {
 	// Const is the converted value when Raw holds no template.
 	Const    any
 	IsConst  bool
-	Template map[string]*Template // template leaves by path, when not const
+	Template map[string]*tmpl.Template // template leaves by path, when not const
 	Pos      yamlnode.Pos
 }
 
@@ -157,7 +158,7 @@ type Finding struct {
 	ID       string
 	Severity Severity
 	When     string
-	Summary  *Template
+	Summary  *tmpl.Template
 	Evidence []string // step ids whose evidence supports the finding
 	// Claims are the facts the finding asserts when it holds (see Claim).
 	Claims []Claim
@@ -174,7 +175,7 @@ type Diagnosis struct {
 	ID       string
 	Severity Severity
 	When     string
-	Summary  *Template
+	Summary  *tmpl.Template
 	// Remediate names the remediation to propose; with Rules, the first
 	// rule whose condition holds picks it instead.
 	Remediate string

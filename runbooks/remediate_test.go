@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/record"
 	"github.com/runbot/runbot/runbooks/remediation"
@@ -63,12 +63,12 @@ deployments:
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.st.Close() })
 
-	catalog, problems, err := runbooks.LoadCatalog(catalogDir)
+	cat, problems, err := catalog.Load(catalogDir)
 	require.NoError(t, err)
 	require.Empty(t, problems)
 	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
-	e.rem = &remediation.Remediator{Engine: eng, Store: e.st, Catalog: catalog, Groups: remediation.Groups{"sre": {"alice", "bob"}}, Now: e.clock}
-	rb, err := catalog.Get("remedy")
+	e.rem = &remediation.Remediator{Engine: eng, Store: e.st, Catalog: cat, Groups: remediation.Groups{"sre": {"alice", "bob"}}, Now: e.clock}
+	rb, err := cat.Get("remedy")
 	require.NoError(t, err)
 	e.p, err = eng.Prepare(t.Context(), rb, map[string]string{"deployment": "shop"})
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/replay"
 )
@@ -49,10 +50,10 @@ func recordWedge(t *testing.T, fault string) (*runbooks.Report, string) {
 
 func builtin(tb testing.TB, name string) *runbooks.Runbook {
 	tb.Helper()
-	catalog, problems, err := runbooks.LoadCatalog()
+	cat, problems, err := catalog.Load()
 	require.NoError(tb, err)
 	require.Empty(tb, problems)
-	rb, err := catalog.Get(name)
+	rb, err := cat.Get(name)
 	require.NoError(tb, err)
 	return rb
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/record"
 	"github.com/runbot/runbot/runbooks/remediation"
@@ -31,16 +32,16 @@ func TestSecretParamsAreUsedButNeverShown(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "state"), []byte("state stale\n"), 0o600))
 	inv, err := inventory.Parse("inventory.yaml", []byte("hosts:\n  here: {transport: local}\n"))
 	require.NoError(t, err)
-	catalog, problems, err := runbooks.LoadCatalog("testdata/secret")
+	cat, problems, err := catalog.Load("testdata/secret")
 	require.NoError(t, err)
 	require.Empty(t, problems)
-	rb, err := catalog.Get("rotate")
+	rb, err := cat.Get("rotate")
 	require.NoError(t, err)
 	st, err := store.Open(t.Context(), filepath.Join(dir, "runbot.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
-	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: remediation.Groups{"sre": {"alice", "bob"}}}
+	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: cat, Groups: remediation.Groups{"sre": {"alice", "bob"}}}
 	rec := &record.Recorder{Engine: eng, Runs: st, Remediator: rem}
 
 	noSecret := func(what string, v any) string {

@@ -12,6 +12,7 @@ import (
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 )
 
@@ -27,9 +28,9 @@ func BenchmarkWedgeRunbookWallVsLongestStep(b *testing.B) {
 	simtest.Run(b, "ctl", "--dir", dir, "fault", "pd-wedge")
 	inv, err := inventory.Load(filepath.Join(dir, "inventory.yaml"))
 	require.NoError(b, err)
-	catalog, _, err := runbooks.LoadCatalog()
+	cat, _, err := catalog.Load()
 	require.NoError(b, err)
-	rb, err := catalog.Get("sglang-pd-wedge")
+	rb, err := cat.Get("sglang-pd-wedge")
 	require.NoError(b, err)
 	pool := sshrun.NewPool()
 	defer func() { _ = pool.Close() }() // benchmark cleanup
@@ -61,12 +62,12 @@ func BenchmarkWedgeRunbookWallVsLongestStep(b *testing.B) {
 //	go test -run '^$' -bench TimeToVerdict -benchtime 1x -timeout 30m ./runbooks
 func BenchmarkTimeToVerdict(b *testing.B) {
 	simBinary = simtest.Binary(b)
-	catalog, problems, err := runbooks.LoadCatalog("testdata/bench")
+	cat, problems, err := catalog.Load("testdata/bench")
 	require.NoError(b, err)
 	require.Empty(b, problems)
-	now, err := catalog.Get("sglang-pd-wedge")
+	now, err := cat.Get("sglang-pd-wedge")
 	require.NoError(b, err)
-	before, err := catalog.Get("sglang-pd-wedge-before")
+	before, err := cat.Get("sglang-pd-wedge-before")
 	require.NoError(b, err)
 	conds := map[string]matrixCondition{}
 	for _, c := range matrixConditions {

@@ -6,10 +6,10 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"text/template/parse"
 	"time"
 
 	"github.com/runbot/runbot/internal/yamlnode"
+	"github.com/runbot/runbot/runbooks/tmpl"
 )
 
 // shape describes what names a template may read below a point of its data:
@@ -64,65 +64,8 @@ func shapeOfValue(v any) *shape {
 // checkFields reports the first name a template reads that its data cannot
 // have, e.g. `.steps.chat.byts`. Names under range and with are not
 // checked, since the dot moves there.
-func checkFields(t *Template, root *shape) error {
-	if t == nil || t.t.Tree == nil {
-		return nil
-	}
-	var err error
-	var walkList func(l *parse.ListNode)
-	walkPipe := func(p *parse.PipeNode) {
-		if p == nil || err != nil {
-			return
-		}
-		for _, c := range p.Cmds {
-			for _, a := range c.Args {
-				if err == nil {
-					err = checkArg(a, root)
-				}
-			}
-		}
-	}
-	walkList = func(l *parse.ListNode) {
-		if l == nil {
-			return
-		}
-		for _, n := range l.Nodes {
-			switch n := n.(type) {
-			case *parse.ActionNode:
-				walkPipe(n.Pipe)
-			case *parse.IfNode:
-				walkPipe(n.Pipe)
-				walkList(n.List)
-				walkList(n.ElseList)
-			case *parse.RangeNode:
-				walkPipe(n.Pipe)
-			case *parse.WithNode:
-				walkPipe(n.Pipe)
-			}
-		}
-	}
-	walkList(t.t.Root)
-	return err
-}
-
-func checkArg(a parse.Node, root *shape) error {
-	switch a := a.(type) {
-	case *parse.FieldNode:
-		return checkChain(a.Ident, root, ".")
-	case *parse.VariableNode:
-		if len(a.Ident) > 1 && a.Ident[0] == "$" {
-			return checkChain(a.Ident[1:], root, ".")
-		}
-	case *parse.PipeNode:
-		for _, c := range a.Cmds {
-			for _, x := range c.Args {
-				if err := checkArg(x, root); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
+func checkFields(t *tmpl.Template, root *shape) error {
+	return t.RootFields(func(chain []string) error { return checkChain(chain, root, ".") })
 }
 
 // checkChain follows idents through s. prefix is "." for templates and ""

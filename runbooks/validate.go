@@ -8,6 +8,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/runbot/runbot/internal/yamlnode"
+	"github.com/runbot/runbot/runbooks/tmpl"
 )
 
 type whenRef struct {
@@ -19,7 +20,7 @@ type whenRef struct {
 
 type summaryRef struct {
 	node *yaml.Node
-	t    *Template
+	t    *tmpl.Template
 }
 
 // validate checks cross-references and compiles expressions, after the

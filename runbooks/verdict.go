@@ -2,8 +2,9 @@ package runbooks
 
 import (
 	"slices"
-	"text/template/parse"
 	"time"
+
+	"github.com/runbot/runbot/runbooks/tmpl"
 )
 
 // maxUnknown bounds how many findings a diagnosis may still be waiting for
@@ -120,54 +121,12 @@ func stepsDone(refs []stepRef, done map[string]bool) bool {
 
 // templateSteps lists the steps a template reads as .steps.ID…, so that a
 // summary is not shown before what it quotes has been measured.
-func templateSteps(t *Template) []stepRef {
-	if t == nil || t.t == nil || t.t.Tree == nil {
-		return nil
-	}
+func templateSteps(t *tmpl.Template) []stepRef {
 	var out []stepRef
-	var walk func(n parse.Node)
-	walk = func(n parse.Node) {
-		switch x := n.(type) {
-		case *parse.ListNode:
-			if x == nil {
-				return
-			}
-			for _, c := range x.Nodes {
-				walk(c)
-			}
-		case *parse.ActionNode:
-			walk(x.Pipe)
-		case *parse.PipeNode:
-			if x == nil {
-				return
-			}
-			for _, c := range x.Cmds {
-				walk(c)
-			}
-		case *parse.CommandNode:
-			for _, a := range x.Args {
-				walk(a)
-			}
-		case *parse.FieldNode:
-			if len(x.Ident) >= 2 && x.Ident[0] == "steps" {
-				out = append(out, stepRef{Step: x.Ident[1]})
-			}
-		case *parse.ChainNode:
-			walk(x.Node)
-		case *parse.IfNode:
-			walk(x.Pipe)
-			walk(x.List)
-			walk(x.ElseList)
-		case *parse.RangeNode:
-			walk(x.Pipe)
-			walk(x.List)
-			walk(x.ElseList)
-		case *parse.WithNode:
-			walk(x.Pipe)
-			walk(x.List)
-			walk(x.ElseList)
+	for _, f := range t.AllFields() {
+		if len(f) >= 2 && f[0] == "steps" {
+			out = append(out, stepRef{Step: f[1]})
 		}
 	}
-	walk(t.t.Root)
 	return out
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/runbot/runbot/chat"
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/failures"
 	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
@@ -187,11 +188,11 @@ func reportSections(rep *runbooks.Report) []chat.Section {
 // error, and without this the message would open with that error many
 // times. While the run goes they read the step runs finished so far.
 func (rs *State) unreachableSections() []chat.Section {
-	var hosts []runbooks.HostFailure
+	var hosts []failures.Host
 	if rs.Report != nil {
-		hosts = rs.Report.Unreachable()
+		hosts = failures.Unreachable(rs.Report.Steps)
 	} else {
-		hosts = runbooks.UnreachableHosts(rs.orderedRuns())
+		hosts = failures.Unreachable(rs.orderedRuns())
 	}
 	var out []chat.Section
 	for _, h := range hosts {
@@ -216,8 +217,8 @@ func (rs *State) orderedRuns() []*runbooks.TargetRun {
 func (rs *State) stepsSection(live bool) chat.Section {
 	s := chat.Section{Heading: "Steps"}
 	total, ran := 0, 0
-	foldOf := map[*runbooks.TargetRun]*runbooks.FailureGroup{}
-	for _, g := range runbooks.GroupFailures(rs.orderedRuns()) {
+	foldOf := map[*runbooks.TargetRun]*failures.Group{}
+	for _, g := range failures.Groups(rs.orderedRuns()) {
 		if g.Folded() {
 			for _, tr := range g.Runs {
 				foldOf[tr] = &g
@@ -253,7 +254,7 @@ func (rs *State) stepsSection(live bool) chat.Section {
 
 // foldLine is the one line of step runs that failed the same way on one
 // host, with the status icon their first run would have.
-func foldLine(g *runbooks.FailureGroup) chat.Line {
+func foldLine(g *failures.Group) chat.Line {
 	status := chat.StatusError
 	if g.Runs[0].Status == step.Skipped {
 		status = chat.StatusSkipped

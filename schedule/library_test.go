@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/dispatch"
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/catalog"
 )
 
 // TestLibrarySchedules: the library runbooks take host params, so they
@@ -16,10 +16,10 @@ import (
 // start, not at 3am.
 func TestLibrarySchedules(t *testing.T) {
 	t.Parallel()
-	catalog, problems, err := runbooks.LoadCatalog()
+	cat, problems, err := catalog.Load()
 	require.NoError(t, err)
 	require.Empty(t, problems)
-	d := testDispatcher(t, catalog, dispatch.Config{})
+	d := testDispatcher(t, cat, dispatch.Config{})
 	good := []Schedule{
 		{Runbook: "gpu-node-health", Cron: "*/15 * * * *", Params: map[string]string{"host": "gpu-node-07", "expected_gpus": "8"}, Post: PostOnFailure},
 		{Runbook: "systemd-crashloop", Cron: "*/5 * * * *", Params: map[string]string{"host": "gpu-node-07", "unit": "sglang-dsv4-decode.service"}, Post: PostOnChange},

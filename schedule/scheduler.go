@@ -22,6 +22,7 @@ import (
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runview"
 	"github.com/runbot/runbot/store"
 )
@@ -109,7 +110,7 @@ type Deps struct {
 	// against and that declare schedules of their own; the dispatcher's
 	// when nil. A reload builds the Successor against the catalog it is
 	// about to install, before the dispatcher has it.
-	Catalog *runbooks.Catalog
+	Catalog *catalog.Catalog
 }
 
 // SchedulerHeartbeat is the heartbeat name of the cron loop.
@@ -166,7 +167,7 @@ type Scheduler struct {
 	metrics *scheduleMetrics
 	ticks   store.ScheduleTicks
 	// catalog is what the schedules were compiled against.
-	catalog *runbooks.Catalog
+	catalog *catalog.Catalog
 
 	// audit runs one scheduled audit; tests replace it.
 	audit func(ctx context.Context, e *scheduled) auditResult

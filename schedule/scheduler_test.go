@@ -22,8 +22,8 @@ import (
 	"github.com/runbot/runbot/internal/heartbeat"
 	"github.com/runbot/runbot/internal/syncbuf"
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
@@ -44,9 +44,9 @@ type scheduleHarness struct {
 
 const opsChan = "C0OPS"
 
-func testCatalog(t *testing.T, dir string) *runbooks.Catalog {
+func testCatalog(t *testing.T, dir string) *catalog.Catalog {
 	t.Helper()
-	c, problems, err := runbooks.LoadCatalog(dir)
+	c, problems, err := catalog.Load(dir)
 	require.NoError(t, err)
 	require.Empty(t, problems)
 	return c
@@ -58,14 +58,14 @@ func newScheduleHarness(t *testing.T, cfg func(dir string) Config) *scheduleHarn
 	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "runbot.db"))
 	require.NoError(t, err)
 	h.store = st
-	catalog := testCatalog(t, "testdata/runbooks")
+	cat := testCatalog(t, "testdata/runbooks")
 	inv, err := inventory.Load("testdata/inventory.yaml")
 	require.NoError(t, err)
 	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
-	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog}
+	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: cat}
 	logger := slog.New(slog.NewTextHandler(&syncbuf.Buffer{}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h.disp, err = dispatch.New(dispatch.Config{Channel: opsChan, UpdateInterval: 10 * time.Millisecond}, dispatch.Deps{
-		Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Chat: h.chat, Logger: logger,
+		Catalog: cat, Engine: eng, Remediator: rem, Store: st, Chat: h.chat, Logger: logger,
 	})
 	require.NoError(t, err)
 	h.sched, err = New(cfg(h.dir), h.disp, Deps{TriggerDeps: dispatch.TriggerDeps{Store: st, Chat: h.chat, Logger: logger}, Fleet: &bind.Fleet{Inventory: inv}})
@@ -213,8 +213,8 @@ func TestScheduleFromRunbooks(t *testing.T) {
 
 func TestNewSchedulerRefusesMistakes(t *testing.T) {
 	t.Parallel()
-	catalog := testCatalog(t, "testdata/runbooks")
-	d := testDispatcher(t, catalog, dispatch.Config{})
+	cat := testCatalog(t, "testdata/runbooks")
+	d := testDispatcher(t, cat, dispatch.Config{})
 	ok := Schedule{Runbook: "nightly-audit", Cron: "0 3 * * *", Params: map[string]string{"host": "here"}}
 	for name, tc := range map[string]struct {
 		mod  func(*Schedule)
@@ -242,11 +242,11 @@ func TestNewSchedulerRefusesMistakes(t *testing.T) {
 
 // testDispatcher is a dispatcher over catalog for tests that never run
 // anything through it: it has no engine targets and no store.
-func testDispatcher(t *testing.T, catalog *runbooks.Catalog, cfg dispatch.Config) *dispatch.Dispatcher {
+func testDispatcher(t *testing.T, cat *catalog.Catalog, cfg dispatch.Config) *dispatch.Dispatcher {
 	t.Helper()
 	var noStore store.Store = (*store.SQLite)(nil)
 	d, err := dispatch.New(cfg, dispatch.Deps{
-		Catalog: catalog, Engine: &engine.Engine{}, Remediator: &remediation.Remediator{}, Store: noStore,
+		Catalog: cat, Engine: &engine.Engine{}, Remediator: &remediation.Remediator{}, Store: noStore,
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	require.NoError(t, err)

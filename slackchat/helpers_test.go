@@ -26,6 +26,7 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/slackchat/slackrec"
@@ -109,13 +110,13 @@ func newHarnessWith(t *testing.T, runbookDir string, tweak ...func(*Config)) *ha
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
 	h.store = st
-	catalog, problems, err := runbooks.LoadCatalog(runbookDir)
+	cat, problems, err := catalog.Load(runbookDir)
 	require.NoError(t, err)
 	require.Empty(t, problems)
 	inv, err := inventory.Load("testdata/inventory.yaml")
 	require.NoError(t, err)
 	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: bind.LocalRunners{}}}
-	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: testGroups}
+	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: cat, Groups: testGroups}
 	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h.slack, err = New(cfg, logger, nil)
 	require.NoError(t, err)
@@ -123,7 +124,7 @@ func newHarnessWith(t *testing.T, runbookDir string, tweak ...func(*Config)) *ha
 	// Updates fast enough for tests; the coalescing itself is tested with
 	// synctest in live_test.go.
 	h.disp, err = dispatch.New(dispatch.Config{Channel: opsChan, UpdateInterval: 20 * time.Millisecond}, dispatch.Deps{
-		Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Chat: h.slack, Logger: logger,
+		Catalog: cat, Engine: eng, Remediator: rem, Store: st, Chat: h.slack, Logger: logger,
 		Redactor: h.slack.Redactor(),
 		Timeline: func(rep *runbooks.Report) ([]byte, error) {
 			if h.draw == nil {

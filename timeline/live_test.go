@@ -14,6 +14,7 @@ import (
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 )
 
@@ -25,10 +26,10 @@ var wedgeParams = map[string]string{"deployment": "sim", "probe_timeout": "6s", 
 // deployment, exactly as runbooks/sglang_test.go does.
 func runWedge(t *testing.T, inv *inventory.Inventory) *runbooks.Report {
 	t.Helper()
-	catalog, problems, err := runbooks.LoadCatalog()
+	cat, problems, err := catalog.Load()
 	require.NoError(t, err)
 	require.Empty(t, problems)
-	rb, err := catalog.Get("sglang-pd-wedge")
+	rb, err := cat.Get("sglang-pd-wedge")
 	require.NoError(t, err)
 	pool := sshrun.NewPool()
 	t.Cleanup(func() { _ = pool.Close() })

@@ -22,6 +22,7 @@ import (
 	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/record"
 	"github.com/runbot/runbot/runbooks/remediation"
@@ -122,21 +123,21 @@ func buildFixture(t *testing.T) (*fixture, error) {
 	}
 	// The fixture runs one built-in runbook: errors in it stop the
 	// fixture, warnings and other runbooks' problems are not its business.
-	catalog, problems, err := runbooks.LoadCatalog()
+	cat, problems, err := catalog.Load()
 	if err != nil {
 		return nil, fmt.Errorf("builtin catalog: %w", err)
 	}
 	if err := problemsOf(problems, "builtin:sglang-pd-wedge.yaml").Err(); err != nil {
 		return nil, fmt.Errorf("sglang-pd-wedge: %w", err)
 	}
-	rb, err := catalog.Get("sglang-pd-wedge")
+	rb, err := cat.Get("sglang-pd-wedge")
 	if err != nil {
 		return nil, err
 	}
 	pool := sshrun.NewPool()
 	defer func() { _ = pool.Close() }()
 	eng := &engine.Engine{Targets: &bind.InventoryTargets{Inventory: inv, Runners: &bind.PoolRunners{Inventory: inv, Pool: pool}}}
-	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: catalog, Groups: remediation.Groups{"sre-oncall": {f.approver}}}
+	rem := &remediation.Remediator{Engine: eng, Store: st, Catalog: cat, Groups: remediation.Groups{"sre-oncall": {f.approver}}}
 	p, err := eng.Prepare(ctx, rb, wedgeParams)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/runbot/runbot/incident"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/failures"
 	"github.com/runbot/runbot/runbooks/record"
 	"github.com/runbot/runbot/store"
 	"github.com/runbot/runbot/timeline"
@@ -201,11 +202,11 @@ func (s *Site) runView(inc *incident.Incident, c cuts, v visitor) (*runView, err
 			fc := c.findings[i]
 			view.Findings = append(view.Findings, findingView{FindingResult: f, Lines: len(f.Evidence) + fc.Omitted, Shown: showLines(f.Evidence, fc)})
 		}
-		for _, h := range rep.Unreachable() {
+		for _, h := range failures.Unreachable(rep.Steps) {
 			view.Unreachable = append(view.Unreachable, h.String())
 		}
 		foldOf := map[*runbooks.TargetRun]*foldView{}
-		for _, g := range rep.FailureGroups() {
+		for _, g := range failures.Groups(rep.Steps) {
 			if !g.Folded() {
 				continue
 			}

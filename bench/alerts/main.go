@@ -36,8 +36,8 @@ import (
 	"github.com/runbot/runbot/alerts"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/slackchat"
@@ -178,7 +178,7 @@ func wire(o options, tmp, slackURL string, st store.Store) (*alerts.Receiver, *d
 	if err != nil {
 		return nil, nil, err
 	}
-	catalog, problems, err := runbooks.LoadCatalog(filepath.Join(o.dir, "runbooks"))
+	cat, problems, err := catalog.Load(filepath.Join(o.dir, "runbooks"))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -198,7 +198,7 @@ func wire(o options, tmp, slackURL string, st store.Store) (*alerts.Receiver, *d
 		return nil, nil, err
 	}
 	disp, err := dispatch.New(dispatch.Config{Channel: "C0BENCH", MaxConcurrentRuns: o.runs, UpdateInterval: o.update}, dispatch.Deps{
-		Catalog: catalog, Engine: engine, Remediator: &remediation.Remediator{Engine: engine, Store: st, Catalog: catalog}, Store: st,
+		Catalog: cat, Engine: engine, Remediator: &remediation.Remediator{Engine: engine, Store: st, Catalog: cat}, Store: st,
 		Chat: sl, Logger: log, Redactor: sl.Redactor(),
 	})
 	if err != nil {

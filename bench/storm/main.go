@@ -40,8 +40,8 @@ import (
 	"github.com/runbot/runbot/chat/outbox"
 	"github.com/runbot/runbot/dispatch"
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/slackchat"
@@ -110,7 +110,7 @@ func run() error {
 		return errors.New("-groups, -group-size, -single and -s must be positive")
 	}
 
-	catalog, problems, err := runbooks.LoadCatalog(filepath.Join(o.dir, "runbooks"))
+	cat, problems, err := catalog.Load(filepath.Join(o.dir, "runbooks"))
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func run() error {
 	for _, sc := range storms {
 		for _, m := range o.modes {
 			fmt.Fprintf(os.Stderr, "== %s, Slack %s: %d alerts in %d notifications\n", sc.name, m, sc.alerts, len(sc.batches))
-			res, err := storm(o, sc, slackMode(m), catalog, inv, hosts, logOut)
+			res, err := storm(o, sc, slackMode(m), cat, inv, hosts, logOut)
 			if err != nil {
 				return fmt.Errorf("%s, Slack %s: %w", sc.name, m, err)
 			}
@@ -283,7 +283,7 @@ type result struct {
 
 // storm runs one scenario against a fresh runbot and a fresh fake Slack
 // in the given mode.
-func storm(o options, sc scenario, mode slackMode, catalog *runbooks.Catalog, inv *inventory.Inventory, hosts []string, logOut io.Writer) (result, error) {
+func storm(o options, sc scenario, mode slackMode, cat *catalog.Catalog, inv *inventory.Inventory, hosts []string, logOut io.Writer) (result, error) {
 	res := result{scenario: sc.name, mode: mode, alerts: sc.alerts}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
@@ -309,7 +309,7 @@ func storm(o options, sc scenario, mode slackMode, catalog *runbooks.Catalog, in
 		next = slog.NewTextHandler(logOut, nil)
 	}
 	log := slog.New(&countingHandler{next: next, warns: warns}).With("scenario", sc.name, "slack", string(mode))
-	intake, disp, ob, err := wire(o, tmp, fs.apiURL(), st, catalog, inv, log)
+	intake, disp, ob, err := wire(o, tmp, fs.apiURL(), st, cat, inv, log)
 	if err != nil {
 		return res, err
 	}
@@ -362,7 +362,7 @@ func storm(o options, sc scenario, mode slackMode, catalog *runbooks.Catalog, in
 // at once, the default update interval, dedup window, message layout
 // (one summary per group) and outbox pace, the timeline picture uploaded
 // after a run's diagnosis.
-func wire(o options, tmp, slackURL string, st store.Store, catalog *runbooks.Catalog, inv *inventory.Inventory, log *slog.Logger) (*alerts.Receiver, *dispatch.Dispatcher, *outbox.Outbox, error) {
+func wire(o options, tmp, slackURL string, st store.Store, cat *catalog.Catalog, inv *inventory.Inventory, log *slog.Logger) (*alerts.Receiver, *dispatch.Dispatcher, *outbox.Outbox, error) {
 	secret := func(name, value string) (slackchat.SecretRef, error) {
 		p := filepath.Join(tmp, name)
 		return slackchat.SecretRef{File: p}, os.WriteFile(p, []byte(value), 0o600)
@@ -388,7 +388,7 @@ func wire(o options, tmp, slackURL string, st store.Store, catalog *runbooks.Cat
 	}
 	ob := outbox.New(sl, st, outbox.Config{Platform: "slack"}, log, nil)
 	disp, err := dispatch.New(dispatch.Config{Channel: channel, MaxConcurrentRuns: parallel}, dispatch.Deps{
-		Catalog: catalog, Engine: engine, Remediator: &remediation.Remediator{Engine: engine, Store: st, Catalog: catalog}, Store: st,
+		Catalog: cat, Engine: engine, Remediator: &remediation.Remediator{Engine: engine, Store: st, Catalog: cat}, Store: st,
 		Chat: ob, Logger: log, Timeline: timeline.ForChat, Redactor: sl.Redactor(),
 	})
 	if err != nil {

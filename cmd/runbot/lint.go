@@ -8,6 +8,7 @@ import (
 	"github.com/runbot/runbot/console"
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/catalog"
 )
 
 func newLintCmd(g *globalFlags) *cobra.Command {
@@ -21,14 +22,14 @@ func newLintCmd(g *globalFlags) *cobra.Command {
 			var problems yamlnode.Problems
 			files := 0
 			if len(paths) == 0 {
-				c, ps, err := runbooks.LoadCatalog(g.runbookDirs...)
+				c, ps, err := catalog.Load(g.runbookDirs...)
 				if err != nil {
 					return err
 				}
 				problems, files = ps, len(c.Names())
 			}
 			for _, p := range paths {
-				list, err := runbooks.RunbookFiles(p)
+				list, err := catalog.Files(p)
 				if err != nil {
 					return err
 				}

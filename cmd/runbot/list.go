@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/console"
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/catalog"
 )
 
 func newListCmd(g *globalFlags) *cobra.Command {
@@ -26,8 +26,8 @@ func newListCmd(g *globalFlags) *cobra.Command {
 
 // loadCatalog loads the runbooks and refuses to go on if any is broken:
 // running a half-valid catalog would hide a mistake until an alert fires.
-func loadCatalog(cmd *cobra.Command, g *globalFlags) (*runbooks.Catalog, error) {
-	c, problems, err := runbooks.LoadCatalog(g.runbookDirs...)
+func loadCatalog(cmd *cobra.Command, g *globalFlags) (*catalog.Catalog, error) {
+	c, problems, err := catalog.Load(g.runbookDirs...)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 )
 
@@ -50,7 +51,7 @@ func (f *runFlags) paramMap() (map[string]string, error) {
 // returns the catalog it is part of. An argument that looks like a path
 // is never taken for a name: a missing file is reported as such, not as
 // an unknown runbook named after it.
-func findRunbook(cmd *cobra.Command, g *globalFlags, name string) (*runbooks.Runbook, *runbooks.Catalog, error) {
+func findRunbook(cmd *cobra.Command, g *globalFlags, name string) (*runbooks.Runbook, *catalog.Catalog, error) {
 	c, err := loadCatalog(cmd, g)
 	if err != nil {
 		return nil, nil, err
@@ -93,7 +94,7 @@ func looksLikePath(name string) bool {
 // similarRunbook is the did-you-mean for a runbook file that does not
 // exist: a runbook file beside it of a similar name (or of the same name
 // with its extension), else a runbook in the catalog named like the file.
-func similarRunbook(path string, c *runbooks.Catalog) string {
+func similarRunbook(path string, c *catalog.Catalog) string {
 	dir, base := filepath.Split(path)
 	stem := strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
 	var files []string
@@ -101,7 +102,7 @@ func similarRunbook(path string, c *runbooks.Catalog) string {
 	entries, _ := os.ReadDir(cmp.Or(dir, "."))
 	for _, e := range entries {
 		n := e.Name()
-		if e.IsDir() || runbooks.IsTestFile(n) || (!strings.HasSuffix(n, ".yaml") && !strings.HasSuffix(n, ".yml")) {
+		if e.IsDir() || catalog.IsTestFile(n) || (!strings.HasSuffix(n, ".yaml") && !strings.HasSuffix(n, ".yml")) {
 			continue
 		}
 		s := strings.TrimSuffix(strings.TrimSuffix(n, ".yaml"), ".yml")
@@ -121,7 +122,7 @@ func similarRunbook(path string, c *runbooks.Catalog) string {
 type prepared struct {
 	engine  *engine.Engine
 	p       *engine.Prepared
-	catalog *runbooks.Catalog
+	catalog *catalog.Catalog
 	close   func()
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/console"
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/replay"
 )
 
@@ -18,7 +18,7 @@ func newTestCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "test PATH...",
 		Short: "Replay recorded runs against runbooks and check their verdicts (like promtool test rules)",
-		Long: "Run the runbook test files (*" + runbooks.TestFileSuffix + ") in the given files or directories.\n" +
+		Long: "Run the runbook test files (*" + catalog.TestFileSuffix + ") in the given files or directories.\n" +
 			"Each test replays a recording (made by runbot run --record, or by hand) against the\n" +
 			"runbook beside the test file (or a built-in of that name), with no network and the\n" +
 			"recording's clock, and checks the findings, diagnoses, remediation and outcome.\n" +

@@ -24,10 +24,10 @@ var allowed = map[string][]string{
 	"daemon": {"preflight", "alerts", "commands", "schedule", "slackchat", "web", "dispatch", "chat", "chat/outbox", "runbooks", "runbooks/engine", "runbooks/bind", "runbooks/remediation", "timeline", "store", "remote/sshrun", "config", "inventory", "internal/"},
 	// The demo runs the incident on the simulator with the engine, the
 	// remediator and the chat message the core builds.
-	"demo": {"runview", "chat", "slackchat", "runbooks", "runbooks/engine", "runbooks/bind", "runbooks/remediation", "runbooks/record", "store", "inventory", "remote/sshrun", "internal/"},
+	"demo": {"runview", "chat", "slackchat", "runbooks", "runbooks/catalog", "runbooks/engine", "runbooks/bind", "runbooks/remediation", "runbooks/record", "store", "inventory", "remote/sshrun", "internal/"},
 	// The preflight reads the config and what it names and checks every
 	// reference between them; it opens and starts nothing.
-	"preflight": {"config", "runbooks", "runbooks/bind", "inventory", "internal/"},
+	"preflight": {"config", "runbooks", "runbooks/tmpl", "runbooks/catalog", "runbooks/bind", "inventory", "internal/"},
 	// slackchat is the Slack platform: it implements the chat seam and
 	// hands what Slack sends to a chat.Handler; it knows no trigger, no
 	// core, no runbook and no store.
@@ -35,16 +35,16 @@ var allowed = map[string][]string{
 	// dispatch is the core every trigger goes through: it runs and
 	// records through runbooks and posts through chat, and knows no
 	// platform and no trigger.
-	"dispatch": {"runview", "runbooks", "runbooks/engine", "runbooks/remediation", "runbooks/record", "store", "chat", "internal/"},
+	"dispatch": {"runview", "runbooks", "runbooks/catalog", "runbooks/engine", "runbooks/remediation", "runbooks/record", "store", "chat", "internal/"},
 	// runview renders a run as its chat message, for the core, the
 	// triggers' own messages and the demo; like the core it knows the
 	// chat seam and no platform.
-	"runview": {"chat", "runbooks", "runbooks/engine", "runbooks/record", "runbooks/remediation", "store", "internal/"},
+	"runview": {"chat", "runbooks", "runbooks/failures", "runbooks/engine", "runbooks/record", "runbooks/remediation", "store", "internal/"},
 	// Triggers build requests and call the dispatch core; chat platforms
 	// sit beside them.
-	"schedule": {"dispatch", "runview", "chat", "runbooks", "runbooks/bind", "runbooks/record", "store", "internal/"},
-	"alerts":   {"dispatch", "runview", "chat", "runbooks", "store", "internal/"},
-	"commands": {"dispatch", "runview", "chat", "runbooks", "runbooks/engine", "runbooks/remediation", "store", "internal/"},
+	"schedule": {"dispatch", "runview", "chat", "runbooks", "runbooks/catalog", "runbooks/bind", "runbooks/record", "store", "internal/"},
+	"alerts":   {"dispatch", "runview", "chat", "runbooks", "runbooks/tmpl", "runbooks/catalog", "store", "internal/"},
+	"commands": {"dispatch", "runview", "chat", "runbooks", "runbooks/catalog", "runbooks/engine", "runbooks/remediation", "store", "internal/"},
 	// chat is the seam between runbot and a chat platform: the message
 	// model, its own message reference and the interface; it knows
 	// nothing else of runbot. chattest records for tests.
@@ -56,27 +56,38 @@ var allowed = map[string][]string{
 	// The runbook language: model, loading, validation, expressions,
 	// params, claims, verdicts and reports. It knows the check and action
 	// specs, and no store, host or inventory.
-	"runbooks": {"runbooks/escape", "checks", "actions", "internal/"},
+	"runbooks": {"runbooks/tmpl", "runbooks/escape", "checks", "actions", "internal/"},
 	// The engine runs a prepared runbook's steps over the targets it is
 	// given; it knows runners, not where they come from (it knows the SSH
 	// runner only to share one shell per host across a run's steps).
-	"runbooks/engine": {"runbooks", "checks", "actions", "remote", "remote/sshrun", "internal/"},
+	"runbooks/engine": {"runbooks", "runbooks/tmpl", "checks", "actions", "remote", "remote/sshrun", "internal/"},
 	// Target binding: roles of the inventory's deployments resolved to
 	// hosts and their runners, and the fleet a fleet run picks from.
 	"runbooks/bind": {"runbooks", "runbooks/engine", "inventory", "remote", "remote/sshrun", "internal/"},
 	// Remediation: plans, votes, apply with its guardrails, verification
 	// and rollback; the one part of the runbooks that writes plans.
-	"runbooks/remediation": {"runbooks", "runbooks/engine", "actions", "store", "internal/"},
+	"runbooks/remediation": {"runbooks", "runbooks/catalog", "runbooks/engine", "actions", "store", "internal/"},
 	// The run recorder: every trigger's one path from a request to a
 	// stored run and its proposal.
 	"runbooks/record": {"runbooks", "runbooks/engine", "runbooks/remediation", "store", "internal/"},
+	// The summary of what did not run in a report (unreachable hosts,
+	// failures folded by host and cause) reads the report and nothing else.
+	"runbooks/failures": {"runbooks", "internal/"},
+	// The catalog loads every runbook runbot knows: the built-ins
+	// embedded from runbooks/builtin, which holds them and imports
+	// nothing of runbot, and the configured directories.
+	"runbooks/catalog": {"runbooks", "runbooks/builtin", "internal/"},
+	"runbooks/builtin": {},
+	// The templates: text/template with runbot's functions, each value
+	// escaped for where it lands; they know escaping, nothing of runbooks.
+	"runbooks/tmpl": {"runbooks/escape", "internal/"},
 	// Template escaping knows templates and the argument kinds, nothing
 	// of runbooks.
 	"runbooks/escape": {"internal/argspec"},
 	// Record and replay, and the runbook tests (runbot test) on them:
 	// they drive the engine with taped observations, so they sit above
 	// it, and nothing in runbooks knows them.
-	"runbooks/replay": {"runbooks", "runbooks/engine", "checks", "remote", "remote/sshrun", "internal/"},
+	"runbooks/replay": {"runbooks", "runbooks/catalog", "runbooks/engine", "checks", "remote", "remote/sshrun", "internal/"},
 	// A fleet run: one runbook over many deployments, each run recorded.
 	"runbooks/fleet": {"runbooks", "runbooks/engine", "runbooks/bind", "runbooks/record", "store", "internal/"},
 	// The generator of the JSON Schema and the reference docs reads the
@@ -93,7 +104,7 @@ var allowed = map[string][]string{
 	"config":        {"internal/"},
 	// console renders for a terminal what the CLI shows; it decides
 	// nothing and opens nothing: it reads the values it is given.
-	"console":  {"runbooks", "runbooks/engine", "runbooks/remediation", "runbooks/record", "runbooks/replay", "runbooks/fleet", "store", "internal/"},
+	"console":  {"runbooks", "runbooks/failures", "runbooks/engine", "runbooks/remediation", "runbooks/record", "runbooks/replay", "runbooks/fleet", "store", "internal/"},
 	"timeline": {"runbooks", "runbooks/remediation", "incident", "internal/"},
 	"sim":      {},
 	"bench":    {"*"},
@@ -102,7 +113,7 @@ var allowed = map[string][]string{
 	// store and writes the postmortem draft; web serves the report pages
 	// from it. Neither knows a chat platform, a trigger or the core.
 	"incident": {"runbooks", "runbooks/record", "runbooks/remediation", "store", "internal/"},
-	"web":      {"incident", "runbooks", "runbooks/record", "runbooks/remediation", "store", "timeline", "internal/"},
+	"web":      {"incident", "runbooks", "runbooks/failures", "runbooks/record", "runbooks/remediation", "store", "timeline", "internal/"},
 	// internal/target names a remote.Runner: the one way down into remote.
 	"internal/target": {"remote", "internal/"},
 	"internal/":       {"internal/"},
@@ -181,10 +192,20 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"runbooks", "internal/step", true},
 		{"runbooks", "runbooks/escape", true},
 		{"runbooks/escape", "runbooks", false},
+		{"runbooks", "runbooks/tmpl", true},
+		{"runbooks/tmpl", "runbooks", false},
+		{"runbooks/tmpl", "runbooks/escape", true},
 		{"runbooks/replay", "runbooks", true},
 		{"runbooks", "runbooks/replay", false},
 		{"runbooks/refdoc", "runbooks", true},
 		{"runbooks", "runbooks/refdoc", false},
+		{"runbooks/failures", "runbooks", true},
+		{"runbooks", "runbooks/failures", false},
+		{"runbooks/catalog", "runbooks", true},
+		{"runbooks", "runbooks/catalog", false},
+		{"runbooks/builtin", "runbooks", false},
+		{"runbooks/catalog", "store", false},
+		{"runbooks/failures", "store", false},
 		{"internal/step", "remote", false},
 		{"internal/target", "remote", true},
 		{"sim", "runbooks", false},

@@ -18,6 +18,7 @@ import (
 	"github.com/runbot/runbot/internal/simtest"
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/replay"
 )
 
@@ -27,10 +28,10 @@ var update = flag.Bool("update", false, "rewrite the recorded cases")
 // (no problems allowed, warnings included).
 func builtin(tb testing.TB, name string) *runbooks.Runbook {
 	tb.Helper()
-	catalog, problems, err := runbooks.LoadCatalog()
+	cat, problems, err := catalog.Load()
 	require.NoError(tb, err)
 	require.Empty(tb, problems)
-	rb, err := catalog.Get(name)
+	rb, err := cat.Get(name)
 	require.NoError(tb, err)
 	return rb
 }

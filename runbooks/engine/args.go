@@ -5,6 +5,7 @@ import (
 
 	"github.com/runbot/runbot/internal/argspec"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/tmpl"
 )
 
 // RenderArgs renders templated arguments and converts them to their
@@ -33,7 +34,7 @@ func RenderArgs(spec argspec.Spec, with map[string]*runbooks.ArgValue, data map[
 	return out, nil
 }
 
-func renderRaw(raw any, path string, tmpls map[string]*runbooks.Template, data map[string]any) (any, error) {
+func renderRaw(raw any, path string, tmpls map[string]*tmpl.Template, data map[string]any) (any, error) {
 	switch x := raw.(type) {
 	case string:
 		if t, ok := tmpls[path]; ok {

@@ -21,6 +21,7 @@ import (
 	"github.com/runbot/runbot/internal/redact"
 	"github.com/runbot/runbot/internal/target"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 	"github.com/runbot/runbot/store"
 )
@@ -33,7 +34,7 @@ import (
 type Remediator struct {
 	Engine  *engine.Engine
 	Store   store.Store
-	Catalog *runbooks.Catalog
+	Catalog *catalog.Catalog
 	Groups  Groups
 	// Directory, when set, resolves approver groups that are not in Groups
 	// (Slack user groups). Set it before the first Vote.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/catalog"
 )
 
 // Suite is a run of runbook test files, as `runbot test` makes one: the
@@ -49,7 +50,7 @@ func (s *Suite) Run(ctx context.Context, paths []string) error {
 		return err
 	}
 	if len(files) == 0 {
-		return fmt.Errorf("no test files (*%s) in %s", runbooks.TestFileSuffix, strings.Join(paths, ", "))
+		return fmt.Errorf("no test files (*%s) in %s", catalog.TestFileSuffix, strings.Join(paths, ", "))
 	}
 	s.Results, s.Problems, s.Warnings, s.expected = []TestResult{}, []string{}, []string{}, map[string][]string{}
 	for _, f := range files {
@@ -106,7 +107,7 @@ func (s *Suite) coverage(paths []string) {
 		if st, err := os.Stat(path); err != nil || !st.IsDir() {
 			continue
 		}
-		files, err := runbooks.RunbookFiles(path)
+		files, err := catalog.Files(path)
 		if err != nil {
 			continue
 		}
@@ -117,7 +118,7 @@ func (s *Suite) coverage(paths []string) {
 			}
 			want, tested := s.expected[rb.Name]
 			if !tested {
-				s.Warnings = append(s.Warnings, fmt.Sprintf("%s: runbook %s has no test cases (%s)", f, rb.Name, rb.Name+runbooks.TestFileSuffix))
+				s.Warnings = append(s.Warnings, fmt.Sprintf("%s: runbook %s has no test cases (%s)", f, rb.Name, rb.Name+catalog.TestFileSuffix))
 				continue
 			}
 			for _, d := range rb.Diagnoses {
@@ -144,7 +145,7 @@ func FindRunbook(tf *TestFile, dirs ...string) (*runbooks.Runbook, error) {
 		}
 		return rb, nil
 	}
-	c, problems, err := runbooks.LoadCatalog(dirs...)
+	c, problems, err := catalog.Load(dirs...)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +186,7 @@ func TestFiles(paths []string) ([]string, error) {
 			if d.IsDir() && d.Name() == "testdata" && p != path {
 				return filepath.SkipDir
 			}
-			if !d.IsDir() && runbooks.IsTestFile(p) {
+			if !d.IsDir() && catalog.IsTestFile(p) {
 				files = append(files, p)
 			}
 			return nil

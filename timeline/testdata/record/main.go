@@ -21,8 +21,8 @@ import (
 
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote/sshrun"
-	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
+	"github.com/runbot/runbot/runbooks/catalog"
 	"github.com/runbot/runbot/runbooks/engine"
 )
 
@@ -44,14 +44,14 @@ func record(invPath, out, params string) error {
 	if err != nil {
 		return err
 	}
-	catalog, problems, err := runbooks.LoadCatalog()
+	cat, problems, err := catalog.Load()
 	if err != nil {
 		return err
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("built-in runbooks: %v", problems)
 	}
-	rb, err := catalog.Get("sglang-pd-wedge")
+	rb, err := cat.Get("sglang-pd-wedge")
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package runbooks_test
+package tmpl_test
 
 import (
 	"encoding/json"
@@ -12,7 +12,8 @@ import (
 
 	"github.com/runbot/runbot/internal/argspec"
 	"github.com/runbot/runbot/internal/shell"
-	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/escape"
+	"github.com/runbot/runbot/runbooks/tmpl"
 )
 
 // hostile are values a param, an alert label or a chat message could carry,
@@ -36,7 +37,7 @@ const chatBody = `{"model": "{{ .params.model }}", "messages": [{"role": "user",
 
 func render(t *testing.T, esc argspec.Escape, src string, params map[string]any) (string, error) {
 	t.Helper()
-	tp, err := runbooks.ParseTemplateFor("test", src, esc)
+	tp, err := tmpl.ParseFor("test", src, esc)
 	require.NoError(t, err)
 	return tp.Execute(map[string]any{"params": params})
 }
@@ -98,12 +99,12 @@ func TestJSONTemplatesThatCannotBeEscaped(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.src, func(t *testing.T) {
-			_, err := runbooks.ParseTemplateFor("test", c.src, argspec.EscapeJSON)
+			_, err := tmpl.ParseFor("test", c.src, argspec.EscapeJSON)
 			require.ErrorContains(t, err, c.err)
 			require.ErrorContains(t, err, "JSON")
-			off, ok := runbooks.TemplateProblemOffset(err)
-			require.True(t, ok, "the problem has no offset: %v", err)
-			require.Equal(t, c.offset, c.src[off:min(off+len(c.offset), len(c.src))])
+			var tp *escape.Problem
+			require.ErrorAs(t, err, &tp, "the problem has no offset")
+			require.Equal(t, c.offset, c.src[tp.Offset:min(tp.Offset+len(c.offset), len(c.src))])
 		})
 	}
 }
@@ -221,7 +222,7 @@ func TestURLEscaping(t *testing.T) {
 			require.Equal(t, c.want, out)
 		})
 	}
-	_, err := runbooks.ParseTemplateFor("test", `http{{ .params.s }}://h/`, argspec.EscapeURL)
+	_, err := tmpl.ParseFor("test", `http{{ .params.s }}://h/`, argspec.EscapeURL)
 	require.ErrorContains(t, err, "a value in the scheme cannot be escaped")
 }
 
@@ -276,7 +277,7 @@ func TestShellEscapingUnchanged(t *testing.T) {
 			}
 			require.Equal(t, want, out)
 
-			legacy, err := runbooks.ParseTemplate("test", `echo {{ .params.v }}`, true)
+			legacy, err := tmpl.Parse("test", `echo {{ .params.v }}`, true)
 			require.NoError(t, err)
 			out, err = legacy.Execute(map[string]any{"params": map[string]any{"v": v}})
 			require.NoError(t, err)
@@ -293,7 +294,7 @@ func TestShellEscapingUnchanged(t *testing.T) {
 // TestSummariesAreNotEscaped: text meant for people keeps text/template's
 // output.
 func TestSummariesAreNotEscaped(t *testing.T) {
-	tp, err := runbooks.ParseTemplate("summary", `model {{ .params.model }}`, false)
+	tp, err := tmpl.Parse("summary", `model {{ .params.model }}`, false)
 	require.NoError(t, err)
 	out, err := tp.Execute(map[string]any{"params": map[string]any{"model": `de"fault </script>`}})
 	require.NoError(t, err)

@@ -1,15 +1,21 @@
-package runbooks
+// Package failures sums up the step runs of a report that did not run, so
+// that what failed the same way is said once: the hosts that could not be
+// reached (Unreachable), and the runs on one host that failed for the same
+// cause (Groups). The console, the chat message and the web page show
+// them; the language does not need them.
+package failures
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/runbot/runbot/internal/step"
+	"github.com/runbot/runbot/runbooks"
 )
 
-// HostFailure says that a host could not be reached: no step ran there,
-// and the steps that failed failed to connect.
-type HostFailure struct {
+// Host says that a host could not be reached: no step ran there, and the
+// steps that failed failed to connect.
+type Host struct {
 	Host string
 	// Cause is the connection error, once, without what each step was
 	// doing when it met it.
@@ -19,27 +25,27 @@ type HostFailure struct {
 }
 
 // String is the one line a report shows before anything else.
-func (h HostFailure) String() string {
+func (h Host) String() string {
 	return fmt.Sprintf("cannot reach %s (%d step %s stopped): %s", h.Host, h.Stopped, plural(h.Stopped, "run", "runs"), h.Cause)
 }
 
-// FailureGroup is the step runs on one host that did not run for the same
+// Group is the step runs on one host that did not run for the same
 // cause, in the order the report holds them.
-type FailureGroup struct {
+type Group struct {
 	Host string
 	// Cause is the error the runs share: the whole error text, or for a
 	// connection error only the part the SSH runner wrote, so that the
 	// different ways checks wrap it fold together.
 	Cause string
-	Runs  []*TargetRun
+	Runs  []*runbooks.TargetRun
 }
 
 // Folded reports whether the group is shown as one line: a failure that
 // happened once is shown as it is.
-func (g FailureGroup) Folded() bool { return len(g.Runs) > 1 }
+func (g Group) Folded() bool { return len(g.Runs) > 1 }
 
 // StepIDs are the ids of the group's steps, each once, in report order.
-func (g FailureGroup) StepIDs() []string {
+func (g Group) StepIDs() []string {
 	var ids []string
 	seen := map[string]bool{}
 	for _, tr := range g.Runs {
@@ -57,7 +63,7 @@ const foldNames = 3
 // Line is the group as one line: "N steps on HOST (a, b, c +N more):
 // CAUSE". It says "step runs" when a step ran on the host for more than
 // one target, as the count is then not a count of steps.
-func (g FailureGroup) Line() string {
+func (g Group) Line() string {
 	ids := g.StepIDs()
 	names := ids
 	more := ""
@@ -71,21 +77,13 @@ func (g FailureGroup) Line() string {
 	return fmt.Sprintf("%d %s on %s (%s%s): %s", len(g.Runs), what, g.Host, strings.Join(names, ", "), more, g.Cause)
 }
 
-// FailureGroups groups the report's step runs that did not run by host and
-// by cause; see GroupFailures.
-func (r *Report) FailureGroups() []FailureGroup { return GroupFailures(r.Steps) }
-
-// Unreachable lists the hosts the report could not reach; see
-// UnreachableHosts.
-func (r *Report) Unreachable() []HostFailure { return UnreachableHosts(r.Steps) }
-
-// GroupFailures groups the finished step runs that did not run and say why
+// Groups groups the finished step runs that did not run and say why
 // by host and by cause, in the order of each group's first run. Runs still
 // going and runs that ran are in no group.
-func GroupFailures(runs []*TargetRun) []FailureGroup {
+func Groups(runs []*runbooks.TargetRun) []Group {
 	type key struct{ host, cause string }
 	index := map[key]int{}
-	var out []FailureGroup
+	var out []Group
 	for _, tr := range runs {
 		if tr == nil || tr.Status == "" || tr.Status.Ran() || tr.Error == "" {
 			continue
@@ -99,20 +97,20 @@ func GroupFailures(runs []*TargetRun) []FailureGroup {
 		if !seen {
 			i = len(out)
 			index[k] = i
-			out = append(out, FailureGroup{Host: k.host, Cause: cause})
+			out = append(out, Group{Host: k.host, Cause: cause})
 		}
 		out[i].Runs = append(out[i].Runs, tr)
 	}
 	return out
 }
 
-// UnreachableHosts lists, in report order, the hosts where no step ran,
+// Unreachable lists, in report order, the hosts where no step ran,
 // at least one step failed to connect and no step failed for another
 // reason than that. Steps skipped, timed out or cancelled there are taken
 // as consequences: a step that waits for a connection that never comes
 // times out with its own error. The cause is the connection error most of
 // the host's runs met, the first one on a tie.
-func UnreachableHosts(runs []*TargetRun) []HostFailure {
+func Unreachable(runs []*runbooks.TargetRun) []Host {
 	type host struct {
 		ran, other bool
 		stopped    int
@@ -149,7 +147,7 @@ func UnreachableHosts(runs []*TargetRun) []HostFailure {
 			}
 		}
 	}
-	var out []HostFailure
+	var out []Host
 	for _, name := range order {
 		h := hosts[name]
 		if h.ran || h.other || len(h.order) == 0 || name == "" {
@@ -161,7 +159,7 @@ func UnreachableHosts(runs []*TargetRun) []HostFailure {
 				best = c
 			}
 		}
-		out = append(out, HostFailure{Host: name, Cause: best, Stopped: h.stopped})
+		out = append(out, Host{Host: name, Cause: best, Stopped: h.stopped})
 	}
 	return out
 }
@@ -171,7 +169,7 @@ func UnreachableHosts(runs []*TargetRun) []HostFailure {
 // is one. The report keeps errors as text, so this reads the text the SSH
 // runner writes for its connect error ("connect to HOST (ADDRESS): ..." or
 // "... via jump host ..."), which checks wrap in what they were doing.
-func ConnectionError(tr *TargetRun) (string, bool) {
+func ConnectionError(tr *runbooks.TargetRun) (string, bool) {
 	host := hostOf(tr)
 	if host == "" || tr.Error == "" {
 		return "", false
@@ -185,7 +183,7 @@ func ConnectionError(tr *TargetRun) (string, bool) {
 
 // hostOf is where a step run ran: its host, or its target when the host is
 // not known.
-func hostOf(tr *TargetRun) string {
+func hostOf(tr *runbooks.TargetRun) string {
 	if tr.Host != "" {
 		return tr.Host
 	}

@@ -1,4 +1,9 @@
-package runbooks
+// Package tmpl is the runbooks' templates: text/template with runbot's
+// functions, every value escaped for where it lands (package escape), the
+// result checked against its context, and what the loader and lint need
+// to know of a template: the fields it reads, the functions it calls and
+// what lint warns about.
+package tmpl
 
 import (
 	"encoding/json"
@@ -60,28 +65,28 @@ var funcs = template.FuncMap{
 	},
 }
 
-// hasTemplate reports whether s contains template actions.
-func hasTemplate(s string) bool { return strings.Contains(s, "{{") }
+// Has reports whether s contains template actions.
+func Has(s string) bool { return strings.Contains(s, "{{") }
 
-// ParseTemplate parses src. With shell set, it rewrites every output action
+// Parse parses src. With shell set, it rewrites every output action
 // to end in the shell-quoting function.
 //
 // Summaries (shellCtx false) print an absent map key as empty; commands
 // (shellCtx true) refuse to render, since a command with a hole in it may
 // do something else than the author meant.
-func ParseTemplate(name, src string, shellCtx bool) (*Template, error) {
+func Parse(name, src string, shellCtx bool) (*Template, error) {
 	esc := argspec.EscapeNone
 	if shellCtx {
 		esc = argspec.EscapeShell
 	}
-	return ParseTemplateFor(name, src, esc)
+	return ParseFor(name, src, esc)
 }
 
-// ParseTemplateFor parses src for an argument whose values land in context
+// ParseFor parses src for an argument whose values land in context
 // esc, and rewrites every output action to end in the escaper for where its
 // value lands. A template whose places cannot be told apart statically
 // (see package escape) is an error, with the offset of the action in question.
-func ParseTemplateFor(name, src string, esc argspec.Escape) (*Template, error) {
+func ParseFor(name, src string, esc argspec.Escape) (*Template, error) {
 	missing := "missingkey=zero"
 	if esc == argspec.EscapeShell {
 		missing = "missingkey=error"
@@ -101,7 +106,7 @@ func ParseTemplateFor(name, src string, esc argspec.Escape) (*Template, error) {
 		escape.QuoteWarnings(src, t.Root, func(off int, msg string) {
 			out.warnings = append(out.warnings, escape.Problem{Offset: off, Msg: msg})
 		})
-	} else if esc == argspec.EscapeJSON && hasTemplate(src) && !escape.IsWholeValue(t) {
+	} else if esc == argspec.EscapeJSON && Has(src) && !escape.IsWholeValue(t) {
 		out.warnings = append(out.warnings, escape.Problem{Offset: 0,
 			Msg: "the body does not start with { or [, so it is not escaped as JSON: its template values are inserted as they are"})
 	}
@@ -152,6 +157,131 @@ func (t *Template) Fields() [][]string {
 			}
 		}
 	})
+	return out
+}
+
+// Warnings are what lint should point out in the template, by offset in
+// Source: what escaping found doubtful, such as a JSON body that is not
+// escaped as JSON.
+func (t *Template) Warnings() []escape.Problem { return t.warnings }
+
+// RootFields calls check with each chain of names the template reads from
+// the root of its data (.a.b, and $.a.b) in its actions, in the conditions
+// of if, range and with and in the branches of if, and returns the first
+// error check returns. Names under range and with are left out, since the
+// dot moves there.
+func (t *Template) RootFields(check func(chain []string) error) error {
+	if t == nil || t.t.Tree == nil {
+		return nil
+	}
+	var err error
+	var walkList func(l *parse.ListNode)
+	walkPipe := func(p *parse.PipeNode) {
+		if p == nil || err != nil {
+			return
+		}
+		for _, c := range p.Cmds {
+			for _, a := range c.Args {
+				if err == nil {
+					err = rootArg(a, check)
+				}
+			}
+		}
+	}
+	walkList = func(l *parse.ListNode) {
+		if l == nil {
+			return
+		}
+		for _, n := range l.Nodes {
+			switch n := n.(type) {
+			case *parse.ActionNode:
+				walkPipe(n.Pipe)
+			case *parse.IfNode:
+				walkPipe(n.Pipe)
+				walkList(n.List)
+				walkList(n.ElseList)
+			case *parse.RangeNode:
+				walkPipe(n.Pipe)
+			case *parse.WithNode:
+				walkPipe(n.Pipe)
+			}
+		}
+	}
+	walkList(t.t.Root)
+	return err
+}
+
+func rootArg(a parse.Node, check func([]string) error) error {
+	switch a := a.(type) {
+	case *parse.FieldNode:
+		return check(a.Ident)
+	case *parse.VariableNode:
+		if len(a.Ident) > 1 && a.Ident[0] == "$" {
+			return check(a.Ident[1:])
+		}
+	case *parse.PipeNode:
+		for _, c := range a.Cmds {
+			for _, x := range c.Args {
+				if err := rootArg(x, check); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// AllFields returns every field chain the template names, in order and
+// with repeats: in actions, in every branch, under range and with (where
+// the dot has moved) and inside parenthesised chains ((.a).b). The
+// verdict reads it to know which steps a summary quotes.
+func (t *Template) AllFields() [][]string {
+	if t == nil || t.t == nil || t.t.Tree == nil {
+		return nil
+	}
+	var out [][]string
+	var walk func(n parse.Node)
+	walk = func(n parse.Node) {
+		switch x := n.(type) {
+		case *parse.ListNode:
+			if x == nil {
+				return
+			}
+			for _, c := range x.Nodes {
+				walk(c)
+			}
+		case *parse.ActionNode:
+			walk(x.Pipe)
+		case *parse.PipeNode:
+			if x == nil {
+				return
+			}
+			for _, c := range x.Cmds {
+				walk(c)
+			}
+		case *parse.CommandNode:
+			for _, a := range x.Args {
+				walk(a)
+			}
+		case *parse.FieldNode:
+			out = append(out, x.Ident)
+		case *parse.ChainNode:
+			walk(x.Node)
+		case *parse.IfNode:
+			walk(x.Pipe)
+			walk(x.List)
+			walk(x.ElseList)
+		case *parse.RangeNode:
+			walk(x.Pipe)
+			walk(x.List)
+			walk(x.ElseList)
+		case *parse.WithNode:
+			walk(x.Pipe)
+			walk(x.List)
+			walk(x.ElseList)
+		}
+	}
+	walk(t.t.Root)
 	return out
 }
 
@@ -285,8 +415,9 @@ func (t *Template) checkResult(out string) error {
 	return nil
 }
 
-// rawWarning is lint's warning about `| raw` in a template of this context.
-func (t *Template) rawWarning() string {
+// RawWarning is lint's warning about `| raw` in a template of this
+// context.
+func (t *Template) RawWarning() string {
 	switch t.Escape {
 	case argspec.EscapeShell:
 		return "`raw` inserts text unquoted into a command; make sure it can never come from a param, an alert or chat"

@@ -1,4 +1,4 @@
-package runbooks_test
+package failures_test
 
 import (
 	"testing"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/failures"
 )
 
 const (
@@ -20,7 +21,7 @@ func stepRun(id, host string, st step.Status, err string) *runbooks.TargetRun {
 
 // folded is a group as the test compares it: its line, or its single
 // run's step when it is not folded.
-func folded(groups []runbooks.FailureGroup) []string {
+func folded(groups []failures.Group) []string {
 	var out []string
 	for _, g := range groups {
 		if g.Folded() {
@@ -41,7 +42,7 @@ func TestFailureGroups(t *testing.T) {
 		name        string
 		runs        []*runbooks.TargetRun
 		groups      []string
-		unreachable []runbooks.HostFailure
+		unreachable []failures.Host
 	}{
 		{
 			name: "one host unreachable among two",
@@ -57,7 +58,7 @@ func TestFailureGroups(t *testing.T) {
 				"3 steps on gpu-1 (health, unit, logs): " + keyErr,
 				"alone: flags on gpu-1: needs unit, which did not run on worker (error)",
 			},
-			unreachable: []runbooks.HostFailure{{Host: "gpu-1", Cause: keyErr, Stopped: 4}},
+			unreachable: []failures.Host{{Host: "gpu-1", Cause: keyErr, Stopped: 4}},
 		},
 		{
 			name: "two hosts with different errors",
@@ -71,7 +72,7 @@ func TestFailureGroups(t *testing.T) {
 				"2 steps on gpu-1 (health, unit): " + keyErr,
 				"2 steps on gpu-2 (health, unit): " + refusedErr,
 			},
-			unreachable: []runbooks.HostFailure{{Host: "gpu-1", Cause: keyErr, Stopped: 2}, {Host: "gpu-2", Cause: refusedErr, Stopped: 2}},
+			unreachable: []failures.Host{{Host: "gpu-1", Cause: keyErr, Stopped: 2}, {Host: "gpu-2", Cause: refusedErr, Stopped: 2}},
 		},
 		{
 			name: "one step failing alone is not folded",
@@ -128,7 +129,7 @@ func TestFailureGroups(t *testing.T) {
 				stepRun("logs", "gpu-1", step.Error, keyErr),
 			},
 			groups:      []string{"alone: logs on gpu-1: " + keyErr},
-			unreachable: []runbooks.HostFailure{{Host: "gpu-1", Cause: keyErr, Stopped: 1}},
+			unreachable: []failures.Host{{Host: "gpu-1", Cause: keyErr, Stopped: 1}},
 		},
 		{
 			name: "many steps are named up to a few",
@@ -141,21 +142,20 @@ func TestFailureGroups(t *testing.T) {
 				stepRun("e", "gpu-1", step.Error, keyErr),
 			},
 			groups:      []string{"6 step runs on gpu-1 (a, b, c +2 more): " + keyErr},
-			unreachable: []runbooks.HostFailure{{Host: "gpu-1", Cause: keyErr, Stopped: 6}},
+			unreachable: []failures.Host{{Host: "gpu-1", Cause: keyErr, Stopped: 6}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rep := &runbooks.Report{Steps: tt.runs}
-			require.Equal(t, tt.groups, folded(rep.FailureGroups()))
-			require.Equal(t, tt.unreachable, rep.Unreachable())
+			require.Equal(t, tt.groups, folded(failures.Groups(tt.runs)))
+			require.Equal(t, tt.unreachable, failures.Unreachable(tt.runs))
 		})
 	}
 }
 
-// TestHostFailureLine: the line a report shows first names the host, the
+// TestHostLine: the line a report shows first names the host, the
 // error once and how many step runs it stopped.
-func TestHostFailureLine(t *testing.T) {
-	h := runbooks.HostFailure{Host: "gpu-1", Cause: keyErr, Stopped: 42}
+func TestHostLine(t *testing.T) {
+	h := failures.Host{Host: "gpu-1", Cause: keyErr, Stopped: 42}
 	require.Equal(t, "cannot reach gpu-1 (42 step runs stopped): "+keyErr, h.String())
 }

@@ -1,7 +1,10 @@
-package runbooks
+// Package catalog is every runbook runbot knows, by name: the built-ins
+// embedded in the binary (package builtin) and those in the directories
+// configured, loaded with every problem of every file; and how runbook
+// files are found beside their test files.
+package catalog
 
 import (
-	"embed"
 	"fmt"
 	"io/fs"
 	"os"
@@ -11,24 +14,23 @@ import (
 	"strings"
 
 	"github.com/runbot/runbot/internal/yamlnode"
+	"github.com/runbot/runbot/runbooks"
+	"github.com/runbot/runbot/runbooks/builtin"
 )
-
-//go:embed builtin/*.yaml
-var builtinFS embed.FS
 
 // Catalog is every runbook runbot knows: the built-ins embedded in the
 // binary plus those in configured directories, which may override a
 // built-in of the same name.
 type Catalog struct {
-	byName map[string]*Runbook
+	byName map[string]*runbooks.Runbook
 }
 
-// LoadCatalog loads the built-ins and every *.yaml/*.yml file in dirs. It
-// returns all problems of all files; a broken file does not hide the others.
-func LoadCatalog(dirs ...string) (*Catalog, yamlnode.Problems, error) {
-	c := &Catalog{byName: map[string]*Runbook{}}
+// Load loads the built-ins and every *.yaml/*.yml file in dirs. It returns
+// all problems of all files; a broken file does not hide the others.
+func Load(dirs ...string) (*Catalog, yamlnode.Problems, error) {
+	c := &Catalog{byName: map[string]*runbooks.Runbook{}}
 	var all yamlnode.Problems
-	entries, err := fs.Glob(builtinFS, "builtin/*.yaml")
+	entries, err := fs.Glob(builtin.FS, "*.yaml")
 	if err != nil {
 		return nil, nil, fmt.Errorf("list built-in runbooks: %w", err)
 	}
@@ -36,23 +38,23 @@ func LoadCatalog(dirs ...string) (*Catalog, yamlnode.Problems, error) {
 		if IsTestFile(e) {
 			continue
 		}
-		data, err := builtinFS.ReadFile(e)
+		data, err := builtin.FS.ReadFile(e)
 		if err != nil {
 			return nil, nil, fmt.Errorf("read built-in runbook %s: %w", e, err)
 		}
-		rb, problems := Parse("builtin:"+filepath.Base(e), data)
+		rb, problems := runbooks.Parse("builtin:"+filepath.Base(e), data)
 		all = append(all, problems...)
 		if rb != nil {
 			c.byName[rb.Name] = rb
 		}
 	}
 	for _, dir := range dirs {
-		files, err := RunbookFiles(dir)
+		files, err := Files(dir)
 		if err != nil {
 			return nil, nil, err
 		}
 		for _, f := range files {
-			rb, problems, err := LoadFile(f)
+			rb, problems, err := runbooks.LoadFile(f)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -65,9 +67,9 @@ func LoadCatalog(dirs ...string) (*Catalog, yamlnode.Problems, error) {
 	return c, all, nil
 }
 
-// RunbookFiles lists the runbook files under path (a file or a directory,
-// not descending into testdata, and leaving out test files).
-func RunbookFiles(path string) ([]string, error) {
+// Files lists the runbook files under path (a file or a directory, not
+// descending into testdata, and leaving out test files).
+func Files(path string) ([]string, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("read runbooks: %w", err)
@@ -96,7 +98,7 @@ func RunbookFiles(path string) ([]string, error) {
 }
 
 // Get returns a runbook by name, or an error with a did-you-mean.
-func (c *Catalog) Get(name string) (*Runbook, error) {
+func (c *Catalog) Get(name string) (*runbooks.Runbook, error) {
 	if rb, ok := c.byName[name]; ok {
 		return rb, nil
 	}
@@ -110,7 +112,7 @@ func (c *Catalog) Get(name string) (*Runbook, error) {
 }
 
 // ByCommand returns the runbook whose trigger word is cmd.
-func (c *Catalog) ByCommand(cmd string) *Runbook {
+func (c *Catalog) ByCommand(cmd string) *runbooks.Runbook {
 	for _, rb := range c.byName {
 		if rb.Triggers.Command == cmd {
 			return rb
@@ -130,8 +132,8 @@ func (c *Catalog) Names() []string {
 }
 
 // All returns every runbook, sorted by name.
-func (c *Catalog) All() []*Runbook {
-	out := make([]*Runbook, 0, len(c.byName))
+func (c *Catalog) All() []*runbooks.Runbook {
+	out := make([]*runbooks.Runbook, 0, len(c.byName))
 	for _, n := range c.Names() {
 		out = append(out, c.byName[n])
 	}
@@ -140,7 +142,7 @@ func (c *Catalog) All() []*Runbook {
 
 // Add puts a runbook loaded from elsewhere (e.g. a path on the command
 // line) into the catalog, replacing one of the same name.
-func (c *Catalog) Add(rb *Runbook) { c.byName[rb.Name] = rb }
+func (c *Catalog) Add(rb *runbooks.Runbook) { c.byName[rb.Name] = rb }
 
 // TestFileSuffix ends the name of a runbook test file, which sits beside
 // the runbooks it tests (sglang-pd-wedge_test.yaml), as Go's tests do.
