@@ -71,7 +71,7 @@ e2e-down:
 # -tags e2e -run TestSystemdCrashloop ./test/e2e/
 recordings: build
 	BIN=$(CURDIR)/$(BIN) scripts/recordings.sh
-	$(GO) test ./runbooks -run 'TestHTTPAliveNotWorking|TestGPUNodeHealthCases' -count=1 -update
+	$(GO) test ./runbooks/builtin -run 'TestHTTPAliveNotWorking|TestGPUNodeHealthCases' -count=1 -update
 	$(GO) run ./cmd/runbot test runbooks/
 
 generate:

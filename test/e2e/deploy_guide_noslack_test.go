@@ -35,7 +35,7 @@ func withoutSlackGuide(t *testing.T, c *testhost.Cluster, h *testhost.Host, work
 	start := strings.Index(cfg, "\nslack:\n")
 	require.GreaterOrEqual(t, start, 0, "deploy/runbot.yaml has no slack: block: update TestDeployGuide")
 	end := strings.Index(cfg[start+1:], "\n\n")
-	require.Greater(t, end, 0)
+	require.Positive(t, end)
 	cfg = cfg[:start+1] + cfg[start+1+end+2:]
 	require.NotContains(t, cfg, "\nslack:")
 	const webOff = "# web:\n#   url: https://runbot.example.com/\n#   link_secret: {file: /etc/runbot/web-link-secret}\n"
