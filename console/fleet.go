@@ -13,7 +13,19 @@ import (
 func Fleet(w io.Writer, doc fleet.Doc) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	o := NewOutput(tw)
-	o.Printf("%s on %d deployments, %d at a time, in %s\n\n", doc.Runbook, len(doc.Runs), doc.Parallel, ms(doc.DurationMS))
+	notRun := 0
+	for _, r := range doc.Runs {
+		if r.Error != "" {
+			notRun++
+		}
+	}
+	// The count is of the deployments that ran: one that lacks a role the
+	// runbook needs is selected but not run, and says so in its row.
+	o.Printf("%s on %d deployments, %d at a time, in %s", doc.Runbook, len(doc.Runs)-notRun, doc.Parallel, ms(doc.DurationMS))
+	if notRun > 0 {
+		o.Printf("; %d more selected could not be run", notRun)
+	}
+	o.Printf("\n\n")
 	o.Printf("DEPLOYMENT\tOUTCOME\tDIAGNOSES\tVERDICT\tTOOK\tRUN\n")
 	for _, r := range doc.Runs {
 		if r.Error != "" {

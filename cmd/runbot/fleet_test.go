@@ -73,6 +73,14 @@ func TestRunAllDeployments(t *testing.T) {
 		require.Zero(t, code, "run of %s is in the store", name)
 	}
 
+	// The text summary counts the deployments that ran, and says how many
+	// selected ones could not.
+	out, stderr, code = runRunbot(t, runbot, "run", rb, "-i", inv, "--all-deployments", "--store", db)
+	require.Equal(t, exitCritical, code, stderr)
+	require.Contains(t, out, "app-check on 3 deployments, 4 at a time, in ")
+	require.Contains(t, out, "; 1 more selected could not be run\n")
+	require.Regexp(t, `(?m)^batch-1 +not run +`, out)
+
 	// A glob selects; the text summary has one row per deployment.
 	out, stderr, code = runRunbot(t, runbot, "run", rb, "-i", inv, "--deployments", "web-[ab]", "--store", db)
 	require.Equal(t, exitOK, code, stderr)
