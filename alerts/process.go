@@ -72,7 +72,12 @@ type alertTrack struct {
 // until ctx ends. Alerts accepted but not yet handled when it returns are
 // in the store, and the next start picks them up.
 func (a *Receiver) Run(ctx context.Context) error {
-	if err := a.recover(ctx); err != nil {
+	switch err := a.recover(ctx); {
+	case err == nil:
+	case ctx.Err() != nil:
+		// Stopped while starting: the next start checks them.
+		a.log.Info("stopped before checking the alerts accepted before the restart", "err", err)
+	default:
 		a.log.Error("alerts accepted before the restart not checked", "err", err)
 	}
 	tick := time.NewTicker(alertsTick)

@@ -110,6 +110,15 @@ func Run(ctx context.Context, plan *preflight.Plan, notify Notifier) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	// The address first: a serve that cannot listen (a second copy, a
+	// busy port) must stop before it recovers the store, resumes queued
+	// work or starts a trigger, and with that one error only.
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	// Serving closes it too; a second close only returns an error.
+	defer func() { _ = ln.Close() }()
 	recovered, closeStore, err := d.openStore(ctx, cfg)
 	if err != nil {
 		return err
@@ -127,10 +136,7 @@ func Run(ctx context.Context, plan *preflight.Plan, notify Notifier) error {
 	if err != nil {
 		return err
 	}
-	addr, serveErr, err := d.listen(ctx, runCtx, cfg, w.mux)
-	if err != nil {
-		return err
-	}
+	addr, serveErr := d.serve(runCtx, ln, cfg, w.mux)
 	log.Info("runbot serving", "listen", addr, "runbooks", len(plan.Catalog.Names()), "slack", cfg.Slack != nil, "alerts", cfg.Alerts != nil, "schedules", len(cfg.Schedules))
 
 	// READY=1 only once every readiness loop has really succeeded once.
@@ -331,13 +337,9 @@ func (d *daemonParts) chatCommands(runCtx context.Context, cfg *config.Config, s
 	return d.receiveSlack(runCtx, sl, cmds, mux)
 }
 
-// listen binds the config's address and serves mux on it (TLS when
-// configured) until shutdown; serveErr says why serving stopped.
-func (d *daemonParts) listen(ctx, runCtx context.Context, cfg *config.Config, mux *http.ServeMux) (addr string, serveErr <-chan error, _ error) {
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Listen)
-	if err != nil {
-		return "", nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
-	}
+// serve serves mux on ln, the config's address, (TLS when configured)
+// until shutdown; serveErr says why serving stopped.
+func (d *daemonParts) serve(runCtx context.Context, ln net.Listener, cfg *config.Config, mux *http.ServeMux) (addr string, serveErr <-chan error) {
 	d.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return runCtx }}
 	errs := make(chan error, 1)
 	go func() {
@@ -350,7 +352,7 @@ func (d *daemonParts) listen(ctx, runCtx context.Context, cfg *config.Config, mu
 		}
 		errs <- err
 	}()
-	return ln.Addr().String(), errs, nil
+	return ln.Addr().String(), errs
 }
 
 // shutdown stops accepting, lets work in flight finish up to grace, and

@@ -97,3 +97,26 @@ func TestRunWithoutTheCommandLine(t *testing.T) {
 	_, err = http.Get("http://" + addr + "/readyz")
 	require.Error(t, err, "the listener is closed")
 }
+
+// A serve whose address is taken (a second copy, another service) stops
+// with that one error before it touches anything: the store it names is
+// not created, so nothing was recovered, resumed or started.
+func TestRunWithABusyPortStartsNothing(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = busy.Close() })
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "runbot.yaml")
+	db := filepath.Join(dir, "state", "runbot.db")
+	require.NoError(t, os.WriteFile(cfgPath, fmt.Appendf(nil, "listen: %s\nstore: %s\n", busy.Addr(), db), 0o600))
+	plan, problems, err := preflight.Load(cfgPath, nil, preflight.Overrides{})
+	require.NoError(t, err)
+	require.NoError(t, problems.Err())
+
+	var n notes
+	err = daemon.Run(t.Context(), plan, n.notify)
+	require.ErrorContains(t, err, "listen on "+busy.Addr().String()+": ")
+	require.ErrorContains(t, err, "address already in use")
+	require.NoDirExists(t, filepath.Dir(db), "the store was not opened")
+	require.Empty(t, n.all(), "nothing was said to systemd")
+}
