@@ -8,6 +8,9 @@ import (
 	"github.com/runbot/runbot/internal/yamlnode"
 )
 
+// minSecretLen is the fewest characters a configured secret may have.
+const minSecretLen = 8
+
 // Secrets reports, at the key that refers to it, each secret the
 // config names that does not load, and each TLS file that cannot be read:
 // what serve would stop on at start. They are warnings unless required,
@@ -30,8 +33,16 @@ func Secrets(cfg *config.Config, required bool) yamlnode.Problems {
 		if u.Ref.File != "" {
 			u.Ref.File = abs(u.Ref.File)
 		}
-		if _, err := u.Ref.Load(); err != nil {
+		v, err := u.Ref.Load()
+		switch {
+		case err != nil:
 			add(u.At, "%s (%s) does not load: %v", u.Key, u.Ref, err)
+		case len(v.Reveal()) < minSecretLen:
+			// Every secret is redacted wherever it occurs: a short one
+			// would be cut out of ordinary words in logs and messages
+			// ("conte[redacted]t" for a token "x"), and guessed anyway.
+			add(u.At, "%s (%s) is %d character(s) long: a secret must have at least %d (e.g. head -c 32 /dev/urandom | base64); a shorter one is guessable and would be redacted out of ordinary words",
+				u.Key, u.Ref, len(v.Reveal()), minSecretLen)
 		}
 	}
 	if cfg.TLS != nil {

@@ -200,6 +200,9 @@ alerts:
 		{name: "required, one missing", env: []string{"SLACK_BOT_TOKEN=" + botToken}, files: true, args: []string{"--secrets"}, code: 1, problems: []string{
 			"runbot.yaml:8:17: alerts.bearer_token (env RUNBOT_ALERT_TOKEN) does not load: secret: environment variable RUNBOT_ALERT_TOKEN is not set",
 		}},
+		{name: "required, one too short", env: []string{"SLACK_BOT_TOKEN=" + botToken, "RUNBOT_ALERT_TOKEN=x"}, files: true, args: []string{"--secrets"}, code: 1, problems: []string{
+			"runbot.yaml:8:17: alerts.bearer_token (env RUNBOT_ALERT_TOKEN) is 1 character(s) long: a secret must have at least 8 (e.g. head -c 32 /dev/urandom | base64); a shorter one is guessable and would be redacted out of ordinary words",
+		}},
 		{name: "required, all there", env: []string{"SLACK_BOT_TOKEN=" + botToken, "RUNBOT_ALERT_TOKEN=" + alertToken}, files: true, args: []string{"--secrets"}, code: 0, noProblems: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
