@@ -107,6 +107,9 @@ type Dispatcher struct {
 	// so that the next sweep does not start a second apply beside one
 	// that has not yet moved its plan to applying.
 	sweepApplying sync.Map
+	// awaySeen is the ID of the last audit entry of a vote cast away from
+	// chat that a sweep brought to the plan's message (showAwayVotes).
+	awaySeen atomic.Int64
 
 	mu sync.Mutex
 	// runs holds the state of runs whose message this process updates.

@@ -33,6 +33,7 @@ func (d *Dispatcher) Sweep(ctx context.Context) (store.Recovery, error) {
 		d.ShowRecovered(ctx, rec)
 	}
 	d.applyStranded(ctx)
+	d.showAwayVotes(ctx)
 	if d.waiting.Load() == 0 {
 		// A worker that waits for a run slot claims whatever is pending
 		// once it has one; a second one would only wait beside it.
