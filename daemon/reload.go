@@ -213,6 +213,7 @@ func (r *reloader) apply(ctx context.Context, log *slog.Logger) error {
 	if routing != nil {
 		r.d.alerts.SetRouting(routing)
 	}
+	r.d.site.SetIdentities(cfg.Operators)
 	// The old scheduler stops before its successor starts, so that no
 	// tick fires on both; a tick due in between is caught up (the tick
 	// claims).
