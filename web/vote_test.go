@@ -186,7 +186,7 @@ func TestVoteFromThePage(t *testing.T) { //nolint:tparallel // the cases share o
 			code: 403, says: "came from another site", state: store.PlanProposed},
 		{name: "a cross-origin post from an old browser", needed: 1, viewer: "alice", decision: "approve",
 			headers: map[string]string{"Sec-Fetch-Site": "", "Origin": "https://evil.example"},
-			code: 403, says: "came from another site", state: store.PlanProposed},
+			code:    403, says: "came from another site", state: store.PlanProposed},
 		{name: "another user's form", needed: 1, viewer: "alice", voter: "bob", decision: "approve",
 			code: 403, says: "not one this site made for you", state: store.PlanProposed},
 		{name: "a decision that is neither", needed: 1, viewer: "alice", decision: "maybe",
