@@ -101,6 +101,15 @@ func (d *Dispatcher) FinishVote(ctx context.Context, rv RecordedVote) (VoteResul
 	if err != nil || !res.Settled || res.Plan.State != store.PlanApproved {
 		return out, nil
 	}
+	if v.From != nil {
+		// The sweep applies a plan approved away from chat at once
+		// (remediation.ApprovedFrom): of this vote's apply and the
+		// sweep's in this process, the first to get here applies it.
+		if _, busy := d.sweepApplying.LoadOrStore(v.PlanID, true); busy {
+			return out, nil
+		}
+		defer d.sweepApplying.Delete(v.PlanID)
+	}
 	out.Applied = true
 	out.Result = d.apply(ctx, rs, v.PlanID, v.User)
 	if out.Result != nil {

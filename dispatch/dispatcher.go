@@ -102,9 +102,9 @@ type Dispatcher struct {
 	timeline TimelineFunc
 	redactor *redact.Redactor
 
-	// sweepApplying holds the plans a sweep of this process is applying,
-	// so that the next sweep does not start a second apply beside one
-	// that has not yet moved its plan to applying.
+	// sweepApplying holds the plans a sweep of this process, or a vote
+	// From a report page it took, is applying, so that neither starts a
+	// second apply beside one that has not yet moved its plan to applying.
 	sweepApplying sync.Map
 
 	mu sync.Mutex
