@@ -35,7 +35,8 @@ type Config struct {
 	// Operators maps the OS users of runbot's host to the identities
 	// approval policies name (Operator): runbot approve and runbot deny
 	// vote as the identity the OS user running them maps to, never as one
-	// they are told on the command line.
+	// they are told on the command line; the report pages map the user
+	// web.trust_header names the same way.
 	Operators map[string]string
 	// SlackUsergroups maps a group name to a Slack user group id (S…)
 	// whose members also belong to the group.

@@ -77,6 +77,9 @@ type daemonParts struct {
 	// the new runbooks' routes.
 	alerts *alerts.Receiver
 	sched  *schedulerRun
+	// site is the report pages, nil without them; a reload gives them
+	// the new operators: to vote as.
+	site *web.Site
 	// redactor is the one redaction of everything serve shows; a reload
 	// adds the key passphrases a new inventory names.
 	redactor *redact.Redactor
@@ -254,10 +257,11 @@ func (d *daemonParts) wire(runCtx context.Context, plan *preflight.Plan, recover
 		rem.Directory = sl.Approvers()
 	}
 	// The report pages, when configured, before anything posts a link.
-	if site, err = newWebSite(cfg, d.st, d.redactor, d.log); err != nil {
+	if site, err = newWebSite(cfg, d.st, d.redactor, d.log, d.castFromWeb); err != nil {
 		return nil, fmt.Errorf("config %s: %w", cfg.File, err)
 	}
 	if site != nil {
+		d.site = site
 		mountWeb(w.mux, site)
 	}
 	if err := d.startDispatcher(runCtx, dcfg, ddeps, recovered); err != nil {

@@ -25,8 +25,8 @@ import (
 // the runbooks again, checks them as serve --check does, and installs what
 // can change in a running daemon — the runbooks, the inventory (and the
 // key passphrases it names, added to what is redacted), the schedules,
-// the groups, slack.authorize and the runbooks' alert triggers — all at
-// once or not at all.
+// the groups, slack.authorize, operators: (whom the report pages let
+// vote) and the runbooks' alert triggers — all at once or not at all.
 // A run in flight keeps the runbooks and the inventory it started with
 // (dispatch.Dispatcher.Swap). What the daemon opened or bound at start
 // (the listener, the store, Slack, the web pages, the alert webhook, the
@@ -213,6 +213,7 @@ func (r *reloader) apply(ctx context.Context, log *slog.Logger) error {
 	if routing != nil {
 		r.d.alerts.SetRouting(routing)
 	}
+	r.d.site.SetIdentities(cfg.Operators)
 	// The old scheduler stops before its successor starts, so that no
 	// tick fires on both; a tick due in between is caught up (the tick
 	// claims).
@@ -242,7 +243,7 @@ func logProblems(log *slog.Logger, problems yamlnode.Problems) {
 }
 
 // reloadable is the config a reload installs: next's runbooks, inventory,
-// schedules, groups and slack.authorize, and everything else as running
+// schedules, groups, operators and slack.authorize, and everything else as running
 // has it, since it was opened or bound at start. restart names, as the
 // config writes them, the settings whose new value waits for a restart. A
 // section that needs a restart is kept whole (slack with its authorize

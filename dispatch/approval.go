@@ -18,6 +18,10 @@ type Vote struct {
 	Hash    string
 	User    string
 	Approve bool
+	// From, when set, is where a vote not cast by a click came from (a
+	// report page): it is recorded through Remediator.VoteFrom, which
+	// audits its source after the vote.
+	From *remediation.Source
 }
 
 // VoteResult says what became of a vote. Refusal, when set, is the reason
@@ -39,6 +43,17 @@ type RecordedVote struct {
 	vote Vote
 	res  store.ApprovalResult
 	err  error
+	// unaudited is a vote From a source whose source entry could not be
+	// written: the vote stands, and FinishVote goes on with it.
+	unaudited error
+}
+
+// Result is what the store said of the vote: the plan, the approvals and
+// whether the vote settled it, and the refusal or the failure. A vote From
+// a source whose entry could not be written stands, and its error wraps
+// remediation.ErrSourceNotAudited.
+func (rv RecordedVote) Result() (store.ApprovalResult, error) {
+	return rv.res, errors.Join(rv.err, rv.unaudited)
 }
 
 // RecordVote records a vote through the Remediator (the same path as the
@@ -48,7 +63,16 @@ type RecordedVote struct {
 // applies a plan it settled. The store's compare-and-set makes a double
 // click count once.
 func (d *Dispatcher) RecordVote(ctx context.Context, v Vote) RecordedVote {
-	res, err := d.current().rem.Vote(ctx, v.PlanID, v.User, v.Approve, v.Hash)
+	rem := d.current().rem
+	if v.From == nil {
+		res, err := rem.Vote(ctx, v.PlanID, v.User, v.Approve, v.Hash)
+		return RecordedVote{vote: v, res: res, err: err}
+	}
+	res, err := rem.VoteFrom(ctx, *v.From, v.PlanID, v.User, v.Approve, v.Hash)
+	if errors.Is(err, remediation.ErrSourceNotAudited) && refusalText(err, res.Plan) == "" {
+		// Only the entry saying where the vote came from is missing.
+		return RecordedVote{vote: v, res: res, unaudited: err}
+	}
 	return RecordedVote{vote: v, res: res, err: err}
 }
 
@@ -76,6 +100,15 @@ func (d *Dispatcher) FinishVote(ctx context.Context, rv RecordedVote) (VoteResul
 	rs.publish()
 	if err != nil || !res.Settled || res.Plan.State != store.PlanApproved {
 		return out, nil
+	}
+	if v.From != nil {
+		// The sweep applies a plan approved away from chat at once
+		// (remediation.ApprovedFrom): of this vote's apply and the
+		// sweep's in this process, the first to get here applies it.
+		if _, busy := d.sweepApplying.LoadOrStore(v.PlanID, true); busy {
+			return out, nil
+		}
+		defer d.sweepApplying.Delete(v.PlanID)
 	}
 	out.Applied = true
 	out.Result = d.apply(ctx, rs, v.PlanID, v.User)

@@ -103,9 +103,9 @@ type Dispatcher struct {
 	timeline TimelineFunc
 	redactor *redact.Redactor
 
-	// sweepApplying holds the plans a sweep of this process is applying,
-	// so that the next sweep does not start a second apply beside one
-	// that has not yet moved its plan to applying.
+	// sweepApplying holds the plans a sweep of this process, or a vote
+	// From a report page it took, is applying, so that neither starts a
+	// second apply beside one that has not yet moved its plan to applying.
 	sweepApplying sync.Map
 	// awaySeen is the ID of the last audit entry of a vote cast away from
 	// chat that a sweep brought to the plan's message (showAwayVotes).

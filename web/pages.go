@@ -42,6 +42,11 @@ type runView struct {
 	// each, shown before the steps; each of their runs links to its line
 	// instead of repeating the error.
 	Folds []foldView
+	// Votes says, by plan id, what each plan waiting for votes shows
+	// about voting: why it is blocked, the Approve/Deny form, or why the
+	// visitor has none. Voted is what became of the visitor's vote.
+	Votes map[string]planVote
+	Voted *voteNotice
 }
 
 // foldView is one line of step runs that failed the same way on one host,
@@ -179,6 +184,7 @@ func (s *Site) runPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	view.Votes, view.Voted = s.votes(inc, v, r.URL.Query())
 	s.render(w, r, "run", view)
 }
 

@@ -10,7 +10,9 @@
 // Access is by signed link (Signer: an HMAC over the run id and an expiry,
 // the "Full report" links of chat messages) or, for the run list and every
 // run, by a user name an authenticating proxy puts in a header, believed
-// only from the proxy's addresses (ProxyTrust).
+// only from the proxy's addresses (ProxyTrust). With Voting, a person
+// signed in through the proxy may also approve or deny a run's pending
+// plan on its page, under the same rules as a Slack click (vote.go).
 package web
 
 import (
@@ -58,6 +60,9 @@ type Config struct {
 	// with a long output takes a few hundred megabytes to read: ten
 	// people opening it at once must not take the daemon's memory.
 	MaxPages int
+	// Voting, when set, shows Approve and Deny on a pending plan to people
+	// signed in through Proxy, which it requires.
+	Voting *Voting
 	// Logger is slog.Default() when nil; Now is time.Now when nil.
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -76,6 +81,8 @@ type Site struct {
 	now     func() time.Time
 	mux     *http.ServeMux
 	csp     string
+	// voting is nil when the pages take no votes.
+	voting *voting
 	// pages holds a token for each run page being made (see
 	// Config.MaxPages).
 	pages chan struct{}
@@ -99,6 +106,9 @@ func New(cfg Config, st Store) (*Site, error) {
 	}
 	if cfg.Proxy != nil && cfg.Proxy.Header != "" && len(cfg.Proxy.From) == 0 {
 		return nil, fmt.Errorf("web: the trusted header %s needs the proxies it is trusted from", cfg.Proxy.Header)
+	}
+	if cfg.Voting != nil && (cfg.Proxy == nil || cfg.Proxy.Header == "") {
+		return nil, errors.New("web: votes are taken only from people signed in through a trusted proxy: configure its header")
 	}
 	if cfg.Redactor == nil {
 		// Never show a run unredacted: without the chat's redactor the
@@ -138,6 +148,14 @@ func New(cfg Config, st Store) (*Site, error) {
 	s.mux.HandleFunc("GET /runs/{id}", s.runPage)
 	s.mux.HandleFunc("GET /runs/{id}/timeline.png", s.timelinePNG)
 	s.mux.HandleFunc("GET /runs/{id}/postmortem.md", s.postmortem)
+	if cfg.Voting != nil {
+		v, err := newVoting(cfg.Voting, cfg.BaseURL)
+		if err != nil {
+			return nil, err
+		}
+		s.voting = v
+		s.mux.HandleFunc("POST /runs/{id}/vote", s.vote)
+	}
 	return s, nil
 }
 
@@ -196,6 +214,20 @@ func (s *Site) fail(w http.ResponseWriter, r *http.Request, err error) {
 		p = errorPage{Status: http.StatusForbidden, Title: "Sign-in needed",
 			Message: "The list of runs is shown only to people signed in through the site's authenticating proxy.",
 			Hint:    "A single run's report opens from the Full report link in its Slack message."}
+	case errors.Is(err, errCrossSite):
+		p = errorPage{Status: http.StatusForbidden, Title: "Vote refused",
+			Message: "The vote was not sent from runbot's own page (the browser said it came from another site), so it was not counted.",
+			Hint:    "Open the run's page and vote there."}
+	case errors.Is(err, errVoteNeedsSignIn):
+		p = errorPage{Status: http.StatusForbidden, Title: "Sign-in needed",
+			Message: "Votes are taken only from people signed in through the site's authenticating proxy; a signed link opens a report, it does not vote.",
+			Hint:    "Vote in Slack, or open the run behind the site's sign-in."}
+	case errors.Is(err, errVoteForm):
+		p = errorPage{Status: http.StatusForbidden, Title: "Vote refused",
+			Message: "The vote's form is not one this site made for you (the page is old, or was made for someone else or by another runbot), so it was not counted.",
+			Hint:    "Reload the run's page and vote again."}
+	case errors.Is(err, errBadVote):
+		p = errorPage{Status: http.StatusBadRequest, Title: "Bad vote", Message: "The vote could not be read, so it was not counted.", Hint: "Reload the run's page and vote again."}
 	case errors.Is(err, store.ErrNotFound):
 		p = errorPage{Status: http.StatusNotFound, Title: "No such run", Message: "runbot has no run " + shortened(r.PathValue("id")) + "."}
 	case errors.Is(err, errBusy):

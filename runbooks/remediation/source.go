@@ -10,7 +10,7 @@ import (
 )
 
 // AuditVoteSource is the audit entry that says where a vote not cast by a
-// chat click came from (the CLI) and what became of it; its detail is a
+// chat click came from (the CLI, a report page) and what became of it; its detail is a
 // VoteSource. It follows the store's own entry of the vote (plan.approval
 // or plan.approval_refused), whose actor is the same identity.
 const AuditVoteSource = "plan.vote_source"
@@ -18,6 +18,11 @@ const AuditVoteSource = "plan.vote_source"
 // ChannelCLI is the channel of a vote cast with runbot approve or runbot
 // deny, by an OS user the config's operators: maps to an identity.
 const ChannelCLI = "cli"
+
+// ChannelWeb is the channel of a vote cast on a run's report page by a
+// person signed in through the site's authenticating proxy, whom the
+// config's operators: maps to an identity.
+const ChannelWeb = "web"
 
 // Vote outcomes an AuditVoteSource entry records.
 const (
@@ -36,15 +41,18 @@ const (
 // entry saying where it came from could not be written: the vote stands.
 var ErrSourceNotAudited = errors.New("the vote stands, but where it came from was not written to the audit log")
 
-// Source is where a vote was cast when not by a chat click: a process that
-// records the vote and never applies the plan it settles. Serve's sweep
-// applies a plan such a vote approved at once (ApprovedFrom), where a plan
-// approved by a click is left to the replica that took the click.
+// Source is where a vote was cast when not by a chat click: the CLI, a
+// process that records the vote and never applies the plan it settles, or
+// a report page. Serve's sweep applies a plan such a vote approved at once
+// (ApprovedFrom), where a plan approved by a click is left to the replica
+// that took the click; serve applies a plan its own page approved at once
+// too, and the store's compare-and-set lets one of the two apply it.
 type Source struct {
-	// Channel names where the vote was cast: ChannelCLI.
+	// Channel names where the vote was cast: ChannelCLI or ChannelWeb.
 	Channel string `json:"channel"`
-	// Login is the OS user that cast it, whom the config maps to the
-	// voter's identity.
+	// Login is the OS user (ChannelCLI) or the user the authenticating
+	// proxy named (ChannelWeb) that cast it, whom the config's operators:
+	// maps to the voter's identity.
 	Login string `json:"login,omitempty"`
 }
 
