@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/user"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/runbot/runbot/approvals"
 	"github.com/runbot/runbot/console"
 	"github.com/runbot/runbot/internal/redact"
 	"github.com/runbot/runbot/runbooks"
@@ -94,7 +94,7 @@ func (o *runCmd) run(cmd *cobra.Command, args []string) (err error) {
 	if o.format != "text" && o.format != "json" {
 		return fmt.Errorf("--format %q: want text or json", o.format)
 	}
-	groups, err := parseGroups(o.rf.groups)
+	groups, err := approvals.ParseGroups(o.rf.groups)
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func (o *runCmd) runOne(cmd *cobra.Command, name string, stdout *redact.Writer, 
 		return err
 	}
 	code := exitFor(rep.Outcome)
-	var remOut *remediationOutcome
+	var remOut *approvals.Outcome
 	if o.rf.remediate || o.rf.dryRun {
 		// The plan must show before the approval prompt.
 		if o.format == "text" {
@@ -151,12 +151,14 @@ func (o *runCmd) runOne(cmd *cobra.Command, name string, stdout *redact.Writer, 
 				return fmt.Errorf("write report: %w", err)
 			}
 		}
-		rem := &remediation.Remediator{Engine: pr.engine, Store: st, Catalog: pr.catalog, Groups: groups}
-		if remOut, err = remediate(cmd, rem, pr.p, rep, o.rf, o.format); err != nil {
+		t := &approvals.Terminal{Remediator: &remediation.Remediator{Engine: pr.engine, Store: st, Catalog: pr.catalog, Groups: groups},
+			DryRun: o.rf.dryRun, ApproveAs: o.rf.approveAs, RequestedBy: o.rf.requestedBy, Text: o.format == "text",
+			In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), Prompt: cmd.ErrOrStderr()}
+		if remOut, err = t.Remediate(cmd.Context(), pr.p, rep); err != nil {
 			return err
 		}
-		if remOut != nil {
-			code = remOut.exit(code)
+		if remOut != nil && remOut.Fixed() {
+			code = exitOK
 		}
 	}
 	if o.format == "json" {
@@ -226,10 +228,10 @@ func (o *runCmd) diagnose(cmd *cobra.Command, pr *prepared, st store.Store, red 
 
 // writeJSONReport prints the report, with the remediation's outcome when
 // there was one, as indented JSON.
-func writeJSONReport(cmd *cobra.Command, rep *runbooks.Report, remOut *remediationOutcome) error {
+func writeJSONReport(cmd *cobra.Command, rep *runbooks.Report, remOut *approvals.Outcome) error {
 	doc := any(rep)
 	if remOut != nil {
-		doc = reportWithRemediation{Report: rep, Remediation: remOut}
+		doc = approvals.Report{Report: rep, Remediation: remOut}
 	}
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetIndent("", "  ")
@@ -237,13 +239,6 @@ func writeJSONReport(cmd *cobra.Command, rep *runbooks.Report, remOut *remediati
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil
-}
-
-// reportWithRemediation is the JSON document of a run that remediated: the
-// report's fields plus "remediation".
-type reportWithRemediation struct {
-	*runbooks.Report
-	Remediation *remediationOutcome `json:"remediation"`
 }
 
 // exitFor is the exit status of a run (or a fleet run) with this outcome.
@@ -264,16 +259,4 @@ func currentUser() string {
 		return u.Username
 	}
 	return os.Getenv("USER")
-}
-
-func parseGroups(specs []string) (remediation.Groups, error) {
-	g := remediation.Groups{}
-	for _, s := range specs {
-		name, members, ok := strings.Cut(s, "=")
-		if !ok || name == "" || members == "" {
-			return nil, fmt.Errorf("--group %q: want NAME=user1,user2", s)
-		}
-		g[name] = append(g[name], strings.Split(members, ",")...)
-	}
-	return g, nil
 }

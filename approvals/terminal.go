@@ -1,14 +1,15 @@
-package main
+package approvals
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
-	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/runbot/runbot/console"
 	"github.com/runbot/runbot/runbooks"
@@ -17,8 +18,9 @@ import (
 	"github.com/runbot/runbot/store"
 )
 
-// remediationOutcome is what the CLI reports about a remediation.
-type remediationOutcome struct {
+// Outcome is what runbot run reports about a remediation (under
+// "remediation" in its JSON).
+type Outcome struct {
 	Remediation string           `json:"remediation"`
 	PlanID      string           `json:"plan_id,omitempty"`
 	PlanHash    string           `json:"plan_hash,omitempty"`
@@ -31,80 +33,104 @@ type remediationOutcome struct {
 	Verify      *runbooks.Report `json:"verify,omitempty"`
 }
 
-// exit turns the outcome into the run's exit status: a verified fix is a
-// success; anything else keeps the diagnosis' status.
-func (o *remediationOutcome) exit(diagnosisCode int) int {
-	if o.State == store.PlanDone && o.Recovered {
-		return exitOK
+// Fixed reports whether the remediation was applied and verified: then
+// the run succeeded whatever its diagnosis said.
+func (o *Outcome) Fixed() bool { return o.State == store.PlanDone && o.Recovered }
+
+func outcomeOf(b *remediation.PlanBody) *Outcome {
+	o := &Outcome{Remediation: b.Remediation, Diff: b.Diff()}
+	for _, a := range b.Actions {
+		o.Actions = append(o.Actions, a.Plan.Summary)
 	}
-	return diagnosisCode
+	return o
 }
 
-func remediate(cmd *cobra.Command, rem *remediation.Remediator, p *engine.Prepared, rep *runbooks.Report, rf *remediateFlags, format string) (_ *remediationOutcome, err error) {
-	ctx := cmd.Context()
-	out := console.NewOutput(cmd.OutOrStdout())
+// Report is the JSON document of a run that remediated: the report's
+// fields plus "remediation".
+type Report struct {
+	*runbooks.Report
+	Remediation *Outcome `json:"remediation"`
+}
+
+// Terminal is runbot run --remediate (or --dry-run) for the person at the
+// terminal: the diagnosis' remediation is proposed and shown, approved at
+// the prompt or by ApproveAs under the same policy as a click, applied,
+// verified and rolled back if verification fails.
+type Terminal struct {
+	Remediator *remediation.Remediator
+	// DryRun shows the plan and changes nothing.
+	DryRun bool
+	// ApproveAs approves as this user without a prompt; "" asks at In.
+	ApproveAs string
+	// RequestedBy is who asked for the run.
+	RequestedBy string
+	// Text prints the plan and what became of it to Out; without it
+	// (JSON output) only the Outcome says.
+	Text bool
+	In   io.Reader
+	// Out is the command's output; Prompt (stderr) is where the prompt
+	// goes.
+	Out, Prompt io.Writer
+}
+
+// Remediate remediates what rep diagnosed in the run p. It is nil with no
+// error when the diagnosis proposes no remediation.
+func (t *Terminal) Remediate(ctx context.Context, p *engine.Prepared, rep *runbooks.Report) (_ *Outcome, err error) {
+	rem := t.Remediator
+	out := console.NewOutput(t.Out)
 	defer func() {
 		if err == nil && out.Err() != nil {
 			err = fmt.Errorf("write report: %w", out.Err())
 		}
 	}()
-	text := format == "text"
-	if rf.dryRun {
+	say := func(msg string) {
+		if t.Text {
+			out.Println(msg)
+		}
+	}
+	if t.DryRun {
 		body, err := rem.Plan(ctx, p, rep)
 		if err != nil || body == nil {
 			return nil, err
 		}
 		o := outcomeOf(body)
 		o.DryRun = true
-		if text {
-			console.Plan(out, body, "")
-			out.Println("Dry run: nothing was changed.")
+		if t.Text {
+			console.DryRun(out, body)
 		}
 		return o, nil
 	}
-	prop, err := rem.Propose(ctx, p, rep, rf.requestedBy)
+	prop, err := rem.Propose(ctx, p, rep, t.RequestedBy)
 	if err != nil || prop == nil {
-		if err == nil && text {
-			out.Println("No remediation proposed.")
+		if err == nil {
+			say("No remediation proposed.")
 		}
 		return nil, err
 	}
 	o := outcomeOf(&prop.Body)
 	o.PlanID, o.PlanHash, o.State = prop.Plan.ID, prop.Plan.Hash, prop.Plan.State
-	if text {
-		console.Plan(out, &prop.Body, prop.Plan.ID)
-		out.Printf("Approval: %s", strings.Join(prop.Plan.Policy.Approvers, ", "))
-		if prop.Plan.Policy.TwoPerson {
-			out.Printf(" (two-person rule: %s, who asked, cannot approve)", prop.Plan.RequestedBy)
-		}
-		out.Printf("; expires %s\n", prop.Plan.Policy.ExpiresAt.Local().Format("15:04:05"))
-		if hint := groupHint(rem, prop.Plan.Policy.Approvers); hint != "" {
-			out.Printf("Note: %s\n", hint)
-		}
+	hint := groupHint(rem, prop.Plan.Policy.Approvers)
+	if t.Text {
+		console.Proposed(out, prop, hint)
 	}
 	if prop.Body.Blocked != "" {
 		// Nobody is asked to approve what applying would refuse.
 		o.Message = "cannot be applied: " + prop.Body.Blocked
-		if text {
-			out.Println("Not asking for approval: this plan " + o.Message)
-		}
+		say("Not asking for approval: this plan " + o.Message)
 		return o, nil
 	}
-	approver := rf.approveAs
-	approve := true
+	approver, approve := t.ApproveAs, true
 	if approver == "" {
-		approver, approve = askApproval(cmd.InOrStdin(), cmd.ErrOrStderr())
+		approver, approve = askApproval(t.In, t.Prompt)
 	}
 	if approver == "" {
 		o.Message = "not approved; the plan stays proposed until it expires (see runbot show " + rep.RunID + ")"
-		if text {
-			out.Println(o.Message)
-		}
+		say(o.Message)
 		return o, nil
 	}
 	res, err := rem.Vote(ctx, prop.Plan.ID, approver, approve, prop.Plan.Hash)
 	if err != nil {
-		if hint := groupHint(rem, prop.Plan.Policy.Approvers); hint != "" && errors.Is(err, remediation.ErrNotApprover) {
+		if hint != "" && errors.Is(err, remediation.ErrNotApprover) {
 			return o, fmt.Errorf("approval: %w; %s", err, hint)
 		}
 		return o, fmt.Errorf("approval: %w", err)
@@ -112,17 +138,15 @@ func remediate(cmd *cobra.Command, rem *remediation.Remediator, p *engine.Prepar
 	o.State = res.Plan.State
 	if res.Plan.State != store.PlanApproved {
 		o.Message = fmt.Sprintf("%d of %d approvals; state %s", res.Approvals, res.Needed, res.Plan.State)
-		if text {
-			out.Println(o.Message)
-		}
+		say(o.Message)
 		return o, nil
 	}
-	if text {
-		out.Printf("Approved by %s. Applying plan %s…\n", approver, prop.Plan.ID)
+	if t.Text {
+		console.Applying(out, approver, prop.Plan.ID)
 	}
 	ar, err := rem.Apply(ctx, prop.Plan.ID, approver, func(ev remediation.ApplyEvent) {
-		if text {
-			out.Printf("  [%s] %s\n", ev.Stage, ev.Detail)
+		if t.Text {
+			console.ApplyEvent(out, ev)
 		}
 	})
 	if ar != nil {
@@ -135,25 +159,10 @@ func remediate(cmd *cobra.Command, rem *remediation.Remediator, p *engine.Prepar
 		}
 		o.Message = err.Error()
 	}
-	if text {
-		mark := "NOT RECOVERED"
-		if o.Recovered {
-			mark = "RECOVERED"
-		}
-		out.Printf("\nRemediation %s: %s — %s\n", o.State, mark, o.Message)
-		if prop.Body.Escalate != "" {
-			out.Printf("Note: %s\n", prop.Body.Escalate)
-		}
+	if t.Text {
+		console.Remediated(out, o.State, o.Recovered, o.Message, prop.Body.Escalate)
 	}
 	return o, nil
-}
-
-func outcomeOf(b *remediation.PlanBody) *remediationOutcome {
-	o := &remediationOutcome{Remediation: b.Remediation, Diff: b.Diff()}
-	for _, a := range b.Actions {
-		o.Actions = append(o.Actions, a.Plan.Summary)
-	}
-	return o
 }
 
 // groupHint says how to define the approver groups a policy names that
@@ -171,10 +180,24 @@ func groupHint(rem *remediation.Remediator, approvers []string) string {
 	return fmt.Sprintf("approver group %s has no members in this run; pass %s", strings.Join(missing, ", "), strings.Join(flags, " "))
 }
 
+// ParseGroups reads approver groups given as NAME=user1,user2 (runbot run
+// --group), for @NAME in approval policies.
+func ParseGroups(specs []string) (remediation.Groups, error) {
+	g := remediation.Groups{}
+	for _, s := range specs {
+		name, members, ok := strings.Cut(s, "=")
+		if !ok || name == "" || members == "" {
+			return nil, fmt.Errorf("--group %q: want NAME=user1,user2", s)
+		}
+		g[name] = append(g[name], strings.Split(members, ",")...)
+	}
+	return g, nil
+}
+
 // askApproval prompts on the terminal. It returns the approver's name, or
 // "" when the person declines or there is no terminal to ask.
 func askApproval(in io.Reader, prompt io.Writer) (string, bool) {
-	if f, ok := in.(*os.File); ok && !isTTY(f) {
+	if f, ok := in.(*os.File); ok && !term.IsTerminal(int(f.Fd())) {
 		console.Note(prompt, "No terminal to ask for approval; use --approve-as USER to approve non-interactively.\n")
 		return "", false
 	}
