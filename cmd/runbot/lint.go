@@ -43,7 +43,7 @@ func newLintCmd(g *globalFlags) *cobra.Command {
 			}
 			problems.Sort()
 			out := console.NewOutput(cmd.OutOrStdout())
-			printProblems(out, problems, excerpts)
+			console.Problems(out, problems, excerpts)
 			errs := len(problems.Errors())
 			if errs > 0 {
 				console.Note(cmd.ErrOrStderr(), "%d error(s) in %d file(s)\n", errs, files)

@@ -24,11 +24,11 @@ import (
 )
 
 // writeTimeline draws the timeline of runbot run --timeline. No picture,
-// for whatever reason drawTimeline gives, is noted on stderr but never
+// for whatever reason timeline.WritePNG gives, is noted on stderr but never
 // fails the run, whose diagnosis matters more than its picture; show
 // --timeline, which is asked for the picture only, fails instead.
-func writeTimeline(cmd *cobra.Command, path string, rep *runbooks.Report, markers []timeline.Marker) {
-	if err := drawTimeline(path, rep, markers); err != nil {
+func writeTimeline(cmd *cobra.Command, path string, rep *runbooks.Report) {
+	if err := timeline.WritePNG(path, rep, timeline.Options{}); err != nil {
 		console.Note(cmd.ErrOrStderr(), "runbot: %v\n", err)
 		return
 	}
@@ -221,7 +221,7 @@ func (o *runCmd) diagnose(cmd *cobra.Command, pr *prepared, st store.Store, red 
 		if err := red.Copy(rep, shown); err != nil {
 			return nil, err
 		}
-		writeTimeline(cmd, o.timelinePath, shown, nil)
+		writeTimeline(cmd, o.timelinePath, shown)
 	}
 	return rep, nil
 }

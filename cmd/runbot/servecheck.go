@@ -12,7 +12,7 @@ import (
 // a summary on stderr; an error among them is exit 1.
 func reportCheck(cmd *cobra.Command, cfgPath string, problems yamlnode.Problems, excerpts bool) error {
 	out := console.NewOutput(cmd.OutOrStdout())
-	printProblems(out, problems, excerpts)
+	console.Problems(out, problems, excerpts)
 	if errs := len(problems.Errors()); errs > 0 {
 		console.Note(cmd.ErrOrStderr(), "%s: %d error(s): runbot serve would not start\n", cfgPath, errs)
 		return exitError{exitBadInput}
