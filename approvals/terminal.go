@@ -3,6 +3,7 @@ package approvals
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,6 +51,22 @@ func outcomeOf(b *remediation.PlanBody) *Outcome {
 type Report struct {
 	*runbooks.Report
 	Remediation *Outcome `json:"remediation"`
+}
+
+// WriteReport writes rep as runbot run --format json prints it, indented,
+// with the remediation's outcome under "remediation" when there was one
+// (o is not nil).
+func WriteReport(w io.Writer, rep *runbooks.Report, o *Outcome) error {
+	doc := any(rep)
+	if o != nil {
+		doc = Report{Report: rep, Remediation: o}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
 }
 
 // Terminal is runbot run --remediate (or --dry-run) for the person at the

@@ -1,6 +1,8 @@
 package console
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -31,4 +33,37 @@ func Problems(out *Output, problems yamlnode.Problems, excerpts bool) {
 
 func indentLines(s, prefix string) string {
 	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
+}
+
+// LintSummary says on w (stderr) what runbot lint found in files runbook
+// files: how many errors, or none and how many warnings. Silence on
+// success would leave a user unsure anything was read (a wrong path, an
+// empty directory); the summary goes to stderr so that stdout stays the
+// problems alone.
+func LintSummary(w io.Writer, problems yamlnode.Problems, files int) {
+	errs := len(problems.Errors())
+	if errs > 0 {
+		Note(w, "%d error(s) in %d file(s)\n", errs, files)
+		return
+	}
+	summary := fmt.Sprintf("%d runbook file(s) checked: no errors", files)
+	if n := len(problems) - errs; n > 0 {
+		summary += fmt.Sprintf(", %d warning(s)", n)
+	}
+	Note(w, "%s\n", summary)
+}
+
+// CheckSummary says on w (stderr) what runbot serve --check found in the
+// config at cfgPath and what it names: how many errors, or none and how
+// many warnings.
+func CheckSummary(w io.Writer, cfgPath string, problems yamlnode.Problems) {
+	if errs := len(problems.Errors()); errs > 0 {
+		Note(w, "%s: %d error(s): runbot serve would not start\n", cfgPath, errs)
+		return
+	}
+	summary := fmt.Sprintf("%s: config, inventory, runbooks and their references checked: no errors", cfgPath)
+	if n := len(problems); n > 0 {
+		summary += fmt.Sprintf(", %d warning(s)", n)
+	}
+	Note(w, "%s\n", summary)
 }

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/user"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -162,7 +160,7 @@ func (o *runCmd) runOne(cmd *cobra.Command, name string, stdout *redact.Writer, 
 		}
 	}
 	if o.format == "json" {
-		if err := writeJSONReport(cmd, rep, remOut); err != nil {
+		if err := approvals.WriteReport(cmd.OutOrStdout(), rep, remOut); err != nil {
 			return err
 		}
 	}
@@ -179,13 +177,7 @@ func (o *runCmd) diagnose(cmd *cobra.Command, pr *prepared, st store.Store, red 
 	opts := engine.RunOptions{Trigger: "cli"}
 	tty := isTTY(os.Stderr) && o.format == "text"
 	if tty {
-		var mu sync.Mutex
-		started := time.Now()
-		opts.Progress = func(ev engine.Event) {
-			mu.Lock()
-			defer mu.Unlock()
-			console.Progress(cmd.ErrOrStderr(), ev, started)
-		}
+		opts.Progress = console.ProgressFunc(cmd.ErrOrStderr(), time.Now())
 	}
 	var rec *replay.Recording
 	if o.recordDir != "" {
@@ -224,21 +216,6 @@ func (o *runCmd) diagnose(cmd *cobra.Command, pr *prepared, st store.Store, red 
 		writeTimeline(cmd, o.timelinePath, shown)
 	}
 	return rep, nil
-}
-
-// writeJSONReport prints the report, with the remediation's outcome when
-// there was one, as indented JSON.
-func writeJSONReport(cmd *cobra.Command, rep *runbooks.Report, remOut *approvals.Outcome) error {
-	doc := any(rep)
-	if remOut != nil {
-		doc = approvals.Report{Report: rep, Remediation: remOut}
-	}
-	enc := json.NewEncoder(cmd.OutOrStdout())
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	return nil
 }
 
 // exitFor is the exit status of a run (or a fleet run) with this outcome.
