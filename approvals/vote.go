@@ -9,12 +9,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"strconv"
 	"strings"
 
 	"github.com/runbot/runbot/config"
+	"github.com/runbot/runbot/console"
+	"github.com/runbot/runbot/internal/redact"
 	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
@@ -57,11 +60,67 @@ func NewVoter(cfg *config.Config, approve bool) (*Voter, error) {
 }
 
 // Verb is the command the voter runs: approve or deny.
-func (v *Voter) Verb() string {
-	if v.Approve {
+func (v *Voter) Verb() string { return Verb(v.Approve) }
+
+// Verb names a vote's command: approve for an approval, deny otherwise.
+func Verb(approve bool) string {
+	if approve {
 		return "approve"
 	}
 	return "deny"
+}
+
+// Vote shows the plan planID of serve's store st on out, as whom it votes,
+// and votes on the hash it showed (pinned, when not "", is the hash the
+// operator reviewed), then says what the vote did. out is the command's
+// redacted output, which also hides the plan's secret params; a warning
+// that the vote stands without its audit entry goes to stderr.
+func (v *Voter) Vote(ctx context.Context, st store.Store, planID, pinned string, out *redact.Writer, stderr io.Writer) error {
+	prop, err := v.Load(ctx, st, planID, pinned)
+	if err != nil {
+		return err
+	}
+	if _, err := out.AlsoHide(remediation.PlanSecrets([]store.Plan{prop.Plan})...); err != nil {
+		return err
+	}
+	o := console.NewOutput(out)
+	if err := Show(ctx, o, st, prop); err != nil {
+		return err
+	}
+	console.Voting(o, v.Verb(), v.Identity, v.Login, v.Config.File)
+	if o.Err() != nil {
+		return fmt.Errorf("write the plan: %w", o.Err())
+	}
+	res, err := v.Cast(ctx, st, prop)
+	if err != nil {
+		if !errors.Is(err, remediation.ErrSourceNotAudited) {
+			return err
+		}
+		// The vote stands; only the entry saying it came from here is
+		// missing, which serve's sweep then treats as a click's.
+		console.Note(stderr, "warning: %v\n", err)
+	}
+	did := "Denied"
+	if v.Approve {
+		did = "Approved"
+	}
+	console.Voted(o, did, prop.Plan.ID, res, store.DefaultRecoveryInterval)
+	if o.Err() != nil {
+		return fmt.Errorf("write the outcome: %w", o.Err())
+	}
+	return nil
+}
+
+// Show shows a plan as it is voted on (console.PlanStanding): the plan
+// with the hash a vote is bound to, then where it stands in approvals and
+// who may approve it.
+func Show(ctx context.Context, w io.Writer, approvals store.ApprovalLog, prop *remediation.Proposal) error {
+	s, err := remediation.StandingOf(ctx, approvals, prop.Plan)
+	if err != nil {
+		return err
+	}
+	console.PlanStanding(w, &prop.Body, s)
+	return nil
 }
 
 // Load reads the plan to vote on from serve's store and makes sure that

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/approvals"
-	"github.com/runbot/runbot/console"
-	"github.com/runbot/runbot/internal/redact"
-	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -22,10 +18,7 @@ import (
 // approval at its next sweep and applies the plan, as it holds the engine,
 // the SSH connections and the leases.
 func newVoteCmd(g *globalFlags, approve bool) *cobra.Command {
-	verb, did := "deny", "Denied"
-	if approve {
-		verb, did = "approve", "Approved"
-	}
+	verb := approvals.Verb(approve)
 	var hash string
 	cmd := &cobra.Command{
 		Use:   verb + " PLAN",
@@ -63,44 +56,9 @@ func newVoteCmd(g *globalFlags, approve bool) *cobra.Command {
 				return err
 			}
 			defer closeInto(&err, st)
-			return castVote(cmd, v, st, stdout, args[0], hash, did)
+			return v.Vote(cmd.Context(), st, args[0], hash, stdout, cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVar(&hash, "hash", "", fmt.Sprintf("vote only if the plan's hash starts with this (at least %d characters, as runbot plans PLAN shows it)", approvals.MinHashPrefix))
 	return cmd
-}
-
-// castVote shows the plan and votes on the hash it showed; stdout, the
-// command's redacted output, also hides the plan's secret params.
-func castVote(cmd *cobra.Command, v *approvals.Voter, st store.Store, stdout *redact.Writer, planID, pinned, did string) error {
-	ctx := cmd.Context()
-	prop, err := v.Load(ctx, st, planID, pinned)
-	if err != nil {
-		return err
-	}
-	if _, err := stdout.AlsoHide(remediation.PlanSecrets([]store.Plan{prop.Plan})...); err != nil {
-		return err
-	}
-	out := console.NewOutput(cmd.OutOrStdout())
-	if err := showPlan(ctx, out, st, prop); err != nil {
-		return err
-	}
-	console.Voting(out, v.Verb(), v.Identity, v.Login, v.Config.File)
-	if out.Err() != nil {
-		return fmt.Errorf("write the plan: %w", out.Err())
-	}
-	res, err := v.Cast(ctx, st, prop)
-	if err != nil {
-		if !errors.Is(err, remediation.ErrSourceNotAudited) {
-			return err
-		}
-		// The vote stands; only the entry saying it came from here is
-		// missing, which serve's sweep then treats as a click's.
-		console.Note(cmd.ErrOrStderr(), "warning: %v\n", err)
-	}
-	console.Voted(out, did, prop.Plan.ID, res, store.DefaultRecoveryInterval)
-	if out.Err() != nil {
-		return fmt.Errorf("write the outcome: %w", out.Err())
-	}
-	return nil
 }

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/runbot/runbot/approvals"
 	"github.com/runbot/runbot/config"
 	"github.com/runbot/runbot/console"
 	"github.com/runbot/runbot/internal/redact"
@@ -109,22 +109,12 @@ func showOnePlan(cmd *cobra.Command, st store.Store, stdout *redact.Writer, id, 
 		return console.PlanJSON(cmd.OutOrStdout(), s, prop.Body)
 	}
 	out := console.NewOutput(cmd.OutOrStdout())
-	if err := showPlan(ctx, out, st, prop); err != nil {
+	if err := approvals.Show(ctx, out, st, prop); err != nil {
 		return err
 	}
 	if out.Err() != nil {
 		return fmt.Errorf("write the plan: %w", out.Err())
 	}
-	return nil
-}
-
-// showPlan shows a plan as it is voted on, with where it stands.
-func showPlan(ctx context.Context, out *console.Output, st store.Store, prop *remediation.Proposal) error {
-	s, err := remediation.StandingOf(ctx, st, prop.Plan)
-	if err != nil {
-		return err
-	}
-	console.PlanStanding(out, &prop.Body, s)
 	return nil
 }
 
