@@ -101,7 +101,7 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			if format == "markdown" {
-				return writePostmortem(cmd, st, run.ID, red)
+				return incident.WritePostmortem(cmd.Context(), cmd.OutOrStdout(), st, run.ID, red)
 			}
 			plans, err := st.ListPlans(cmd.Context(), store.PlanFilter{RunID: run.ID})
 			if err != nil {
@@ -125,7 +125,7 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if err := saveRecording(rec, exportDir, rep, red); err != nil {
+				if err := rec.SaveRedacted(exportDir, rep, red); err != nil {
 					return err
 				}
 				console.Note(cmd.ErrOrStderr(), "recording: %s (results only: the store keeps no raw observations)\n", exportDir)
@@ -135,13 +135,10 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if inc.Report == nil {
-					return fmt.Errorf("run %s has no report (status %s)", run.ID, run.Status)
-				}
 				// The picture is all --timeline asks for: without one the
 				// command failed, and a script must not take the file for
 				// drawn.
-				if err := timeline.WritePNG(timelinePath, inc.Report, timeline.Options{Markers: timeline.IncidentMarkers(inc)}); err != nil {
+				if err := timeline.WriteIncidentPNG(timelinePath, inc); err != nil {
 					return err
 				}
 				console.Note(cmd.ErrOrStderr(), "timeline: %s\n", timelinePath)

@@ -198,7 +198,7 @@ func (o *runCmd) diagnose(cmd *cobra.Command, pr *prepared, st store.Store, red 
 		return nil, err
 	}
 	if rec != nil {
-		if err := saveRecording(rec, o.recordDir, rep, red); err != nil {
+		if err := rec.SaveRedacted(o.recordDir, rep, red); err != nil {
 			return nil, err
 		}
 		console.Note(cmd.ErrOrStderr(), "recording: %s\n", o.recordDir)

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/console"
-	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
 	"github.com/runbot/runbot/runbooks/engine"
@@ -87,14 +86,8 @@ func prepare(ctx context.Context, cmd *cobra.Command, g *globalFlags, f *runFlag
 	if f.inventory == "" {
 		return nil, fmt.Errorf("runbook %s needs an inventory: pass --inventory FILE", rb.Name)
 	}
-	inv, err := inventory.Load(f.inventory)
+	eng, p, closeRunners, err := bind.Prepare(ctx, f.inventory, rb, given)
 	if err != nil {
-		return nil, err
-	}
-	eng, closeRunners := bind.NewEngine(inv)
-	p, err := eng.Prepare(ctx, rb, given)
-	if err != nil {
-		closeRunners()
 		return nil, err
 	}
 	return &prepared{engine: eng, p: p, catalog: c, close: closeRunners}, nil
