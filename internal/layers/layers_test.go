@@ -91,17 +91,17 @@ var allowed = map[string][]string{
 	"inventory":     {"internal/yamlnode"},
 	"store":         {"internal/"},
 	"config":        {"internal/"},
-	// console renders for a terminal what the CLI shows; it decides
-	// nothing and opens nothing: it reads the values it is given.
-	"console": {"runbooks", "runbooks/engine", "runbooks/remediation", "runbooks/record", "runbooks/replay", "runbooks/fleet", "store", "internal/"},
 	// approvals casts votes away from chat (runbot approve and deny as
 	// the config's operators: map the OS user, and the prompt of runbot
 	// run --remediate) through the remediator, and prints with console.
 	"approvals": {"config", "console", "runbooks", "runbooks/engine", "runbooks/remediation", "store", "internal/"},
-	"timeline":  {"runbooks", "runbooks/remediation", "incident", "internal/"},
-	"sim":       {},
-	"bench":     {"*"},
-	"test":      {"*"},
+	// console renders for a terminal what the CLI shows; it decides
+	// nothing and opens nothing: it reads the values it is given.
+	"console":  {"runbooks", "runbooks/engine", "runbooks/remediation", "runbooks/record", "runbooks/replay", "runbooks/fleet", "store", "internal/"},
+	"timeline": {"runbooks", "runbooks/remediation", "incident", "internal/"},
+	"sim":      {},
+	"bench":    {"*"},
+	"test":     {"*"},
 	// incident reads one run and what is recorded about it from the
 	// store and writes the postmortem draft; web serves the report pages
 	// from it. Neither knows a chat platform, a trigger or the core.
