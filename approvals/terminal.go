@@ -84,7 +84,8 @@ type Terminal struct {
 	// Text prints the plan and what became of it to Out; without it
 	// (JSON output) only the Outcome says.
 	Text bool
-	In   io.Reader
+	// In is where the prompt reads the approver's name (stdin).
+	In io.Reader
 	// Out is the command's output; Prompt (stderr) is where the prompt
 	// goes.
 	Out, Prompt io.Writer
