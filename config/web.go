@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/runbot/runbot/internal/secret"
 	"github.com/runbot/runbot/internal/yamlnode"
 )
 
@@ -149,4 +151,25 @@ func headerName(s string) bool {
 		}
 	}
 	return true
+}
+
+// LinkKey is the key runbot serve signs its report pages' links with
+// (web.link_secret), loaded here. When no link can be signed the error
+// says why, at the config's file:line:col: no web: block, no link_secret
+// (the pages open only through the proxy), or one this user cannot load.
+func (c *Config) LinkKey() (secret.Value, error) {
+	w := c.Web
+	if w == nil {
+		return secret.Value{}, fmt.Errorf("%s: no web: block, so runbot serve has no report pages to link to; configure web: with url and link_secret", c.File)
+	}
+	if w.LinkSecret.IsZero() {
+		at := w.At.Of("")
+		return secret.Value{}, fmt.Errorf("%s:%d:%d: web: has no link_secret, so runbot serve signs no links (its pages open only through the proxy of web.trust_header); add web.link_secret to sign them", c.File, at.Line, at.Col)
+	}
+	key, err := w.LinkSecret.Load()
+	if err != nil {
+		at := w.At.Of("link_secret")
+		return secret.Value{}, fmt.Errorf("%s:%d:%d: web.link_secret (%s) does not load here, so no link can be signed (run this as a user who can read it): %w", c.File, at.Line, at.Col, w.LinkSecret, err)
+	}
+	return key, nil
 }

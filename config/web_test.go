@@ -93,3 +93,35 @@ func writeTemp(t *testing.T, content string) string {
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
 	return path
 }
+
+// The link key loads from web.link_secret; without a web: block, without
+// a link_secret or with one that does not load here, the error says why
+// no link can be signed, where the config says it.
+func TestLinkKey(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	require.NoError(t, os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef\n"), 0o600))
+	for _, tc := range []struct {
+		name, web string
+		wantErr   string
+	}{
+		{"a secret that loads", "web:\n  url: https://ops.example.com/\n  link_secret: {file: " + key + "}\n", ""},
+		{"no web: block", "", "runbot.yaml: no web: block"},
+		{"no link_secret", "web:\n  url: https://ops.example.com/\n  trust_header: X-Forwarded-User\n  trusted_proxies: [10.0.0.0/8]\n", "runbot.yaml:3:3: web: has no link_secret"},
+		{"a secret that does not load", "web:\n  url: https://ops.example.com/\n  link_secret: {file: " + filepath.Join(dir, "missing") + "}\n", "runbot.yaml:4:16: web.link_secret (file " + filepath.Join(dir, "missing") + ") does not load here"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := config.Parse("runbot.yaml", []byte(webBase+tc.web))
+			require.NoError(t, err)
+			got, err := c.LinkKey()
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, "0123456789abcdef0123456789abcdef", got.Reveal())
+		})
+	}
+}

@@ -1,28 +1,21 @@
 package console
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
-
-// PlanLine is one plan as runbot plans lists it: the plan, the runbook
-// that proposed it (kept in the plan's body, which the store does not
-// read) and how many approvals of its current hash it has so far.
-type PlanLine struct {
-	Plan      store.Plan
-	Runbook   string
-	Approvals int
-}
 
 // Plans shows plans as a table, a plan a line: what it fixes where, where
 // it stands, who may approve it and until when. now tells an approval
 // window that has closed from one that is open.
-func Plans(w io.Writer, plans []PlanLine, now time.Time) error {
+func Plans(w io.Writer, plans []remediation.Standing, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	o := NewOutput(tw)
 	o.Println("PLAN\tRUN\tRUNBOOK/REMEDIATION\tDEPLOYMENT\tDIAGNOSIS\tSTATE\tAPPROVALS\tAPPROVERS\tEXPIRES")
@@ -60,4 +53,80 @@ func expiry(p store.Plan, now time.Time) string {
 		return "expired " + p.Policy.ExpiresAt.UTC().Format("2006-01-02 15:04:05Z")
 	}
 	return p.Policy.ExpiresAt.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// NoPlans says that runbot plans found no plan to list; all is whether it
+// looked at every plan or only at those awaiting approval.
+func NoPlans(w io.Writer, all bool) error {
+	what := "No plans are awaiting approval (runbot plans --all lists every plan)."
+	if all {
+		what = "No plans."
+	}
+	_, err := fmt.Fprintln(w, what)
+	return err
+}
+
+// PlanStanding shows a plan as it is voted on: Plan (with the hash a vote
+// is bound to), then where it stands and who may approve it.
+func PlanStanding(w io.Writer, b *remediation.PlanBody, s remediation.Standing) {
+	out := NewOutput(w)
+	plan := s.Plan
+	Plan(out, b, plan.ID)
+	out.Printf("Run %s, plan %s: %s; %d of %d approvals; approvers: %s", plan.RunID, plan.ID, plan.State, s.Approvals, plan.Policy.Needed(), strings.Join(plan.Policy.Approvers, ", "))
+	if plan.Policy.TwoPerson {
+		out.Printf(" (two-person rule: %s, who asked, cannot approve)", Dash(plan.RequestedBy))
+	}
+	if !plan.Policy.ExpiresAt.IsZero() {
+		out.Printf("; expires %s", plan.Policy.ExpiresAt.UTC().Format("2006-01-02 15:04:05Z"))
+	}
+	out.Println()
+}
+
+// PlanDoc is a plan in runbot plans' JSON: what the table shows, by name.
+type PlanDoc struct {
+	PlanID      string          `json:"plan_id"`
+	RunID       string          `json:"run_id"`
+	Runbook     string          `json:"runbook"`
+	Remediation string          `json:"remediation"`
+	Deployment  string          `json:"deployment"`
+	Diagnosis   string          `json:"diagnosis,omitempty"`
+	State       store.PlanState `json:"state"`
+	Hash        string          `json:"hash"`
+	Approvals   int             `json:"approvals"`
+	Needed      int             `json:"needed"`
+	Approvers   []string        `json:"approvers"`
+	TwoPerson   bool            `json:"two_person"`
+	RequestedBy string          `json:"requested_by"`
+	CreatedAt   time.Time       `json:"created_at"`
+	ExpiresAt   time.Time       `json:"expires_at,omitzero"`
+}
+
+// PlanDocOf is where a plan stands as runbot plans' JSON shows it.
+func PlanDocOf(s remediation.Standing) PlanDoc {
+	p := s.Plan
+	return PlanDoc{PlanID: p.ID, RunID: p.RunID, Runbook: s.Runbook, Remediation: p.Remediation, Deployment: p.Deployment,
+		Diagnosis: p.Diagnosis, State: p.State, Hash: p.Hash, Approvals: s.Approvals, Needed: p.Policy.Needed(),
+		Approvers: p.Policy.Approvers, TwoPerson: p.Policy.TwoPerson, RequestedBy: p.RequestedBy, CreatedAt: p.CreatedAt,
+		ExpiresAt: p.Policy.ExpiresAt}
+}
+
+// PlansJSON writes plans as runbot plans --format json lists them: one
+// array of PlanDoc, on one line.
+func PlansJSON(w io.Writer, plans []remediation.Standing) error {
+	docs := make([]PlanDoc, len(plans))
+	for i, s := range plans {
+		docs[i] = PlanDocOf(s)
+	}
+	return json.NewEncoder(w).Encode(docs)
+}
+
+// PlanJSON writes one plan as runbot plans PLAN --format json shows it:
+// its PlanDoc and, under "plan", its body, indented.
+func PlanJSON(w io.Writer, s remediation.Standing, b remediation.PlanBody) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		PlanDoc
+		Body remediation.PlanBody `json:"plan"`
+	}{PlanDocOf(s), b})
 }

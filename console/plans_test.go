@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/console"
+	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
 
@@ -22,19 +23,19 @@ func TestPlans(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		line console.PlanLine
+		line remediation.Standing
 		want string
 	}{
-		{"waiting, two-person", console.PlanLine{Runbook: "sglang-pd-wedge", Approvals: 1,
+		{"waiting, two-person", remediation.Standing{Runbook: "sglang-pd-wedge", Approvals: 1,
 			Plan: plan("p-1", store.PlanProposed, store.Policy{Approvers: []string{"U01ALICE", "@sre"}, MinApprovals: 2, TwoPerson: true, ExpiresAt: now.Add(15 * time.Minute)})},
 			"p-1   r-p-1  sglang-pd-wedge/restart  dsv4        wedged     proposed  1 of 2     U01ALICE,@sre (two-person: not alertmanager)  2025-03-01 12:15:00Z"},
-		{"window closed", console.PlanLine{Runbook: "sglang-pd-wedge",
+		{"window closed", remediation.Standing{Runbook: "sglang-pd-wedge",
 			Plan: plan("p-2", store.PlanProposed, store.Policy{Approvers: []string{"U01ALICE"}, ExpiresAt: now.Add(-time.Minute)})},
 			"p-2   r-p-2  sglang-pd-wedge/restart  dsv4        wedged     proposed  0 of 1     U01ALICE  expired 2025-03-01 11:59:00Z"},
-		{"no expiry", console.PlanLine{Runbook: "x", Approvals: 1,
+		{"no expiry", remediation.Standing{Runbook: "x", Approvals: 1,
 			Plan: plan("p-3", store.PlanApproved, store.Policy{Approvers: []string{"U01ALICE"}})},
 			"p-3   r-p-3  x/restart  dsv4        wedged     approved  1 of 1     U01ALICE   never"},
-		{"done", console.PlanLine{Approvals: 1,
+		{"done", remediation.Standing{Approvals: 1,
 			Plan: plan("p-4", store.PlanDone, store.Policy{Approvers: []string{"U01ALICE"}, ExpiresAt: now.Add(time.Minute)})},
 			"p-4   r-p-4  -/restart  dsv4        wedged     done      1 of 1     U01ALICE   -"},
 	}
@@ -42,7 +43,7 @@ func TestPlans(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var buf bytes.Buffer
-			require.NoError(t, console.Plans(&buf, []console.PlanLine{tc.line}, now))
+			require.NoError(t, console.Plans(&buf, []remediation.Standing{tc.line}, now))
 			lines := bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n"))
 			require.Len(t, lines, 2)
 			require.Equal(t, "PLAN", string(bytes.Fields(lines[0])[0]))

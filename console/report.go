@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -34,6 +35,18 @@ func Progress(w io.Writer, ev engine.Event, started time.Time) {
 	}
 	// Progress is a courtesy on a terminal: a failed write must not stop the run.
 	Note(w, "\r\033[K%s %s on %s", verb, ev.Run.Step, ev.Run.Target)
+}
+
+// ProgressFunc is Progress as a run's progress hook
+// (engine.RunOptions.Progress): the events of steps running at once are
+// shown one at a time.
+func ProgressFunc(w io.Writer, started time.Time) func(engine.Event) {
+	var mu sync.Mutex
+	return func(ev engine.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		Progress(w, ev, started)
+	}
 }
 
 // ClearLine clears the line Progress wrote on.

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"encoding/json"
 	"io"
 	"text/tabwriter"
 
@@ -49,4 +50,31 @@ func Run(w io.Writer, run store.Run, plans []store.Plan, audit []store.AuditEven
 		}
 	}
 	return out.err
+}
+
+// RunDoc is a recorded run in the CLI's JSON: its id is also run_id, the
+// name `runbot run --format json` gives it, so one jq filter reads both;
+// id stays for the scripts that already read it.
+type RunDoc struct {
+	RunID string `json:"run_id"`
+	store.Run
+}
+
+// RunsJSON writes runs as runbot history --format json lists them: one
+// array of RunDoc, on one line, without their reports.
+func RunsJSON(w io.Writer, runs []store.Run) error {
+	docs := make([]RunDoc, len(runs))
+	for i, r := range runs {
+		r.Report = nil
+		docs[i] = RunDoc{RunID: r.ID, Run: r}
+	}
+	return json.NewEncoder(w).Encode(docs)
+}
+
+// RunJSON writes one run as runbot show --format json shows it: the run,
+// its plans and its audit trail, indented.
+func RunJSON(w io.Writer, run store.Run, plans []store.Plan, audit []store.AuditEvent) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(map[string]any{"run": RunDoc{RunID: run.ID, Run: run}, "plans": plans, "audit": audit})
 }

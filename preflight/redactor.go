@@ -78,3 +78,31 @@ func RedactorFor(path string) (_ *redact.Redactor, notes []string, _ error) {
 	r, err := Redactor(cfg, inv, values)
 	return r, notes, err
 }
+
+// CLINotice is what the CLI says with its output when no config was given:
+// the config's secrets would print as they are.
+const CLINotice = "note: no --config (or RUNBOT_CONFIG): only the default patterns and --redact are redacted; the config's secrets are not known here\n"
+
+// CLIRedactor is the redaction of what the CLI prints and records about
+// runs, with the extra patterns of --redact. Given the config at path, it
+// is serve's (RedactorFor, whose notes it returns): the same secrets are
+// hidden at the terminal as in Slack. Without one (path "") it knows only
+// the default patterns and extra, and notice (CLINotice) says so, to be
+// shown with the output.
+func CLIRedactor(path string, extra []string) (_ *redact.Redactor, notice string, notes []string, _ error) {
+	if path == "" {
+		r, err := redact.New(extra)
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("--redact: %w", err)
+		}
+		return r, CLINotice, nil, nil
+	}
+	r, notes, err := RedactorFor(path)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if r, err = r.With(extra); err != nil {
+		return nil, "", notes, fmt.Errorf("--redact: %w", err)
+	}
+	return r, "", notes, nil
+}

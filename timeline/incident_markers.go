@@ -1,6 +1,10 @@
 package timeline
 
-import "github.com/runbot/runbot/incident"
+import (
+	"fmt"
+
+	"github.com/runbot/runbot/incident"
+)
 
 // IncidentMarkers marks, on a run's picture, when each action of its
 // plans started and when each plan that ran actions ended: the report
@@ -16,4 +20,14 @@ func IncidentMarkers(inc *incident.Incident) []Marker {
 		}
 	}
 	return out
+}
+
+// WriteIncidentPNG draws a stored run's timeline with its IncidentMarkers
+// into the file at path (WritePNG), as `runbot show --timeline` asks; a
+// run that recorded no report (it died first) has none.
+func WriteIncidentPNG(path string, inc *incident.Incident) error {
+	if inc.Report == nil {
+		return fmt.Errorf("run %s has no report (status %s)", inc.Run.ID, inc.Run.Status)
+	}
+	return WritePNG(path, inc.Report, Options{Markers: IncidentMarkers(inc)})
 }

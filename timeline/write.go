@@ -32,8 +32,23 @@ func PNG(rep *runbooks.Report, opts Options) ([]byte, error) {
 
 // WritePNG renders a run's timeline at the default size into the file at
 // path, replacing it. It is what `runbot run --timeline FILE` and
-// `runbot show RUN --timeline FILE` call.
+// `runbot show RUN --timeline FILE` call. Its error says that no picture
+// was drawn into path and why: a run whose checks observed nothing over
+// time (a runbook of commands and files only) has nothing to draw, which
+// the error explains (it wraps ErrNothingToDraw), since the user asked for
+// a picture and gets none.
 func WritePNG(path string, rep *runbooks.Report, opts Options) error {
+	err := writePNG(path, rep, opts)
+	switch {
+	case errors.Is(err, ErrNothingToDraw):
+		return fmt.Errorf("no timeline drawn into %s: %w (a timeline shows HTTP probes, log progress, error lines and metric samples over time, which only http_probe, log_progress and metrics_sample checks record)", path, err)
+	case err != nil:
+		return fmt.Errorf("no timeline drawn into %s: %w", path, err)
+	}
+	return nil
+}
+
+func writePNG(path string, rep *runbooks.Report, opts Options) error {
 	data, err := PNG(rep, opts)
 	if err != nil {
 		return err

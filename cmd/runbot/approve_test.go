@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbot/runbot/console"
 	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
@@ -87,7 +88,7 @@ func (s *approveSite) config(name, body string) string {
 // the CLI, into the site's store, as requester: the run diagnoses the
 // broken service and proposes its fix, which stays proposed, as there is
 // no terminal to approve it at. It returns the plan.
-func (s *approveSite) propose(runbook, requester string) planDoc {
+func (s *approveSite) propose(runbook, requester string) console.PlanDoc {
 	s.t.Helper()
 	_, stderr, _ := s.cli(nil, "run", runbook, "--runbooks", "testdata/approverunbooks", "-i", s.inv, "-p", "host=here", "-p", "dir="+s.dir,
 		"--store", s.db, "--remediate", "--requested-by", requester)
@@ -98,22 +99,22 @@ func (s *approveSite) propose(runbook, requester string) planDoc {
 }
 
 // plans is runbot plans --format json with args.
-func (s *approveSite) plans(args ...string) []planDoc {
+func (s *approveSite) plans(args ...string) []console.PlanDoc {
 	s.t.Helper()
 	stdout, stderr, code := s.cli(nil, append([]string{"plans", "--format", "json"}, args...)...)
 	require.Equal(s.t, 0, code, stderr)
-	var docs []planDoc
+	var docs []console.PlanDoc
 	require.NoError(s.t, json.Unmarshal([]byte(stdout), &docs), stdout)
 	return docs
 }
 
 // plan is runbot plans PLAN --format json: the one plan, as the store
 // has it now.
-func (s *approveSite) plan(id string) planDoc {
+func (s *approveSite) plan(id string) console.PlanDoc {
 	s.t.Helper()
 	stdout, stderr, code := s.cli(nil, "plans", id, "--format", "json", "--store", s.db)
 	require.Equal(s.t, 0, code, stderr)
-	var doc planDoc
+	var doc console.PlanDoc
 	require.NoError(s.t, json.Unmarshal([]byte(stdout), &doc), stdout)
 	return doc
 }
@@ -240,7 +241,7 @@ operators:
 	env := []string{"RUNBOT_CONFIG=" + alice}
 
 	alertCLIFix(t, port)
-	var plan planDoc
+	var plan console.PlanDoc
 	until(t, "serve proposes the fix", time.Minute, func() bool {
 		plans := s.plans("--config", alice)
 		if len(plans) == 0 {

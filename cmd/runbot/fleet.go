@@ -2,16 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/console"
 	"github.com/runbot/runbot/inventory"
-	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
 	"github.com/runbot/runbot/runbooks/fleet"
 	"github.com/runbot/runbot/store"
@@ -32,17 +29,6 @@ func (f *fleetFlags) register(cmd *cobra.Command) {
 
 func (f *fleetFlags) on() bool { return f.all || f.matching != "" }
 
-// selectDeployments lists the inventory's deployments the flags select, by
-// name, each with why the runbook cannot run on it, if it cannot.
-func selectDeployments(rb *runbooks.Runbook, inv *inventory.Inventory, f *fleetFlags) ([]bind.FleetMember, error) {
-	deps, err := bind.SelectDeployments(rb, inv, f.matching)
-	var bad *bind.BadGlobError
-	if errors.As(err, &bad) {
-		return nil, fmt.Errorf("--deployments %q: %w", bad.Glob, bad.Err)
-	}
-	return deps, err
-}
-
 // runFleet runs rb once per selected deployment, at most f.parallel at a
 // time, over one connection pool (one SSH connection per host for the
 // whole fleet), records every run, and prints one summary.
@@ -54,16 +40,15 @@ func runFleet(cmd *cobra.Command, g *globalFlags, rf *runFlags, f *fleetFlags, n
 	if err != nil {
 		return err
 	}
-	dp := rb.DeploymentParam()
-	if dp == nil {
-		return fmt.Errorf("runbook %s has no deployment param: a fleet run sets one per deployment", rb.Name)
+	if _, err := fleet.DeploymentParam(rb, nil); err != nil {
+		return err
 	}
 	given, err := rf.paramMap()
 	if err != nil {
 		return err
 	}
-	if _, ok := given[dp.Name]; ok {
-		return fmt.Errorf("--param %s: a fleet run sets it per deployment; leave it out", dp.Name)
+	if _, err := fleet.DeploymentParam(rb, given); err != nil {
+		return err
 	}
 	if err := hideInOutput(cmd, rb.SecretValues(given)...); err != nil {
 		return err
@@ -75,15 +60,8 @@ func runFleet(cmd *cobra.Command, g *globalFlags, rf *runFlags, f *fleetFlags, n
 	if err != nil {
 		return err
 	}
-	deps, err := selectDeployments(rb, inv, f)
+	deps, err := fleet.Select(rb, &bind.Fleet{Inventory: inv}, f.matching, given)
 	if err != nil {
-		return err
-	}
-	// Bad input shared by every deployment (an unknown or out-of-range
-	// param) is refused before anything runs.
-	probe := maps.Clone(given)
-	probe[dp.Name] = deps[0].Deployment
-	if _, _, err := rb.ResolveParams(probe); err != nil {
 		return err
 	}
 	st, err := store.OpenLeased(cmd.Context(), g.store)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -10,7 +8,6 @@ import (
 
 	"github.com/runbot/runbot/console"
 	"github.com/runbot/runbot/incident"
-	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/record"
 	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/runbooks/replay"
@@ -52,12 +49,7 @@ func newHistoryCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			if format == "json" {
-				docs := make([]runDoc, len(runs))
-				for i, r := range runs {
-					r.Report = nil
-					docs[i] = runDoc{RunID: r.ID, Run: r}
-				}
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(docs)
+				return console.RunsJSON(cmd.OutOrStdout(), runs)
 			}
 			return console.Runs(cmd.OutOrStdout(), runs)
 		},
@@ -109,7 +101,7 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			if format == "markdown" {
-				return writePostmortem(cmd, st, run.ID, red)
+				return incident.WritePostmortem(cmd.Context(), cmd.OutOrStdout(), st, run.ID, red)
 			}
 			plans, err := st.ListPlans(cmd.Context(), store.PlanFilter{RunID: run.ID})
 			if err != nil {
@@ -133,7 +125,7 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if err := saveRecording(rec, exportDir, rep, red); err != nil {
+				if err := rec.SaveRedacted(exportDir, rep, red); err != nil {
 					return err
 				}
 				console.Note(cmd.ErrOrStderr(), "recording: %s (results only: the store keeps no raw observations)\n", exportDir)
@@ -143,21 +135,16 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if inc.Report == nil {
-					return fmt.Errorf("run %s has no report (status %s)", run.ID, run.Status)
-				}
 				// The picture is all --timeline asks for: without one the
 				// command failed, and a script must not take the file for
 				// drawn.
-				if err := drawTimeline(timelinePath, inc.Report, timeline.IncidentMarkers(inc)); err != nil {
+				if err := timeline.WriteIncidentPNG(timelinePath, inc); err != nil {
 					return err
 				}
 				console.Note(cmd.ErrOrStderr(), "timeline: %s\n", timelinePath)
 			}
 			if format == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"run": runDoc{RunID: run.ID, Run: run}, "plans": plans, "audit": audit})
+				return console.RunJSON(cmd.OutOrStdout(), run, plans, audit)
 			}
 			return console.Run(cmd.OutOrStdout(), run, plans, audit)
 		},
@@ -167,27 +154,4 @@ func newShowCmd(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&exportDir, "export", "", "write the run's results into this directory as a recording (for runbot test)")
 	cmd.Flags().StringArrayVar(&redact, "redact", nil, "also redact matches of this regular expression in what is printed and exported (repeatable)")
 	return cmd
-}
-
-// drawTimeline writes a run's timeline into the PNG file at path, or says
-// why there is no picture. A run whose checks observed nothing over time
-// (a runbook of commands and files only) has nothing to draw, which the
-// message explains, since the user asked for a picture and gets none.
-func drawTimeline(path string, rep *runbooks.Report, markers []timeline.Marker) error {
-	err := timeline.WritePNG(path, rep, timeline.Options{Markers: markers})
-	switch {
-	case errors.Is(err, timeline.ErrNothingToDraw):
-		return fmt.Errorf("no timeline drawn into %s: %w (a timeline shows HTTP probes, log progress, error lines and metric samples over time, which only http_probe, log_progress and metrics_sample checks record)", path, err)
-	case err != nil:
-		return fmt.Errorf("no timeline drawn into %s: %w", path, err)
-	}
-	return nil
-}
-
-// runDoc is a recorded run in the CLI's JSON: its id is also run_id, the
-// name `runbot run --format json` gives it, so one jq filter reads both;
-// id stays for the scripts that already read it.
-type runDoc struct {
-	RunID string `json:"run_id"`
-	store.Run
 }

@@ -49,22 +49,13 @@ func newLinkCmd(g *globalFlags) *cobra.Command {
 // web: block, and the site's public address; an error names what of the
 // config is missing when it signs no links.
 func linkSigner(cfg *config.Config) (*web.Signer, *url.URL, error) {
-	w := cfg.Web
-	if w == nil {
-		return nil, nil, fmt.Errorf("%s: no web: block, so runbot serve has no report pages to link to; configure web: with url and link_secret", cfg.File)
-	}
-	if w.LinkSecret.IsZero() {
-		at := w.At.Of("")
-		return nil, nil, fmt.Errorf("%s:%d:%d: web: has no link_secret, so runbot serve signs no links (its pages open only through the proxy of web.trust_header); add web.link_secret to sign them", cfg.File, at.Line, at.Col)
-	}
-	key, err := w.LinkSecret.Load()
+	key, err := cfg.LinkKey()
 	if err != nil {
-		at := w.At.Of("link_secret")
-		return nil, nil, fmt.Errorf("%s:%d:%d: web.link_secret (%s) does not load here, so no link can be signed (run this as a user who can read it): %w", cfg.File, at.Line, at.Col, w.LinkSecret, err)
+		return nil, nil, err
 	}
-	s, err := web.NewSigner([]byte(key.Reveal()), w.LinkTTL, nil)
+	s, err := web.NewSigner([]byte(key.Reveal()), cfg.Web.LinkTTL, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: web.link_secret (%s): %w", cfg.File, w.LinkSecret, err)
+		return nil, nil, fmt.Errorf("%s: web.link_secret (%s): %w", cfg.File, cfg.Web.LinkSecret, err)
 	}
-	return s, w.URL, nil
+	return s, cfg.Web.URL, nil
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/console"
@@ -44,20 +42,11 @@ func newLintCmd(g *globalFlags) *cobra.Command {
 			}
 			problems.Sort()
 			out := console.NewOutput(cmd.OutOrStdout())
-			printProblems(out, problems, excerpts)
-			errs := len(problems.Errors())
-			if errs > 0 {
-				console.Note(cmd.ErrOrStderr(), "%d error(s) in %d file(s)\n", errs, files)
+			console.Problems(out, problems, excerpts)
+			console.LintSummary(cmd.ErrOrStderr(), problems, files)
+			if len(problems.Errors()) > 0 {
 				return exitError{exitBadInput}
 			}
-			// Silence on success leaves a user unsure anything was read
-			// (a wrong path, an empty directory); the summary goes to
-			// stderr so stdout stays the problems alone.
-			summary := fmt.Sprintf("%d runbook file(s) checked: no errors", files)
-			if w := len(problems) - errs; w > 0 {
-				summary += fmt.Sprintf(", %d warning(s)", w)
-			}
-			console.Note(cmd.ErrOrStderr(), "%s\n", summary)
 			return out.Err()
 		},
 	}

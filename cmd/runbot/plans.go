@@ -1,15 +1,13 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/runbot/runbot/approvals"
 	"github.com/runbot/runbot/config"
 	"github.com/runbot/runbot/console"
 	"github.com/runbot/runbot/internal/redact"
@@ -72,28 +70,15 @@ func newPlansCmd(g *globalFlags) *cobra.Command {
 			if _, err := stdout.AlsoHide(remediation.PlanSecrets(plans)...); err != nil {
 				return err
 			}
-			lines := make([]console.PlanLine, len(plans))
-			for i, p := range plans {
-				n, err := approvalsOf(cmd.Context(), st, p)
-				if err != nil {
-					return err
-				}
-				lines[i] = console.PlanLine{Plan: p, Runbook: runbookOf(p), Approvals: n}
+			lines, err := remediation.Standings(cmd.Context(), st, plans)
+			if err != nil {
+				return err
 			}
 			if format == "json" {
-				docs := make([]planDoc, len(lines))
-				for i, l := range lines {
-					docs[i] = planDocOf(l)
-				}
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(docs)
+				return console.PlansJSON(cmd.OutOrStdout(), lines)
 			}
 			if len(lines) == 0 {
-				what := "No plans are awaiting approval (runbot plans --all lists every plan)."
-				if all {
-					what = "No plans."
-				}
-				_, err := fmt.Fprintln(cmd.OutOrStdout(), what)
-				return err
+				return console.NoPlans(cmd.OutOrStdout(), all)
 			}
 			return console.Plans(cmd.OutOrStdout(), lines, time.Now())
 		},
@@ -117,100 +102,20 @@ func showOnePlan(cmd *cobra.Command, st store.Store, stdout *redact.Writer, id, 
 		return err
 	}
 	if format == "json" {
-		n, err := approvalsOf(ctx, st, prop.Plan)
+		s, err := remediation.StandingOf(ctx, st, prop.Plan)
 		if err != nil {
 			return err
 		}
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			planDoc
-			Body remediation.PlanBody `json:"plan"`
-		}{planDocOf(console.PlanLine{Plan: prop.Plan, Runbook: prop.Body.Runbook, Approvals: n}), prop.Body})
+		return console.PlanJSON(cmd.OutOrStdout(), s, prop.Body)
 	}
 	out := console.NewOutput(cmd.OutOrStdout())
-	if err := showPlan(ctx, out, st, prop); err != nil {
+	if err := approvals.Show(ctx, out, st, prop); err != nil {
 		return err
 	}
 	if out.Err() != nil {
 		return fmt.Errorf("write the plan: %w", out.Err())
 	}
 	return nil
-}
-
-// showPlan shows a plan as it is voted on: console.Plan (with the hash a
-// vote is bound to), then where it stands and who may approve it.
-func showPlan(ctx context.Context, out *console.Output, st store.Store, prop *remediation.Proposal) error {
-	plan := prop.Plan
-	console.Plan(out, &prop.Body, plan.ID)
-	n, err := approvalsOf(ctx, st, plan)
-	if err != nil {
-		return err
-	}
-	out.Printf("Run %s, plan %s: %s; %d of %d approvals; approvers: %s", plan.RunID, plan.ID, plan.State, n, plan.Policy.Needed(), strings.Join(plan.Policy.Approvers, ", "))
-	if plan.Policy.TwoPerson {
-		out.Printf(" (two-person rule: %s, who asked, cannot approve)", console.Dash(plan.RequestedBy))
-	}
-	if !plan.Policy.ExpiresAt.IsZero() {
-		out.Printf("; expires %s", plan.Policy.ExpiresAt.UTC().Format("2006-01-02 15:04:05Z"))
-	}
-	out.Println()
-	return nil
-}
-
-// planDoc is a plan in runbot plans' JSON: what the table shows, by name.
-type planDoc struct {
-	PlanID      string          `json:"plan_id"`
-	RunID       string          `json:"run_id"`
-	Runbook     string          `json:"runbook"`
-	Remediation string          `json:"remediation"`
-	Deployment  string          `json:"deployment"`
-	Diagnosis   string          `json:"diagnosis,omitempty"`
-	State       store.PlanState `json:"state"`
-	Hash        string          `json:"hash"`
-	Approvals   int             `json:"approvals"`
-	Needed      int             `json:"needed"`
-	Approvers   []string        `json:"approvers"`
-	TwoPerson   bool            `json:"two_person"`
-	RequestedBy string          `json:"requested_by"`
-	CreatedAt   time.Time       `json:"created_at"`
-	ExpiresAt   time.Time       `json:"expires_at,omitzero"`
-}
-
-func planDocOf(l console.PlanLine) planDoc {
-	p := l.Plan
-	return planDoc{PlanID: p.ID, RunID: p.RunID, Runbook: l.Runbook, Remediation: p.Remediation, Deployment: p.Deployment,
-		Diagnosis: p.Diagnosis, State: p.State, Hash: p.Hash, Approvals: l.Approvals, Needed: p.Policy.Needed(),
-		Approvers: p.Policy.Approvers, TwoPerson: p.Policy.TwoPerson, RequestedBy: p.RequestedBy, CreatedAt: p.CreatedAt,
-		ExpiresAt: p.Policy.ExpiresAt}
-}
-
-// approvalsOf counts what the store counts toward settling a plan: the
-// distinct people who approved its current hash.
-func approvalsOf(ctx context.Context, st store.Store, p store.Plan) (int, error) {
-	approvals, err := st.Approvals(ctx, p.ID)
-	if err != nil {
-		return 0, err
-	}
-	who := map[string]bool{}
-	for _, a := range approvals {
-		if a.Decision == store.Approve && a.PlanHash == p.Hash {
-			who[a.User] = true
-		}
-	}
-	return len(who), nil
-}
-
-// runbookOf is the runbook that proposed a plan, as its body says; "" for
-// a body that does not say.
-func runbookOf(p store.Plan) string {
-	var body struct {
-		Runbook string `json:"runbook"`
-	}
-	if json.Unmarshal(p.Body, &body) != nil {
-		return ""
-	}
-	return body.Runbook
 }
 
 // serveConfig loads serve's config for a command that acts on what serve

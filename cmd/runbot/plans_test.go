@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbot/runbot/console"
 	"github.com/runbot/runbot/store"
 )
 
@@ -58,7 +59,7 @@ func TestPlansListsWhatAwaitsApproval(t *testing.T) {
 	all := s.plans("--all", "--config", cfg)
 	require.Len(t, all, 2)
 	got := all[1]
-	require.Equal(t, planDoc{PlanID: denied.PlanID, RunID: denied.RunID, Runbook: "cli-fix", Remediation: "fix", Deployment: "host/here",
+	require.Equal(t, console.PlanDoc{PlanID: denied.PlanID, RunID: denied.RunID, Runbook: "cli-fix", Remediation: "fix", Deployment: "host/here",
 		Diagnosis: "needs_fix", State: store.PlanDenied, Hash: denied.Hash, Approvals: 0, Needed: 2, Approvers: []string{"U0ALICE", "U0BOB"},
 		TwoPerson: true, RequestedBy: "U0ALICE", CreatedAt: got.CreatedAt, ExpiresAt: got.ExpiresAt}, got)
 	require.WithinDuration(t, got.CreatedAt.Add(15*time.Minute), got.ExpiresAt, time.Second)
@@ -70,7 +71,7 @@ func TestPlansListsWhatAwaitsApproval(t *testing.T) {
 	stdout, stderr, code = s.cli(nil, "plans", denied.PlanID, "--config", cfg, "--format", "json")
 	require.Equal(t, 0, code, stderr)
 	var one struct {
-		planDoc
+		console.PlanDoc
 		Plan struct {
 			Runbook string `json:"runbook"`
 			Actions []any  `json:"actions"`

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/runbot/runbot/approvals"
 	"github.com/runbot/runbot/runbooks/remediation"
 	"github.com/runbot/runbot/store"
 )
@@ -30,7 +31,7 @@ func newRearmCmd(g *globalFlags) *cobra.Command {
 			if as == "" {
 				return errors.New("rearm: --as USER is required: the person who looked, who must be one who may approve the failed plan")
 			}
-			gr, err := parseGroups(groups)
+			gr, err := approvals.ParseGroups(groups)
 			if err != nil {
 				return err
 			}

@@ -13,31 +13,15 @@ import (
 )
 
 // cliRedactor is the redaction of what the CLI prints and records about
-// runs. Given --config (or RUNBOT_CONFIG), it is serve's: the same secrets
-// are hidden at the terminal as in Slack. Without it the CLI knows only the
-// default patterns and the --redact ones: the notice returned says so, to
-// be shown with the output, since the config's secrets would print as they
-// are. A config secret the user cannot read (the CLI run as someone else
-// than the service) is named on stderr and the rest is still hidden.
+// runs (preflight.CLIRedactor): serve's given --config (or RUNBOT_CONFIG).
+// A config secret the user cannot read (the CLI run as someone else than
+// the service) is named on stderr and the rest is still hidden.
 func (g *globalFlags) cliRedactor(cmd *cobra.Command, extra []string) (_ *redact.Redactor, notice string, _ error) {
-	if g.config == "" {
-		r, err := redact.New(extra)
-		if err != nil {
-			return nil, "", fmt.Errorf("--redact: %w", err)
-		}
-		return r, "note: no --config (or RUNBOT_CONFIG): only the default patterns and --redact are redacted; the config's secrets are not known here\n", nil
-	}
-	r, notes, err := preflight.RedactorFor(g.config)
-	if err != nil {
-		return nil, "", err
-	}
+	r, notice, notes, err := preflight.CLIRedactor(g.config, extra)
 	for _, n := range notes {
 		console.Note(cmd.ErrOrStderr(), "note: %s\n", n)
 	}
-	if r, err = r.With(extra); err != nil {
-		return nil, "", fmt.Errorf("--redact: %w", err)
-	}
-	return r, "", nil
+	return r, notice, err
 }
 
 // hideInOutput has cmd's redacted output (redactOutput) hide values too.

@@ -1,17 +1,15 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/user"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/runbot/runbot/approvals"
 	"github.com/runbot/runbot/console"
 	"github.com/runbot/runbot/internal/redact"
 	"github.com/runbot/runbot/runbooks"
@@ -24,11 +22,11 @@ import (
 )
 
 // writeTimeline draws the timeline of runbot run --timeline. No picture,
-// for whatever reason drawTimeline gives, is noted on stderr but never
+// for whatever reason timeline.WritePNG gives, is noted on stderr but never
 // fails the run, whose diagnosis matters more than its picture; show
 // --timeline, which is asked for the picture only, fails instead.
-func writeTimeline(cmd *cobra.Command, path string, rep *runbooks.Report, markers []timeline.Marker) {
-	if err := drawTimeline(path, rep, markers); err != nil {
+func writeTimeline(cmd *cobra.Command, path string, rep *runbooks.Report) {
+	if err := timeline.WritePNG(path, rep, timeline.Options{}); err != nil {
 		console.Note(cmd.ErrOrStderr(), "runbot: %v\n", err)
 		return
 	}
@@ -94,7 +92,7 @@ func (o *runCmd) run(cmd *cobra.Command, args []string) (err error) {
 	if o.format != "text" && o.format != "json" {
 		return fmt.Errorf("--format %q: want text or json", o.format)
 	}
-	groups, err := parseGroups(o.rf.groups)
+	groups, err := approvals.ParseGroups(o.rf.groups)
 	if err != nil {
 		return err
 	}
@@ -143,7 +141,7 @@ func (o *runCmd) runOne(cmd *cobra.Command, name string, stdout *redact.Writer, 
 		return err
 	}
 	code := exitFor(rep.Outcome)
-	var remOut *remediationOutcome
+	var remOut *approvals.Outcome
 	if o.rf.remediate || o.rf.dryRun {
 		// The plan must show before the approval prompt.
 		if o.format == "text" {
@@ -151,16 +149,18 @@ func (o *runCmd) runOne(cmd *cobra.Command, name string, stdout *redact.Writer, 
 				return fmt.Errorf("write report: %w", err)
 			}
 		}
-		rem := &remediation.Remediator{Engine: pr.engine, Store: st, Catalog: pr.catalog, Groups: groups}
-		if remOut, err = remediate(cmd, rem, pr.p, rep, o.rf, o.format); err != nil {
+		t := &approvals.Terminal{Remediator: &remediation.Remediator{Engine: pr.engine, Store: st, Catalog: pr.catalog, Groups: groups},
+			DryRun: o.rf.dryRun, ApproveAs: o.rf.approveAs, RequestedBy: o.rf.requestedBy, Text: o.format == "text",
+			In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), Prompt: cmd.ErrOrStderr()}
+		if remOut, err = t.Remediate(cmd.Context(), pr.p, rep); err != nil {
 			return err
 		}
-		if remOut != nil {
-			code = remOut.exit(code)
+		if remOut != nil && remOut.Fixed() {
+			code = exitOK
 		}
 	}
 	if o.format == "json" {
-		if err := writeJSONReport(cmd, rep, remOut); err != nil {
+		if err := approvals.WriteReport(cmd.OutOrStdout(), rep, remOut); err != nil {
 			return err
 		}
 	}
@@ -177,13 +177,7 @@ func (o *runCmd) diagnose(cmd *cobra.Command, pr *prepared, st store.Store, red 
 	opts := engine.RunOptions{Trigger: "cli"}
 	tty := isTTY(os.Stderr) && o.format == "text"
 	if tty {
-		var mu sync.Mutex
-		started := time.Now()
-		opts.Progress = func(ev engine.Event) {
-			mu.Lock()
-			defer mu.Unlock()
-			console.Progress(cmd.ErrOrStderr(), ev, started)
-		}
+		opts.Progress = console.ProgressFunc(cmd.ErrOrStderr(), time.Now())
 	}
 	var rec *replay.Recording
 	if o.recordDir != "" {
@@ -204,7 +198,7 @@ func (o *runCmd) diagnose(cmd *cobra.Command, pr *prepared, st store.Store, red 
 		return nil, err
 	}
 	if rec != nil {
-		if err := saveRecording(rec, o.recordDir, rep, red); err != nil {
+		if err := rec.SaveRedacted(o.recordDir, rep, red); err != nil {
 			return nil, err
 		}
 		console.Note(cmd.ErrOrStderr(), "recording: %s\n", o.recordDir)
@@ -219,31 +213,9 @@ func (o *runCmd) diagnose(cmd *cobra.Command, pr *prepared, st store.Store, red 
 		if err := red.Copy(rep, shown); err != nil {
 			return nil, err
 		}
-		writeTimeline(cmd, o.timelinePath, shown, nil)
+		writeTimeline(cmd, o.timelinePath, shown)
 	}
 	return rep, nil
-}
-
-// writeJSONReport prints the report, with the remediation's outcome when
-// there was one, as indented JSON.
-func writeJSONReport(cmd *cobra.Command, rep *runbooks.Report, remOut *remediationOutcome) error {
-	doc := any(rep)
-	if remOut != nil {
-		doc = reportWithRemediation{Report: rep, Remediation: remOut}
-	}
-	enc := json.NewEncoder(cmd.OutOrStdout())
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	return nil
-}
-
-// reportWithRemediation is the JSON document of a run that remediated: the
-// report's fields plus "remediation".
-type reportWithRemediation struct {
-	*runbooks.Report
-	Remediation *remediationOutcome `json:"remediation"`
 }
 
 // exitFor is the exit status of a run (or a fleet run) with this outcome.
@@ -264,16 +236,4 @@ func currentUser() string {
 		return u.Username
 	}
 	return os.Getenv("USER")
-}
-
-func parseGroups(specs []string) (remediation.Groups, error) {
-	g := remediation.Groups{}
-	for _, s := range specs {
-		name, members, ok := strings.Cut(s, "=")
-		if !ok || name == "" || members == "" {
-			return nil, fmt.Errorf("--group %q: want NAME=user1,user2", s)
-		}
-		g[name] = append(g[name], strings.Split(members, ",")...)
-	}
-	return g, nil
 }

@@ -1,20 +1,14 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/runbot/runbot/console"
-	"github.com/runbot/runbot/internal/yamlnode"
-	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
 	"github.com/runbot/runbot/runbooks/catalog"
@@ -47,29 +41,18 @@ func (f *runFlags) paramMap() (map[string]string, error) {
 	return out, nil
 }
 
-// findRunbook accepts a runbook name or a path to a runbook file, and
-// returns the catalog it is part of. An argument that looks like a path
-// is never taken for a name: a missing file is reported as such, not as
-// an unknown runbook named after it.
+// findRunbook accepts a runbook name or a path to a runbook file
+// (catalog.LooksLikePath), and returns the catalog it is part of.
 func findRunbook(cmd *cobra.Command, g *globalFlags, name string) (*runbooks.Runbook, *catalog.Catalog, error) {
 	c, err := loadCatalog(cmd, g)
 	if err != nil {
 		return nil, nil, err
 	}
-	if !looksLikePath(name) {
+	if !catalog.LooksLikePath(name) {
 		rb, err := c.Get(name)
 		return rb, c, err
 	}
-	if _, err := os.Stat(name); err != nil {
-		// The path is in the message already; the stat in front of the
-		// reason would only be noise.
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, nil, fmt.Errorf("runbook file %s: %w%s", name, err, similarRunbook(name, c))
-	}
-	rb, problems, err := runbooks.LoadFile(name)
+	rb, problems, err := catalog.LoadPath(name, c.Names())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -81,41 +64,6 @@ func findRunbook(cmd *cobra.Command, g *globalFlags, name string) (*runbooks.Run
 	}
 	c.Add(rb)
 	return rb, c, nil
-}
-
-// looksLikePath reports whether a runbook argument names a file rather
-// than a runbook: runbook names have neither an extension nor a
-// directory.
-func looksLikePath(name string) bool {
-	return strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") ||
-		strings.ContainsRune(name, '/') || strings.ContainsRune(name, filepath.Separator)
-}
-
-// similarRunbook is the did-you-mean for a runbook file that does not
-// exist: a runbook file beside it of a similar name (or of the same name
-// with its extension), else a runbook in the catalog named like the file.
-func similarRunbook(path string, c *catalog.Catalog) string {
-	dir, base := filepath.Split(path)
-	stem := strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
-	var files []string
-	byStem := map[string]string{}
-	entries, _ := os.ReadDir(cmp.Or(dir, "."))
-	for _, e := range entries {
-		n := e.Name()
-		if e.IsDir() || catalog.IsTestFile(n) || (!strings.HasSuffix(n, ".yaml") && !strings.HasSuffix(n, ".yml")) {
-			continue
-		}
-		s := strings.TrimSuffix(strings.TrimSuffix(n, ".yaml"), ".yml")
-		files = append(files, s)
-		byStem[s] = n
-	}
-	if s := yamlnode.Suggest(stem, files); s != "" {
-		return fmt.Sprintf(" (did you mean %s?)", filepath.Join(dir, byStem[s]))
-	}
-	if s := yamlnode.Suggest(stem, c.Names()); s != "" {
-		return fmt.Sprintf(" (did you mean the runbook %q?)", s)
-	}
-	return ""
 }
 
 // prepared is a runbook ready to run, with what was needed to get there.
@@ -139,14 +87,8 @@ func prepare(ctx context.Context, cmd *cobra.Command, g *globalFlags, f *runFlag
 	if f.inventory == "" {
 		return nil, fmt.Errorf("runbook %s needs an inventory: pass --inventory FILE", rb.Name)
 	}
-	inv, err := inventory.Load(f.inventory)
+	eng, p, closeRunners, err := bind.Prepare(ctx, f.inventory, rb, given)
 	if err != nil {
-		return nil, err
-	}
-	eng, closeRunners := bind.NewEngine(inv)
-	p, err := eng.Prepare(ctx, rb, given)
-	if err != nil {
-		closeRunners()
 		return nil, err
 	}
 	return &prepared{engine: eng, p: p, catalog: c, close: closeRunners}, nil

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,7 +34,7 @@ func newTestCmd(g *globalFlags) *cobra.Command {
 				// The JSON document comes at the end; progress lines
 				// would break it.
 				suite.Started = func(name string) { out.Printf("=== RUN   %s\n", name) }
-				suite.Finished = func(name string, res replay.TestResult) { testFinished(out, name, res) }
+				suite.Finished = func(name string, res replay.TestResult) { console.TestFinished(out, name, res) }
 			}
 			start := time.Now()
 			if err := suite.Run(cmd.Context(), paths); err != nil {
@@ -48,7 +47,7 @@ func newTestCmd(g *globalFlags) *cobra.Command {
 					return fmt.Errorf("write results: %w", err)
 				}
 			} else {
-				testSummary(out, suite, time.Since(start))
+				console.TestSummary(out, suite, time.Since(start))
 			}
 			if err := out.Err(); err != nil {
 				return fmt.Errorf("write results: %w", err)
@@ -61,39 +60,4 @@ func newTestCmd(g *globalFlags) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	return cmd
-}
-
-// testFinished writes a case's go-test-style result line, and for a
-// failure what was expected and the evidence behind what it gave.
-func testFinished(out io.Writer, name string, res replay.TestResult) {
-	if res.Passed {
-		console.Note(out, "--- PASS: %s (%.3fs)\n", name, res.Duration.Seconds())
-		return
-	}
-	console.Note(out, "--- FAIL: %s (%.3fs)\n", name, res.Duration.Seconds())
-	console.TestFailure(out, res)
-}
-
-// testSummary ends the text output as go test does, after the problems
-// and warnings.
-func testSummary(out *console.Output, s *replay.Suite, elapsed time.Duration) {
-	for _, p := range s.Problems {
-		out.Println(p)
-	}
-	for _, w := range s.Warnings {
-		out.Println("warning: " + w)
-	}
-	verdict := "ok"
-	if !s.Passed {
-		verdict = "FAIL"
-		out.Println("FAIL")
-	}
-	// The problems count in the last line too: a test file that does not
-	// load runs no test, and "0 test(s), 0 failed" alone would read as
-	// nothing to do rather than as the reason for the FAIL.
-	problems := ""
-	if n := len(s.Problems); n > 0 {
-		problems = fmt.Sprintf(", %d problem(s) (see above)", n)
-	}
-	out.Printf("%s\t%d test(s), %d failed%s\t%.3fs\n", verdict, len(s.Results), s.Failed, problems, elapsed.Seconds())
 }

@@ -102,6 +102,10 @@ var allowed = map[string][]string{
 	"inventory":     {"internal/yamlnode"},
 	"store":         {"internal/"},
 	"config":        {"internal/"},
+	// approvals casts votes away from chat (runbot approve and deny as
+	// the config's operators: map the OS user, and the prompt of runbot
+	// run --remediate) through the remediator, and prints with console.
+	"approvals": {"config", "console", "runbooks", "runbooks/engine", "runbooks/remediation", "store", "internal/"},
 	// console renders for a terminal what the CLI shows; it decides
 	// nothing and opens nothing: it reads the values it is given.
 	"console":  {"runbooks", "runbooks/failures", "runbooks/engine", "runbooks/remediation", "runbooks/record", "runbooks/replay", "runbooks/fleet", "store", "internal/"},

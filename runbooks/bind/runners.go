@@ -6,6 +6,7 @@ import (
 	"github.com/runbot/runbot/inventory"
 	"github.com/runbot/runbot/remote"
 	"github.com/runbot/runbot/remote/sshrun"
+	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/engine"
 )
 
@@ -67,4 +68,22 @@ func NewEngine(inv *inventory.Inventory) (_ *engine.Engine, close func()) {
 	// Closing connections when the work is done: there is nothing left to
 	// report a failure to.
 	return eng, func() { _ = pool.Close() }
+}
+
+// Prepare loads the inventory at path and prepares a run of rb with the
+// given params over its hosts, on an engine of its own (NewEngine): what
+// `runbot run` and `runbot explain` run. close closes the engine's
+// connections; it is nil when Prepare fails, which closes them itself.
+func Prepare(ctx context.Context, path string, rb *runbooks.Runbook, given map[string]string) (_ *engine.Engine, _ *engine.Prepared, close func(), _ error) {
+	inv, err := inventory.Load(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	eng, closeRunners := NewEngine(inv)
+	p, err := eng.Prepare(ctx, rb, given)
+	if err != nil {
+		closeRunners()
+		return nil, nil, nil, err
+	}
+	return eng, p, closeRunners, nil
 }

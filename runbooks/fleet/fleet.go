@@ -1,7 +1,8 @@
 // Package fleet runs one runbook once per deployment of an inventory (the
 // CLI's --all-deployments and --deployments), a bounded number at a time,
 // records every run, and sums them up. The deployments come from
-// bind.SelectDeployments.
+// bind.SelectDeployments, through Select, which also refuses what every
+// deployment would.
 package fleet
 
 import (

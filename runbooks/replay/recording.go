@@ -21,6 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/runbot/runbot/checks"
+	"github.com/runbot/runbot/internal/redact"
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/internal/target"
 	"github.com/runbot/runbot/remote"
@@ -440,6 +441,16 @@ type SaveOptions struct {
 	// (command lines and outputs, errors, probe bodies, expositions,
 	// params) before it is written: a recording is meant to be shared.
 	Redact func(string) string
+}
+
+// SaveRedacted is Save with every text redacted by red, as the CLI saves
+// what runbot run --record records and runbot show --export exports: a
+// recording is meant to be checked in and shared like a message.
+func (r *Recording) SaveRedacted(dir string, rep *runbooks.Report, red *redact.Redactor) error {
+	if err := r.Save(dir, rep, SaveOptions{Redact: red.Redact}); err != nil {
+		return fmt.Errorf("save recording: %w", err)
+	}
+	return nil
 }
 
 // Save writes the recording of rep into dir, which must not exist or be

@@ -1,4 +1,4 @@
-package main
+package approvals
 
 import (
 	"testing"
@@ -13,7 +13,7 @@ import (
 // not look up: the config's own members of it may vote from the CLI.
 func TestApproveHintsAtSlackUsergroups(t *testing.T) {
 	t.Parallel()
-	v := &vote{identity: "U0ALICE", cfg: &config.Config{File: "/etc/runbot/runbot.yaml",
+	v := &Voter{Identity: "U0ALICE", Config: &config.Config{File: "/etc/runbot/runbot.yaml",
 		Groups: map[string][]string{"oncall": {"U0BOB"}, "db": {"U0CAROL"}}, SlackUsergroups: map[string]string{"oncall": "S0ONCALL"}}}
 	for _, tc := range []struct {
 		name      string
