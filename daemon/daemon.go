@@ -61,11 +61,13 @@ func newLogger(c config.Log, red *redact.Redactor) *slog.Logger {
 
 // daemonParts is everything Run started, for an orderly shutdown.
 type daemonParts struct {
-	log    *slog.Logger
-	st     store.Store
-	pool   *sshrun.Pool
-	inv    *inventory.Inventory // as at start; a reload's is in the dispatcher's set and the scheduler
-	disp   *dispatch.Dispatcher
+	log  *slog.Logger
+	st   store.Store
+	pool *sshrun.Pool
+	inv  *inventory.Inventory // as at start; a reload's is in the dispatcher's set and the scheduler
+	disp *dispatch.Dispatcher
+	// fence stops the dispatcher's work before the lease can lapse.
+	fence  *leaseFence
 	server *http.Server
 	// outbox delivers chat messages; nil without Slack.
 	outbox *outbox.Outbox
@@ -199,7 +201,8 @@ func (d *daemonParts) openStore(ctx context.Context, cfg *config.Config) (_ stor
 	// The lease says to every replica sharing the database that this
 	// process is alive; it is held before anything is claimed and resigned
 	// (after the shutdown) before the store closes.
-	stopLease, err := store.HoldLease(ctx, st, d.log)
+	d.fence = &leaseFence{now: time.Now}
+	stopLease, err := store.HoldLease(ctx, st, d.log, d.fence.renewed)
 	if err != nil {
 		closeSt()
 		return store.Recovery{}, nil, err
@@ -324,6 +327,9 @@ func (d *daemonParts) startDispatcher(runCtx context.Context, dcfg dispatch.Conf
 	// recovered by the sweeps of those that live, once their lease
 	// expired.
 	d.loops.Go(func() { d.disp.SweepEvery(runCtx, store.DefaultRecoveryInterval, nil) })
+	// From now on a lease about to lapse stops the dispatcher's work.
+	d.fence.fence = d.disp.Fence
+	d.loops.Go(func() { d.fence.watch(runCtx) })
 	return nil
 }
 

@@ -127,7 +127,7 @@ func TestFailoverStoreFollowsPromotion(t *testing.T) {
 	p := pgtest.NewPair(t)
 	ctx := testCtx(t)
 	st := openPostgresAt(t, p.DSN())
-	stopLease, err := store.HoldLease(ctx, st, slog.New(slog.DiscardHandler))
+	stopLease, err := store.HoldLease(ctx, st, slog.New(slog.DiscardHandler), nil)
 	require.NoError(t, err)
 	defer stopLease()
 

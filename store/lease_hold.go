@@ -19,7 +19,7 @@ func OpenLeased(ctx context.Context, location string, opts ...Option) (Store, er
 	if err != nil {
 		return nil, err
 	}
-	stop, err := HoldLease(ctx, st, slog.Default())
+	stop, err := HoldLease(ctx, st, slog.Default(), nil)
 	if err != nil {
 		_ = st.Close() // the lease error is the one to report
 		return nil, err
@@ -48,20 +48,26 @@ const leaseRegisterTimeout = 30 * time.Second
 // is called, which resigns it and waits for the loop to end. The first
 // heartbeat is synchronous: until it is stored, a sweep in another process
 // would judge this process's rows by a PID check, which fails for a
-// process on another host, so nothing may be claimed before it.
-func HoldLease(ctx context.Context, st Store, log *slog.Logger) (stop func(), err error) {
+// process on another host, so nothing may be claimed before it. renewed,
+// when set, is told after each renewal until when the lease surely holds
+// (KeepAlive), for a process that must stop acting before it lapses.
+func HoldLease(ctx context.Context, st Store, log *slog.Logger, renewed func(until time.Time)) (stop func(), err error) {
 	hctx, cancel := context.WithTimeoutCause(ctx, leaseRegisterTimeout, errors.New("registering the replica lease took too long"))
+	started := time.Now()
 	_, err = st.Heartbeat(hctx, DefaultLeaseTTL)
 	cancel()
 	var lapsed *LeaseLapsedError
 	if err != nil && !errors.As(err, &lapsed) {
 		return nil, fmt.Errorf("register replica lease: %w", err)
 	}
+	if renewed != nil {
+		renewed(started.Add(DefaultLeaseTTL))
+	}
 	lctx, stopLoop := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		KeepAlive(lctx, st, DefaultHeartbeat, DefaultLeaseTTL, log, nil)
+		KeepAlive(lctx, st, DefaultHeartbeat, DefaultLeaseTTL, log, renewed)
 	}()
 	var once sync.Once
 	return func() {

@@ -292,12 +292,15 @@ func onThisHost(owner string) bool {
 // now until ctx ends, and then resigns it (under a timeout of its own,
 // since ctx is over by then). A failed renewal is logged and retried at
 // the next beat: the lease is ttl long so that one miss costs nothing.
-// beat, when set, is called after each renewal that succeeded, for a
-// readiness or liveness monitor.
-func KeepAlive(ctx context.Context, st Replicas, interval, ttl time.Duration, log *slog.Logger, beat func()) {
+// renewed, when set, is called after each renewal that succeeded with the
+// local time until which the lease surely holds: the renewal's start plus
+// ttl, on this process's monotonic clock, so that no clock skew moves it
+// later than the expiry the database recorded.
+func KeepAlive(ctx context.Context, st Replicas, interval, ttl time.Duration, log *slog.Logger, renewed func(until time.Time)) {
 	renew := func() {
 		cctx, cancel := context.WithTimeoutCause(ctx, interval, errors.New("renewing the replica lease took longer than the heartbeat interval"))
 		defer cancel()
+		started := time.Now()
 		_, err := st.Heartbeat(cctx, ttl)
 		var lapsed *LeaseLapsedError
 		switch {
@@ -309,8 +312,8 @@ func KeepAlive(ctx context.Context, st Replicas, interval, ttl time.Duration, lo
 			}
 			return
 		}
-		if beat != nil {
-			beat()
+		if renewed != nil {
+			renewed(started.Add(ttl))
 		}
 	}
 	renew()
