@@ -291,12 +291,12 @@ func (r *Remediator) Vote(ctx context.Context, planID, user string, approve bool
 	}
 	ok, err := r.MayApprove(ctx, plan.Policy.Approvers, user)
 	if err != nil {
-		return store.ApprovalResult{Plan: plan}, &ApprovalError{User: user, Reason: err}
+		return store.ApprovalResult{Plan: plan}, &store.ApprovalError{PlanID: plan.ID, User: user, Reason: store.RefusedPolicy, State: plan.State, Err: err}
 	}
 	if !ok {
 		detail, _ := json.Marshal(map[string]any{"decision": decision, "reason": "not an approver"})
 		_, _ = r.Store.AppendAudit(ctx, store.AuditEvent{At: r.now(), RunID: plan.RunID, PlanID: plan.ID, Kind: store.AuditApprovalRefused, Actor: user, Detail: detail})
-		return store.ApprovalResult{Plan: plan}, &ApprovalError{User: user, Reason: ErrNotApprover, Detail: "approvers: " + strings.Join(plan.Policy.Approvers, ", ")}
+		return store.ApprovalResult{Plan: plan}, &store.ApprovalError{PlanID: plan.ID, User: user, Reason: store.RefusedPolicy, State: plan.State, Err: ErrNotApprover, Detail: "approvers: " + strings.Join(plan.Policy.Approvers, ", ")}
 	}
 	return r.Store.RecordApproval(ctx, store.Approval{PlanID: planID, User: user, Decision: decision, PlanHash: shownHash, At: r.now()})
 }
