@@ -40,8 +40,9 @@ type Engine struct {
 
 // RunOptions tune one run.
 type RunOptions struct {
-	RunID   string
-	Trigger string
+	RunID string
+	// Trigger says what started the run; the report carries it.
+	Trigger runbooks.Trigger
 	// Progress, when set, is told as steps start and finish. It is called
 	// from several goroutines and must be quick.
 	Progress func(Event)

@@ -489,7 +489,7 @@ func (a *applying) finish(ctx context.Context, to store.PlanState, msg string, c
 func (a *applying) confirm(ctx context.Context) (stop bool, res *ApplyResult, err error) {
 	body := a.body
 	a.say(StagePrecheck, "re-running %s to confirm %s still holds", a.rb.Name, body.Diagnosis)
-	pre := a.r.Engine.Run(ctx, a.p, engine.RunOptions{Trigger: "precheck"})
+	pre := a.r.Engine.Run(ctx, a.p, engine.RunOptions{Trigger: runbooks.TriggerPrecheck})
 	a.res.Precheck = a.p.Shown(pre)
 	if !hasDiagnosis(pre, body.Diagnosis) {
 		// Absent because it was checked and is gone, or because the checks
@@ -543,7 +543,7 @@ func (a *applying) verify(ctx context.Context, applied []appliedAction) (*ApplyR
 		}
 	}
 	a.say(StageVerify, "re-running %s", strings.Join(rem.Verify, ", "))
-	ver := a.r.Engine.Run(ctx, a.p, engine.RunOptions{Trigger: "verify", Only: rem.Verify})
+	ver := a.r.Engine.Run(ctx, a.p, engine.RunOptions{Trigger: runbooks.TriggerVerify, Only: rem.Verify})
 	a.res.Verify = a.p.Shown(ver)
 	why := a.r.unverified(a.rb, rem, ver, a.res.Verify, a.p, a.body.Diagnosis)
 	a.res.Recovered = why == ""
