@@ -88,6 +88,14 @@ type TargetRun struct {
 	Evidence   []string      `json:"evidence,omitempty"`
 	Events     []step.Event  `json:"events,omitempty"`
 	Error      string        `json:"error,omitempty"`
+	// ConnectError is the part of Error that says the step's host could
+	// not be reached or would not let runbot in, as the SSH transport's
+	// connect error says it; the engine sets it from that typed error, and
+	// it is empty when the host was reached. It is not part of the JSON
+	// form, which stays as reports were always written: a report read back
+	// from JSON (the store's, a redacted copy) or replayed from a recording
+	// has only Error, and failures.ConnectionError reads the text there.
+	ConnectError string `json:"-"`
 }
 
 // FindingResult is a finding that held (or could not be evaluated).
