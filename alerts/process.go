@@ -478,7 +478,7 @@ func (a *Receiver) adoptVerdict(ctx context.Context, t *alertTrack, w store.Work
 		verdict = runview.Verdict(&rep)
 	}
 	a.mu.Lock()
-	t.runID, t.verdict, t.verdictStatus = run.ID, verdict, runview.OutcomeStatus(runbooks.Outcome(run.Outcome))
+	t.runID, t.verdict, t.verdictStatus = run.ID, verdict, runview.OutcomeStatus(run.Outcome)
 	a.mu.Unlock()
 }
 

@@ -70,7 +70,7 @@ func (m *metrics) StepFinished(rb string, tr *runbooks.TargetRun) {
 
 // RunFinished implements engine.Observer.
 func (m *metrics) RunFinished(rep *runbooks.Report) {
-	trigger := rep.Trigger
+	trigger := string(rep.Trigger)
 	if trigger == "" {
 		trigger = "unknown"
 	}

@@ -326,7 +326,7 @@ func (d *demo) diagnose(ctx context.Context, f *fix) error {
 	if f.p, err = f.eng.Prepare(ctx, f.rb, params); err != nil {
 		return err
 	}
-	if f.rep, err = record.RunAndRecord(ctx, f.eng, f.st, f.p, engine.RunOptions{Trigger: "cli"}, requester); err != nil {
+	if f.rep, err = record.RunAndRecord(ctx, f.eng, f.st, f.p, engine.RunOptions{Trigger: runbooks.TriggerCLI}, requester); err != nil {
 		return err
 	}
 	if f.run, err = f.st.GetRun(ctx, f.rep.RunID); err != nil {
@@ -407,7 +407,7 @@ func (d *demo) replayBurst(ctx context.Context, f *fix) error {
 	if !strings.Contains(out, `"wedged":false`) {
 		return fmt.Errorf("decode wedged again after the fix: %s", strings.TrimSpace(out))
 	}
-	after, err := record.RunAndRecord(ctx, f.eng, f.st, f.p, engine.RunOptions{Trigger: "cli"}, requester)
+	after, err := record.RunAndRecord(ctx, f.eng, f.st, f.p, engine.RunOptions{Trigger: runbooks.TriggerCLI}, requester)
 	if err != nil {
 		return err
 	}

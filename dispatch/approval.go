@@ -217,32 +217,29 @@ func (d *Dispatcher) reloadPlan(ctx context.Context, rs *runState) {
 // refusalText explains a refused vote to the voter, or returns "" when err
 // is not a refusal.
 func refusalText(err error, plan store.Plan) string {
-	if err == nil {
-		return ""
-	}
-	var ae *remediation.ApprovalError
-	if errors.As(err, &ae) && errors.Is(err, remediation.ErrNotApprover) {
-		return fmt.Sprintf("You are not an approver of this remediation (approvers: %s). Nothing was changed.", strings.Join(plan.Policy.Approvers, ", "))
-	}
-	if errors.As(err, &ae) && errors.Is(err, remediation.ErrApproversUnknown) {
-		why := strings.TrimPrefix(ae.Reason.Error(), remediation.ErrApproversUnknown.Error()+": ")
-		return "Could not check whether you may approve (" + why + "), so your vote was not counted. Nothing was changed; try again."
-	}
 	var se *store.ApprovalError
-	if errors.As(err, &se) {
-		switch se.Reason {
-		case store.RefusedSelf:
-			return "The two-person rule applies: whoever requested the run cannot approve its remediation. Another approver has to. Nothing was changed."
-		case store.RefusedStale:
-			return "This plan changed since it was shown to you, so your vote was not counted. Look at the current message (or run the runbook again)."
-		case store.RefusedExpired:
-			return "The approval window for this plan has closed. Run the runbook again for a fresh plan."
-		default:
-			return fmt.Sprintf("This plan is %s; votes are no longer taken.", strings.ReplaceAll(string(se.State), "_", " "))
+	switch {
+	case err == nil:
+		return ""
+	case !errors.As(err, &se):
+		if errors.Is(err, store.ErrNotFound) {
+			return "This plan no longer exists."
 		}
+		return ""
+	case se.Reason == store.RefusedPolicy && errors.Is(se.Err, remediation.ErrNotApprover):
+		return fmt.Sprintf("You are not an approver of this remediation (approvers: %s). Nothing was changed.", strings.Join(plan.Policy.Approvers, ", "))
+	case se.Reason == store.RefusedPolicy && errors.Is(se.Err, remediation.ErrApproversUnknown):
+		why := strings.TrimPrefix(se.Err.Error(), remediation.ErrApproversUnknown.Error()+": ")
+		return "Could not check whether you may approve (" + why + "), so your vote was not counted. Nothing was changed; try again."
+	case se.Reason == store.RefusedPolicy:
+		return ""
+	case se.Reason == store.RefusedSelf:
+		return "The two-person rule applies: whoever requested the run cannot approve its remediation. Another approver has to. Nothing was changed."
+	case se.Reason == store.RefusedStale:
+		return "This plan changed since it was shown to you, so your vote was not counted. Look at the current message (or run the runbook again)."
+	case se.Reason == store.RefusedExpired:
+		return "The approval window for this plan has closed. Run the runbook again for a fresh plan."
+	default:
+		return fmt.Sprintf("This plan is %s; votes are no longer taken.", strings.ReplaceAll(string(se.State), "_", " "))
 	}
-	if errors.Is(err, store.ErrNotFound) {
-		return "This plan no longer exists."
-	}
-	return ""
 }

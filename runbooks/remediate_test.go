@@ -326,8 +326,9 @@ func TestCircuitBreakerRearm(t *testing.T) {
 	require.Equal(t, store.PlanRolledBack, res.State)
 
 	_, err = e.rem.Rearm(t.Context(), prop.Plan.Deployment, prop.Plan.Diagnosis, "mallory")
-	var ae *remediation.ApprovalError
+	var ae *store.ApprovalError
 	require.ErrorAs(t, err, &ae)
+	require.Equal(t, store.RefusedPolicy, ae.Reason)
 	require.ErrorIs(t, err, remediation.ErrMayNotRearm)
 	opened, err := e.rem.Rearm(t.Context(), prop.Plan.Deployment, prop.Plan.Diagnosis, "bob")
 	require.NoError(t, err)

@@ -3,22 +3,44 @@ package runbooks
 import (
 	"time"
 
+	"github.com/runbot/runbot/internal/run"
 	"github.com/runbot/runbot/internal/step"
 )
 
-// Outcome summarises a run for exit codes and Slack colours.
-type Outcome string
+// Outcome summarises a run for exit codes and Slack colours. It is
+// run.Outcome, the one type the store keeps a run's outcome in
+// (store.Outcome) too; a report's is one of the three below.
+type Outcome = run.Outcome
 
 const (
 	// OutcomeOK: every step ran and nothing critical was found.
-	OutcomeOK Outcome = "ok"
+	OutcomeOK = run.OutcomeOK
 	// OutcomeCritical: a critical finding or diagnosis.
-	OutcomeCritical Outcome = "critical"
+	OutcomeCritical = run.OutcomeCritical
 	// OutcomeInconclusive: nothing critical, but the run cannot say the
 	// service is fine: some findings could not be evaluated because their
 	// steps did not run, or the runbook has diagnoses and none held
 	// (Undiagnosed).
-	OutcomeInconclusive Outcome = "inconclusive"
+	OutcomeInconclusive = run.OutcomeInconclusive
+)
+
+// Trigger says what started a run: the command line, chat, an alert, the
+// scheduler, or a remediation's precheck or verify run. It is run.Trigger,
+// the one type the store keeps a run's trigger in (store.Trigger) too; its
+// text is what reports and recordings carry.
+type Trigger = run.Trigger
+
+const (
+	TriggerCLI      = run.TriggerCLI
+	TriggerChat     = run.TriggerChat
+	TriggerAlert    = run.TriggerAlert
+	TriggerSchedule = run.TriggerSchedule
+	// TriggerPrecheck is a remediation's run of the diagnosis right before
+	// it applies a plan.
+	TriggerPrecheck = run.TriggerPrecheck
+	// TriggerVerify is a remediation's run of its verify steps after it
+	// applied a plan.
+	TriggerVerify = run.TriggerVerify
 )
 
 // Report is the complete record of one run: what ran where, what it saw,
@@ -28,7 +50,7 @@ type Report struct {
 	RunID      string            `json:"run_id"`
 	Runbook    string            `json:"runbook"`
 	Title      string            `json:"title,omitempty"`
-	Trigger    string            `json:"trigger,omitempty"`
+	Trigger    Trigger           `json:"trigger,omitempty"`
 	Params     map[string]string `json:"params"`
 	StartedAt  time.Time         `json:"started_at"`
 	FinishedAt time.Time         `json:"finished_at"`
@@ -66,6 +88,14 @@ type TargetRun struct {
 	Evidence   []string      `json:"evidence,omitempty"`
 	Events     []step.Event  `json:"events,omitempty"`
 	Error      string        `json:"error,omitempty"`
+	// ConnectError is the part of Error that says the step's host could
+	// not be reached or would not let runbot in, as the SSH transport's
+	// connect error says it; the engine sets it from that typed error, and
+	// it is empty when the host was reached. It is not part of the JSON
+	// form, which stays as reports were always written: a report read back
+	// from JSON (the store's, a redacted copy) or replayed from a recording
+	// has only Error, and failures.ConnectionError reads the text there.
+	ConnectError string `json:"-"`
 }
 
 // FindingResult is a finding that held (or could not be evaluated).

@@ -1,6 +1,7 @@
 package runbooks_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/runbot/runbot/runbooks"
 	"github.com/runbot/runbot/runbooks/bind"
 	"github.com/runbot/runbot/runbooks/engine"
+	"github.com/runbot/runbot/runbooks/failures"
 )
 
 // fanoutRunbook runs one command on three roles of a deployment.
@@ -105,6 +107,18 @@ func TestUnreachableHostIsPerHost(t *testing.T) {
 	require.Equal(t, step.OK, byTarget["b"].Status)
 	require.Equal(t, step.Error, byTarget["c"].Status)
 	require.Contains(t, byTarget["c"].Error, "other")
+	require.Contains(t, byTarget["c"].ConnectError, "connect to other (127.0.0.1:1)", "the engine marks the typed connect error")
+	require.Contains(t, byTarget["c"].Error, byTarget["c"].ConnectError)
+	unreachable := failures.Unreachable(rep.Steps)
+	require.Len(t, unreachable, 1)
+	require.Equal(t, byTarget["c"].ConnectError, unreachable[0].Cause)
+	// The JSON form has no marker; read back, the text says the same.
+	b, err := json.Marshal(rep)
+	require.NoError(t, err)
+	require.NotContains(t, string(b), "ConnectError")
+	var stored runbooks.Report
+	require.NoError(t, json.Unmarshal(b, &stored))
+	require.Equal(t, unreachable, failures.Unreachable(stored.Steps))
 	require.Empty(t, rep.Findings)
 	require.Len(t, rep.Inconclusive, 1)
 	require.Equal(t, runbooks.OutcomeInconclusive, rep.Outcome)

@@ -84,15 +84,30 @@ const (
 	RefusedClosed ApprovalRefusal = "closed"
 	// RefusedSelf means the two-person rule forbids the requester to approve.
 	RefusedSelf ApprovalRefusal = "self"
+	// RefusedPolicy means the remediation's policy refused the person
+	// before the store was asked (not an approver, or whether they are
+	// could not be checked); the ApprovalError's Err says which. The store
+	// itself never refuses with it.
+	RefusedPolicy ApprovalRefusal = "policy"
 )
 
-// ApprovalError says that an approval or denial was refused.
+// ApprovalError says that an approval, a denial or another act only an
+// approver may do was refused. It is the one refusal type: the store
+// returns it for what it refuses atomically (Reason stale, expired, closed
+// or self), and package remediation for what its policy refuses first
+// (Reason RefusedPolicy, Err the policy's sentinel error), so callers match
+// every refusal with errors.As on this one type and its cause with
+// errors.Is.
 type ApprovalError struct {
 	PlanID string
 	User   string
 	Reason ApprovalRefusal
 	// State is the plan's state when the approval was refused.
 	State PlanState
+	// Err is why the policy refused, for Reason RefusedPolicy, and Detail
+	// what the person may want to know about it (who the approvers are).
+	Err    error
+	Detail string
 }
 
 func (e *ApprovalError) Error() string {
@@ -103,7 +118,15 @@ func (e *ApprovalError) Error() string {
 		return fmt.Sprintf("approval by %s refused: plan %s expired", e.User, e.PlanID)
 	case RefusedSelf:
 		return fmt.Sprintf("approval by %s refused: plan %s needs a second person", e.User, e.PlanID)
+	case RefusedPolicy:
+		if e.Detail != "" {
+			return fmt.Sprintf("approval by %s refused: %v (%s)", e.User, e.Err, e.Detail)
+		}
+		return fmt.Sprintf("approval by %s refused: %v", e.User, e.Err)
 	default:
 		return fmt.Sprintf("approval by %s refused: plan %s is %s", e.User, e.PlanID, e.State)
 	}
 }
+
+// Unwrap lets callers match the policy's reason with errors.Is.
+func (e *ApprovalError) Unwrap() error { return e.Err }

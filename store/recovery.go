@@ -351,7 +351,7 @@ func finalReport(report sql.NullString) (Outcome, time.Time, bool) {
 		Outcome    Outcome   `json:"outcome"`
 		FinishedAt time.Time `json:"finished_at"`
 	}
-	if err := json.Unmarshal([]byte(report.String), &r); err != nil || r.Outcome == OutcomeNone || !r.Outcome.valid() || r.FinishedAt.IsZero() {
+	if err := json.Unmarshal([]byte(report.String), &r); err != nil || r.Outcome == OutcomeNone || !r.Outcome.Valid() || r.FinishedAt.IsZero() {
 		return "", time.Time{}, false
 	}
 	return r.Outcome, r.FinishedAt, true

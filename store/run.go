@@ -10,35 +10,28 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/runbot/runbot/internal/run"
 )
 
-// Trigger says what started a run.
-type Trigger string
+// Trigger says what started a run. It is run.Trigger, the one type the
+// runbook language's reports carry too; the store keeps runs and work of
+// the kinds TriggerKinds lists only.
+type Trigger = run.Trigger
 
 const (
-	TriggerCLI Trigger = "cli"
-	// TriggerChat is a chat command, on whichever platform. Its stored
-	// value is "chat", and history and show print "chat". Runbot stored
-	// it as "slack" before; opening an older database migrates the old
-	// value "slack" to "chat" in runs, work, reports and the audit log
-	// (migrations/0009_trigger_chat.sql, postgres/0007_trigger_chat.sql),
-	// and the store refuses "slack" from then on.
-	TriggerChat     Trigger = "chat"
-	TriggerAlert    Trigger = "alert"
-	TriggerSchedule Trigger = "schedule"
+	TriggerCLI = run.TriggerCLI
+	// TriggerChat is a chat command, on whichever platform; see
+	// run.TriggerChat for the "slack" it replaced.
+	TriggerChat     = run.TriggerChat
+	TriggerAlert    = run.TriggerAlert
+	TriggerSchedule = run.TriggerSchedule
 )
 
-// triggerKinds is the one list of trigger kinds. The store refuses runs and
-// work of any other kind, and so does the bot; the SQL CHECKs on
-// runs.trigger_type and work.trigger_type repeat it as a safety net, and a
-// test fails when they differ from it.
-var triggerKinds = []Trigger{TriggerCLI, TriggerChat, TriggerAlert, TriggerSchedule}
-
-// TriggerKinds returns every valid trigger kind.
-func TriggerKinds() []Trigger { return slices.Clone(triggerKinds) }
-
-// Valid reports whether t is one of TriggerKinds.
-func (t Trigger) Valid() bool { return slices.Contains(triggerKinds, t) }
+// TriggerKinds returns every valid trigger kind of a stored run or work:
+// run.RecordedTriggers, the one list of them. Trigger's Valid reports
+// whether a trigger is one of them.
+func TriggerKinds() []Trigger { return run.RecordedTriggers() }
 
 // RunStatus says whether a run is still going and how it ended as a process;
 // Outcome says what it found.
@@ -65,24 +58,19 @@ func (s RunStatus) Final() bool {
 	return false
 }
 
-// Outcome is a run's verdict.
-type Outcome string
+// Outcome is a run's verdict. It is run.Outcome, the one type the runbook
+// language's reports carry (runbooks.Outcome): the store adds OutcomeNone
+// for a run that has not finished and OutcomeError for one the engine
+// could not carry out.
+type Outcome = run.Outcome
 
 const (
-	OutcomeNone         Outcome = ""
-	OutcomeOK           Outcome = "ok"
-	OutcomeCritical     Outcome = "critical"
-	OutcomeInconclusive Outcome = "inconclusive"
-	OutcomeError        Outcome = "error"
+	OutcomeNone         = run.OutcomeNone
+	OutcomeOK           = run.OutcomeOK
+	OutcomeCritical     = run.OutcomeCritical
+	OutcomeInconclusive = run.OutcomeInconclusive
+	OutcomeError        = run.OutcomeError
 )
-
-func (o Outcome) valid() bool {
-	switch o {
-	case OutcomeNone, OutcomeOK, OutcomeCritical, OutcomeInconclusive, OutcomeError:
-		return true
-	}
-	return false
-}
 
 // MessageRef locates a message that a chat front end posted, on any
 // platform. The store keeps it opaque: Platform names the front end
@@ -406,7 +394,7 @@ func (s *sqlStore) FinishRun(ctx context.Context, id string, status RunStatus, o
 	if !status.Final() {
 		return Run{}, fmt.Errorf("finish run %s: %w", id, &InvalidTransitionError{Kind: "run", From: string(RunRunning), To: string(status)})
 	}
-	if !outcome.valid() {
+	if !outcome.Valid() {
 		return Run{}, fmt.Errorf("finish run %s: invalid outcome %q", id, outcome)
 	}
 	if err := checkJSON("report", report); err != nil {

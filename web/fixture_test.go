@@ -142,7 +142,7 @@ func buildFixture(t *testing.T) (*fixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep, err := record.RunAndRecord(ctx, eng, st, p, engine.RunOptions{Trigger: string(store.TriggerAlert)}, "alertmanager")
+	rep, err := record.RunAndRecord(ctx, eng, st, p, engine.RunOptions{Trigger: store.TriggerAlert}, "alertmanager")
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +187,7 @@ func buildFixture(t *testing.T) (*fixture, error) {
 		if err != nil {
 			return store.Run{}, err
 		}
-		lrep, err := record.RunAndRecord(ctx, leng, st, lp, engine.RunOptions{Trigger: string(trigger)}, by)
+		lrep, err := record.RunAndRecord(ctx, leng, st, lp, engine.RunOptions{Trigger: trigger}, by)
 		if err != nil {
 			return store.Run{}, err
 		}

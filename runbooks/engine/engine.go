@@ -18,6 +18,7 @@ import (
 	"github.com/runbot/runbot/checks"
 	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/internal/target"
+	"github.com/runbot/runbot/remote/sshrun"
 	"github.com/runbot/runbot/runbooks"
 )
 
@@ -40,8 +41,9 @@ type Engine struct {
 
 // RunOptions tune one run.
 type RunOptions struct {
-	RunID   string
-	Trigger string
+	RunID string
+	// Trigger says what started the run; the report carries it.
+	Trigger runbooks.Trigger
 	// Progress, when set, is told as steps start and finish. It is called
 	// from several goroutines and must be quick.
 	Progress func(Event)
@@ -393,11 +395,32 @@ func (e *Engine) runTarget(ctx context.Context, p *Prepared, s *runbooks.Step, i
 		tr.Status = step.OK
 	case ctx.Err() != nil:
 		tr.Status, tr.Error = step.Canceled, "run cancelled: "+out.err.Error()
+		tr.ConnectError = connectError(tr, out.err)
 	case errors.Is(context.Cause(sctx), cause) && sctx.Err() != nil:
 		tr.Status, tr.Error = step.Timeout, cause.Error()
 	default:
 		tr.Status, tr.Error = step.Error, out.err.Error()
+		tr.ConnectError = connectError(tr, out.err)
 	}
+}
+
+// connectError is the text of the SSH connect error in err when it is
+// about the host tr ran on (its target, when the host is not known), else
+// "": the host could not be reached or would not let runbot in. A connect
+// error of another host is the step's own failure, not its host's.
+func connectError(tr *runbooks.TargetRun, err error) string {
+	var ce *sshrun.ConnectError
+	if !errors.As(err, &ce) {
+		return ""
+	}
+	host := tr.Host
+	if host == "" {
+		host = tr.Target
+	}
+	if host == "" || ce.Host != host {
+		return ""
+	}
+	return ce.Error()
 }
 
 // runTime passes a run's start, end or verdict time through the tape.

@@ -166,13 +166,22 @@ func Unreachable(runs []*runbooks.TargetRun) []Host {
 
 // ConnectionError returns the part of a step run's error that says its
 // host could not be reached or would not let runbot in, and whether there
-// is one. The report keeps errors as text, so this reads the text the SSH
-// runner writes for its connect error ("connect to HOST (ADDRESS): ..." or
-// "... via jump host ..."), which checks wrap in what they were doing.
+// is one. A run the engine has just carried out says so in ConnectError,
+// set from the SSH transport's typed error.
+//
+// A report read back from JSON (the store's, history's, a redacted copy)
+// or replayed from a recording keeps errors only as text: ConnectError is
+// not part of the JSON form, which stays as it was written. For those this
+// falls back to reading the text the SSH runner writes for its connect
+// error ("connect to HOST (ADDRESS): ..." or "... via jump host ..."),
+// which checks wrap in what they were doing.
 func ConnectionError(tr *runbooks.TargetRun) (string, bool) {
 	host := hostOf(tr)
 	if host == "" || tr.Error == "" {
 		return "", false
+	}
+	if tr.ConnectError != "" {
+		return tr.ConnectError, true
 	}
 	i := strings.Index(tr.Error, "connect to "+host+" (")
 	if i < 0 {

@@ -159,3 +159,29 @@ func TestHostLine(t *testing.T) {
 	h := failures.Host{Host: "gpu-1", Cause: keyErr, Stopped: 42}
 	require.Equal(t, "cannot reach gpu-1 (42 step runs stopped): "+keyErr, h.String())
 }
+
+// TestConnectionErrorTypedAndText: a run the engine just carried out says
+// its connect error in ConnectError, which is taken as it is; a run read
+// back from JSON has only its error's text, which is read instead.
+func TestConnectionErrorTypedAndText(t *testing.T) {
+	typed := stepRun("unit", "gpu-1", step.Error, "systemctl status on gpu-1: "+keyErr)
+	typed.ConnectError = keyErr
+	tests := []struct {
+		name  string
+		run   *runbooks.TargetRun
+		cause string
+		ok    bool
+	}{
+		{name: "typed", run: typed, cause: keyErr, ok: true},
+		{name: "text of a recorded run", run: stepRun("unit", "gpu-1", step.Error, "systemctl status on gpu-1: "+keyErr), cause: keyErr, ok: true},
+		{name: "text of another host", run: stepRun("unit", "gpu-3", step.Error, "systemctl status: "+keyErr)},
+		{name: "no error", run: stepRun("unit", "gpu-1", step.OK, "")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cause, ok := failures.ConnectionError(tt.run)
+			require.Equal(t, tt.ok, ok)
+			require.Equal(t, tt.cause, cause)
+		})
+	}
+}

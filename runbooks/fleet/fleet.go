@@ -104,7 +104,7 @@ func (r *Result) run(ctx context.Context, eng *engine.Engine, st store.Runs, rb 
 		r.Error = err.Error()
 		return
 	}
-	rep, err := record.RunAndRecord(ctx, eng, st, p, engine.RunOptions{Trigger: string(store.TriggerCLI)}, requestedBy)
+	rep, err := record.RunAndRecord(ctx, eng, st, p, engine.RunOptions{Trigger: runbooks.TriggerCLI}, requestedBy)
 	if err != nil {
 		r.Error = err.Error()
 		return

@@ -169,7 +169,7 @@ func (r *Recorder) Record(ctx context.Context, rec Record) Recorded {
 		return out
 	}
 
-	seen := r.Engine.Run(ctx, p, engine.RunOptions{RunID: run.ID, Trigger: string(rec.Trigger), Progress: rec.Progress, Only: rec.Only})
+	seen := r.Engine.Run(ctx, p, engine.RunOptions{RunID: run.ID, Trigger: rec.Trigger, Progress: rec.Progress, Only: rec.Only})
 	rep := p.Shown(seen)
 	out.Report = rep
 	status := store.RunFinished
@@ -183,7 +183,7 @@ func (r *Recorder) Record(ctx context.Context, rec Record) Recorded {
 	}
 	// The deadline starts now, not with the run: a run may take longer
 	// than recording its end may.
-	end := End{RunID: run.ID, Status: status, Outcome: store.Outcome(rep.Outcome), Report: raw}
+	end := End{RunID: run.ID, Status: status, Outcome: rep.Outcome, Report: raw}
 	fin, ferr := WriteEnd(ctx, r.Runs, end)
 	if ferr != nil {
 		if out.Err == nil {
@@ -206,7 +206,7 @@ func (r *Recorder) Record(ctx context.Context, rec Record) Recorded {
 // without proposing): the run is created before the first step starts, so
 // a crash leaves a trace, and finished with its report and outcome.
 func RunAndRecord(ctx context.Context, e *engine.Engine, st store.Runs, p *engine.Prepared, opts engine.RunOptions, requestedBy string) (*runbooks.Report, error) {
-	trigger := store.Trigger(opts.Trigger)
+	trigger := opts.Trigger
 	if trigger == "" {
 		trigger = store.TriggerCLI
 	}

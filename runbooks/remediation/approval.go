@@ -68,23 +68,6 @@ func (r *Remediator) MayApprove(ctx context.Context, approvers []string, user st
 	return false, nil
 }
 
-// ApprovalError says who was refused and why.
-type ApprovalError struct {
-	User   string
-	Reason error
-	Detail string
-}
-
-func (e *ApprovalError) Error() string {
-	if e.Detail != "" {
-		return fmt.Sprintf("approval by %s refused: %v (%s)", e.User, e.Reason, e.Detail)
-	}
-	return fmt.Sprintf("approval by %s refused: %v", e.User, e.Reason)
-}
-
-// Unwrap lets callers match the reason.
-func (e *ApprovalError) Unwrap() error { return e.Reason }
-
 // Groups maps group names to their members, from config. An approver
 // entry "@sre-oncall" or "group:sre-oncall" names a group; anything else is
 // a user id.

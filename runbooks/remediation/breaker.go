@@ -89,7 +89,7 @@ func (r *Remediator) Rearm(ctx context.Context, deployment, diagnosis, user stri
 		return store.Plan{}, fmt.Errorf("re-arm the breaker of %s on %s: %w", diagnosis, deployment, err)
 	}
 	if !ok {
-		return store.Plan{}, &ApprovalError{User: user, Reason: ErrMayNotRearm, Detail: "only who may approve plan " + open.ID + " may re-arm the breaker it opened"}
+		return store.Plan{}, &store.ApprovalError{PlanID: open.ID, User: user, Reason: store.RefusedPolicy, State: open.State, Err: ErrMayNotRearm, Detail: "only who may approve plan " + open.ID + " may re-arm the breaker it opened"}
 	}
 	detail, err := json.Marshal(rearm{Deployment: deployment, Diagnosis: diagnosis, Plan: open.ID})
 	if err != nil {

@@ -291,12 +291,12 @@ func (r *Remediator) Vote(ctx context.Context, planID, user string, approve bool
 	}
 	ok, err := r.MayApprove(ctx, plan.Policy.Approvers, user)
 	if err != nil {
-		return store.ApprovalResult{Plan: plan}, &ApprovalError{User: user, Reason: err}
+		return store.ApprovalResult{Plan: plan}, &store.ApprovalError{PlanID: plan.ID, User: user, Reason: store.RefusedPolicy, State: plan.State, Err: err}
 	}
 	if !ok {
 		detail, _ := json.Marshal(map[string]any{"decision": decision, "reason": "not an approver"})
 		_, _ = r.Store.AppendAudit(ctx, store.AuditEvent{At: r.now(), RunID: plan.RunID, PlanID: plan.ID, Kind: store.AuditApprovalRefused, Actor: user, Detail: detail})
-		return store.ApprovalResult{Plan: plan}, &ApprovalError{User: user, Reason: ErrNotApprover, Detail: "approvers: " + strings.Join(plan.Policy.Approvers, ", ")}
+		return store.ApprovalResult{Plan: plan}, &store.ApprovalError{PlanID: plan.ID, User: user, Reason: store.RefusedPolicy, State: plan.State, Err: ErrNotApprover, Detail: "approvers: " + strings.Join(plan.Policy.Approvers, ", ")}
 	}
 	return r.Store.RecordApproval(ctx, store.Approval{PlanID: planID, User: user, Decision: decision, PlanHash: shownHash, At: r.now()})
 }
@@ -489,7 +489,7 @@ func (a *applying) finish(ctx context.Context, to store.PlanState, msg string, c
 func (a *applying) confirm(ctx context.Context) (stop bool, res *ApplyResult, err error) {
 	body := a.body
 	a.say(StagePrecheck, "re-running %s to confirm %s still holds", a.rb.Name, body.Diagnosis)
-	pre := a.r.Engine.Run(ctx, a.p, engine.RunOptions{Trigger: "precheck"})
+	pre := a.r.Engine.Run(ctx, a.p, engine.RunOptions{Trigger: runbooks.TriggerPrecheck})
 	a.res.Precheck = a.p.Shown(pre)
 	if !hasDiagnosis(pre, body.Diagnosis) {
 		// Absent because it was checked and is gone, or because the checks
@@ -543,7 +543,7 @@ func (a *applying) verify(ctx context.Context, applied []appliedAction) (*ApplyR
 		}
 	}
 	a.say(StageVerify, "re-running %s", strings.Join(rem.Verify, ", "))
-	ver := a.r.Engine.Run(ctx, a.p, engine.RunOptions{Trigger: "verify", Only: rem.Verify})
+	ver := a.r.Engine.Run(ctx, a.p, engine.RunOptions{Trigger: runbooks.TriggerVerify, Only: rem.Verify})
 	a.res.Verify = a.p.Shown(ver)
 	why := a.r.unverified(a.rb, rem, ver, a.res.Verify, a.p, a.body.Diagnosis)
 	a.res.Recovered = why == ""

@@ -99,10 +99,7 @@ func (r *Remediator) VoteFrom(ctx context.Context, src Source, planID, user stri
 // voteOutcome says what became of a vote, or "" when it failed without a
 // decision (no refusal): then there is nothing to audit.
 func voteOutcome(res store.ApprovalResult, err error) (outcome, reason string) {
-	var (
-		ae *ApprovalError
-		se *store.ApprovalError
-	)
+	var se *store.ApprovalError
 	switch {
 	case err == nil && res.Settled && res.Plan.State == store.PlanApproved:
 		return OutcomeApproved, ""
@@ -110,8 +107,8 @@ func voteOutcome(res store.ApprovalResult, err error) (outcome, reason string) {
 		return OutcomeDenied, ""
 	case err == nil:
 		return OutcomeCounted, ""
-	case errors.As(err, &ae):
-		return OutcomeRefused, ae.Reason.Error()
+	case errors.As(err, &se) && se.Reason == store.RefusedPolicy:
+		return OutcomeRefused, se.Err.Error()
 	case errors.As(err, &se):
 		return OutcomeRefused, string(se.Reason)
 	}

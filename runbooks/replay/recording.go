@@ -51,7 +51,7 @@ type recordingDoc struct {
 	Runbook string            `yaml:"runbook"`
 	Note    string            `yaml:"note,omitempty"`
 	RunID   string            `yaml:"run_id,omitempty"`
-	Trigger string            `yaml:"trigger,omitempty"`
+	Trigger runbooks.Trigger  `yaml:"trigger,omitempty"`
 	Params  map[string]string `yaml:"params"`
 	Started time.Time         `yaml:"started"`
 	// Finished and VerdictAt are when the run ended and settled.

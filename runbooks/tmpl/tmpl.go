@@ -134,28 +134,27 @@ func (t *Template) Execute(data any) (string, error) {
 // e.g. whether an alert param gives a default of its own.
 func (t *Template) Calls(name string) bool {
 	found := false
-	t.walkCommands(func(c *parse.CommandNode) {
-		for _, a := range c.Args {
-			if id, ok := a.(*parse.IdentifierNode); ok && id.Ident == name {
-				found = true
-			}
+	t.walk(walkOptions{}, func(n parse.Node) bool {
+		if id, ok := n.(*parse.IdentifierNode); ok && id.Ident == name {
+			found = true
 		}
+		return !found
 	})
 	return found
 }
 
 // Fields returns the field chains the template reads, e.g. [labels
-// service] for {{ .labels.service }}, each once, in order.
+// service] for {{ .labels.service }}, each once, in order: the operands of
+// a command before those of the pipelines nested in it.
 func (t *Template) Fields() [][]string {
 	var out [][]string
 	seen := map[string]bool{}
-	t.walkCommands(func(c *parse.CommandNode) {
-		for _, a := range c.Args {
-			if f, ok := a.(*parse.FieldNode); ok && !seen[strings.Join(f.Ident, ".")] {
-				seen[strings.Join(f.Ident, ".")] = true
-				out = append(out, f.Ident)
-			}
+	t.walk(walkOptions{nestedLast: true}, func(n parse.Node) bool {
+		if f, ok := n.(*parse.FieldNode); ok && !seen[strings.Join(f.Ident, ".")] {
+			seen[strings.Join(f.Ident, ".")] = true
+			out = append(out, f.Ident)
 		}
+		return true
 	})
 	return out
 }
@@ -171,64 +170,19 @@ func (t *Template) Warnings() []escape.Problem { return t.warnings }
 // error check returns. Names under range and with are left out, since the
 // dot moves there.
 func (t *Template) RootFields(check func(chain []string) error) error {
-	if t == nil || t.t.Tree == nil {
-		return nil
-	}
 	var err error
-	var walkList func(l *parse.ListNode)
-	walkPipe := func(p *parse.PipeNode) {
-		if p == nil || err != nil {
-			return
-		}
-		for _, c := range p.Cmds {
-			for _, a := range c.Args {
-				if err == nil {
-					err = rootArg(a, check)
-				}
+	t.walk(walkOptions{rootOnly: true}, func(n parse.Node) bool {
+		switch n := n.(type) {
+		case *parse.FieldNode:
+			err = check(n.Ident)
+		case *parse.VariableNode:
+			if len(n.Ident) > 1 && n.Ident[0] == "$" {
+				err = check(n.Ident[1:])
 			}
 		}
-	}
-	walkList = func(l *parse.ListNode) {
-		if l == nil {
-			return
-		}
-		for _, n := range l.Nodes {
-			switch n := n.(type) {
-			case *parse.ActionNode:
-				walkPipe(n.Pipe)
-			case *parse.IfNode:
-				walkPipe(n.Pipe)
-				walkList(n.List)
-				walkList(n.ElseList)
-			case *parse.RangeNode:
-				walkPipe(n.Pipe)
-			case *parse.WithNode:
-				walkPipe(n.Pipe)
-			}
-		}
-	}
-	walkList(t.t.Root)
+		return err == nil
+	})
 	return err
-}
-
-func rootArg(a parse.Node, check func([]string) error) error {
-	switch a := a.(type) {
-	case *parse.FieldNode:
-		return check(a.Ident)
-	case *parse.VariableNode:
-		if len(a.Ident) > 1 && a.Ident[0] == "$" {
-			return check(a.Ident[1:])
-		}
-	case *parse.PipeNode:
-		for _, c := range a.Cmds {
-			for _, x := range c.Args {
-				if err := rootArg(x, check); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
 }
 
 // AllFields returns every field chain the template names, in order and
@@ -236,81 +190,81 @@ func rootArg(a parse.Node, check func([]string) error) error {
 // the dot has moved) and inside parenthesised chains ((.a).b). The
 // verdict reads it to know which steps a summary quotes.
 func (t *Template) AllFields() [][]string {
-	if t == nil || t.t == nil || t.t.Tree == nil {
-		return nil
-	}
 	var out [][]string
-	var walk func(n parse.Node)
-	walk = func(n parse.Node) {
-		switch x := n.(type) {
-		case *parse.ListNode:
-			if x == nil {
-				return
-			}
-			for _, c := range x.Nodes {
-				walk(c)
-			}
-		case *parse.ActionNode:
-			walk(x.Pipe)
-		case *parse.PipeNode:
-			if x == nil {
-				return
-			}
-			for _, c := range x.Cmds {
-				walk(c)
-			}
-		case *parse.CommandNode:
-			for _, a := range x.Args {
-				walk(a)
-			}
-		case *parse.FieldNode:
-			out = append(out, x.Ident)
-		case *parse.ChainNode:
-			walk(x.Node)
-		case *parse.IfNode:
-			walk(x.Pipe)
-			walk(x.List)
-			walk(x.ElseList)
-		case *parse.RangeNode:
-			walk(x.Pipe)
-			walk(x.List)
-			walk(x.ElseList)
-		case *parse.WithNode:
-			walk(x.Pipe)
-			walk(x.List)
-			walk(x.ElseList)
+	t.walk(walkOptions{chains: true}, func(n parse.Node) bool {
+		if f, ok := n.(*parse.FieldNode); ok {
+			out = append(out, f.Ident)
 		}
-	}
-	walk(t.t.Root)
+		return true
+	})
 	return out
 }
 
-// walkCommands calls fn for every command of every pipeline of the
-// template, in actions and in the conditions of if, range and with.
-func (t *Template) walkCommands(fn func(*parse.CommandNode)) {
-	if t.t == nil || t.t.Tree == nil {
+// walkOptions say how far a walk of the template goes. Every walk visits
+// the pipelines of actions and of the conditions of if, range and with,
+// the pipelines nested in them, and both branches of if; the options are
+// where the callers of walk differ.
+type walkOptions struct {
+	// rootOnly leaves out both branches of range and with, where the dot
+	// is no longer the data's root.
+	rootOnly bool
+	// chains goes into parenthesised chains, (.a).b; without it a chain
+	// is not visited at all.
+	chains bool
+	// nestedLast visits a command's operands before the pipelines nested
+	// in them (the order Fields has always listed in), instead of each
+	// nested pipeline in its place.
+	nestedLast bool
+}
+
+// walk calls visit with each operand of each command of the template (a
+// field, a variable, an identifier, a constant; never a pipeline, which it
+// goes into, nor a chain) in order, as o says, until visit returns false.
+// It is the one walk of the parse tree behind Calls, Fields, RootFields
+// and AllFields.
+func (t *Template) walk(o walkOptions, visit func(parse.Node) bool) {
+	if t == nil || t.t == nil || t.t.Tree == nil {
 		return
 	}
+	stopped := false
 	var pipe func(p *parse.PipeNode)
-	var list func(l *parse.ListNode)
+	var operand func(n parse.Node)
+	operand = func(n parse.Node) {
+		if stopped {
+			return
+		}
+		switch n := n.(type) {
+		case *parse.PipeNode:
+			if !o.nestedLast {
+				pipe(n)
+			}
+		case *parse.ChainNode:
+			if o.chains {
+				operand(n.Node)
+			}
+		default:
+			stopped = !visit(n)
+		}
+	}
 	pipe = func(p *parse.PipeNode) {
 		if p == nil {
 			return
 		}
 		for _, c := range p.Cmds {
-			fn(c)
 			for _, a := range c.Args {
-				if sub, ok := a.(*parse.PipeNode); ok {
+				operand(a)
+			}
+			if !o.nestedLast {
+				continue
+			}
+			for _, a := range c.Args {
+				if sub, ok := a.(*parse.PipeNode); ok && !stopped {
 					pipe(sub)
 				}
 			}
 		}
 	}
-	branch := func(b *parse.BranchNode) {
-		pipe(b.Pipe)
-		list(b.List)
-		list(b.ElseList)
-	}
+	var list func(l *parse.ListNode)
 	list = func(l *parse.ListNode) {
 		if l == nil {
 			return
@@ -320,11 +274,21 @@ func (t *Template) walkCommands(fn func(*parse.CommandNode)) {
 			case *parse.ActionNode:
 				pipe(n.Pipe)
 			case *parse.IfNode:
-				branch(&n.BranchNode)
+				pipe(n.Pipe)
+				list(n.List)
+				list(n.ElseList)
 			case *parse.RangeNode:
-				branch(&n.BranchNode)
+				pipe(n.Pipe)
+				if !o.rootOnly {
+					list(n.List)
+					list(n.ElseList)
+				}
 			case *parse.WithNode:
-				branch(&n.BranchNode)
+				pipe(n.Pipe)
+				if !o.rootOnly {
+					list(n.List)
+					list(n.ElseList)
+				}
 			}
 		}
 	}

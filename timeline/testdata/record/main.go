@@ -67,7 +67,7 @@ func record(invPath, out, params string) error {
 	if err != nil {
 		return err
 	}
-	rep := e.Run(ctx, p, engine.RunOptions{RunID: engine.NewRunID(time.Now()), Trigger: "cli"})
+	rep := e.Run(ctx, p, engine.RunOptions{RunID: engine.NewRunID(time.Now()), Trigger: runbooks.TriggerCLI})
 	raw, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
