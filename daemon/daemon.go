@@ -201,8 +201,16 @@ func (d *daemonParts) openStore(ctx context.Context, cfg *config.Config) (_ stor
 	// The lease says to every replica sharing the database that this
 	// process is alive; it is held before anything is claimed and resigned
 	// (after the shutdown) before the store closes.
+	// Only a database that replicas on other hosts share can hand this
+	// process's work to another one while it is cut off: a SQLite file's
+	// other users are on this host and see by its PID that it lives, so
+	// a full disk does not stop its runs.
 	d.fence = &leaseFence{now: time.Now}
-	stopLease, err := store.HoldLease(ctx, st, d.log, d.fence.renewed)
+	var renewed func(time.Time)
+	if parsed, perr := store.ParseLocation(loc.Reveal()); perr == nil && parsed.Backend == store.BackendPostgres {
+		renewed = d.fence.renewed
+	}
+	stopLease, err := store.HoldLease(ctx, st, d.log, renewed)
 	if err != nil {
 		closeSt()
 		return store.Recovery{}, nil, err
