@@ -37,6 +37,9 @@ type dialect struct {
 	// table that others reference cannot be rebuilt (dropping it would
 	// first delete its rows from under the rows that reference them).
 	foreignKeysOff, foreignKeysOn, foreignKeyCheck string
+	// clock reads the database's clock, in nanoseconds since the Unix
+	// epoch (dbClock); empty where the store keeps its own clock.
+	clock string
 
 	cache sync.Map // query in SQLite's spelling -> in this dialect's
 }
@@ -63,6 +66,9 @@ var postgresDialect = &dialect{
 	// CREATE TABLE IF NOT EXISTS is not safe against a concurrent one in
 	// PostgreSQL (both may try to create the type), hence a lock first.
 	migrationLock: `SELECT pg_advisory_xact_lock(hashtextextended('runbot.schema_migrations', 0))`,
+	// clock_timestamp() is the time as the statement runs (now() would be
+	// the transaction's start); extract gives exact numeric seconds.
+	clock: `SELECT (extract(epoch FROM clock_timestamp()) * 1000000000)::bigint`,
 }
 
 // rebind rewrites a query's "?" placeholders for the dialect. The store's

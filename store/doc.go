@@ -31,8 +31,10 @@
 // either from a location: a path or sqlite:///path, or postgres://...;
 // RedactDSN is the location fit for logs.
 //
-// Decisions that depend on time (lock expiry, approval expiry, dedup
-// windows) read the clock given by WithNow.
+// Decisions that depend on time (lease, lock and claim expiry, approval
+// expiry, dedup windows) read the store's clock: the host's, or a test's
+// given by WithNow. On PostgreSQL the host's clock is corrected to the
+// database's (see Replicas).
 //
 // # Schema
 //
@@ -128,6 +130,24 @@
 // may receive any delivery or click. Scheduled audits fire once per tick
 // across replicas through ScheduleTicks, whose claims a catch-up takes
 // over from a claimer whose lease expired.
+//
+// Leases, locks and claims are judged by the database's clock, not the
+// host's: replicas on several hosts compare the expiries that others
+// wrote, and a host whose clock ran 30 s fast would count another
+// replica's lease expired 30 s early and take over its work (remediating
+// twice), one 30 s slow would act on its own lease 30 s after the others
+// counted it dead. So a store on PostgreSQL reads the database's clock
+// (clock_timestamp()) at open and in every lease renewal, between two
+// readings of its own, and from then on reads its own clock plus the
+// offset measured; every time it writes (expiries, record times) and
+// every expiry it judges is on the database's clock. The measurement is
+// off by at most half its round trip, and the store takes the safe side
+// of that: its own lease counts as expired that much earlier, another's
+// lease, lock or claim that much later. Between renewals (DefaultHeartbeat)
+// the offset is the last one measured, so a host clock stepped meanwhile
+// counts until the next renewal. SQLite, one file on one host, keeps the
+// host's clock, and so does a test's clock (WithNow), which stands for
+// the database's too.
 //
 // # Failover
 //

@@ -31,16 +31,19 @@ func (s *sqlStore) Acquire(ctx context.Context, key, holder string, ttl time.Dur
 		return Lock{}, errors.New("acquire lock: key, holder and a positive ttl are required")
 	}
 	now := s.clock()
-	if err := s.lease.claimable(now); err != nil {
+	if err := s.claimable(now); err != nil {
 		return Lock{}, fmt.Errorf("acquire lock %s for %s: %w", key, holder, err)
 	}
 	l := Lock{Key: key, Holder: holder, Token: newToken(), Since: now, Expires: now.Add(ttl)}
+	// Another's lock is taken over once it expired by the earliest the
+	// database's clock may read.
+	expired := s.dbEarliest(now).UnixNano()
 	err := s.write(ctx, func(tx querier) error {
 		var prev sql.NullString
 		// The previous holder of an expired lock, read in the same
 		// transaction, goes into the audit entry: a lease taken over is
 		// worth knowing about.
-		err := tx.QueryRowContext(ctx, `SELECT holder FROM locks WHERE key = ? AND expires_at <= ?`, key, now.UnixNano()).Scan(&prev)
+		err := tx.QueryRowContext(ctx, `SELECT holder FROM locks WHERE key = ? AND expires_at <= ?`, key, expired).Scan(&prev)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
@@ -48,7 +51,7 @@ func (s *sqlStore) Acquire(ctx context.Context, key, holder string, ttl time.Dur
 			ON CONFLICT (key) DO UPDATE SET holder = excluded.holder, token = excluded.token,
 				since = excluded.since, expires_at = excluded.expires_at, owner = excluded.owner
 			WHERE locks.expires_at <= ?`,
-			key, holder, l.Token, now.UnixNano(), l.Expires.UnixNano(), s.owner, now.UnixNano())
+			key, holder, l.Token, now.UnixNano(), l.Expires.UnixNano(), s.owner, expired)
 		if err != nil {
 			return err
 		}

@@ -209,17 +209,20 @@ func (s *sqlStore) SetChatMessageContent(ctx context.Context, id string, content
 // that the claim is free on the row it locks.
 func (s *sqlStore) ClaimChatMessages(ctx context.Context, limit int, lease time.Duration) ([]ChatMessage, error) {
 	now := s.clock()
+	// Another's claim is free once it expired by the earliest the
+	// database's clock may read.
+	free := s.dbEarliest(now).UnixNano()
 	// A read first: the sender asks every second, and a claim that finds
 	// nothing need not take the write lock.
 	var due int
 	if err := s.read().QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM chat_outbox
-		WHERE state = 'due' AND next_at <= ? AND claim_until <= ? LIMIT 1) AS due`, now.UnixNano(), now.UnixNano()).Scan(&due); err != nil {
+		WHERE state = 'due' AND next_at <= ? AND claim_until <= ? LIMIT 1) AS due`, now.UnixNano(), free).Scan(&due); err != nil {
 		return nil, fmt.Errorf("claim chat messages: %w", err)
 	}
 	if due == 0 {
 		return nil, nil
 	}
-	if err := s.lease.claimable(now); err != nil {
+	if err := s.claimable(now); err != nil {
 		return nil, fmt.Errorf("claim chat messages: %w", err)
 	}
 	type claimed struct {
@@ -234,7 +237,7 @@ func (s *sqlStore) ClaimChatMessages(ctx context.Context, limit int, lease time.
 				SELECT seq FROM chat_outbox WHERE state = 'due' AND next_at <= ? AND claim_until <= ?
 				ORDER BY seq LIMIT ?`+tx.dialect().skipLocked+`)
 			RETURNING seq, `+chatColumns,
-			s.owner, now.Add(lease).UnixNano(), now.UnixNano(), now.UnixNano(), now.UnixNano(), now.UnixNano(), limit)
+			s.owner, now.Add(lease).UnixNano(), now.UnixNano(), free, now.UnixNano(), free, limit)
 		if err != nil {
 			return err
 		}

@@ -317,7 +317,7 @@ func (s *sqlStore) TransitionPlan(ctx context.Context, t Transition) (Plan, erro
 	}
 	now := s.clock()
 	if t.To == PlanApplying {
-		if err := s.lease.claimable(now); err != nil {
+		if err := s.claimable(now); err != nil {
 			return Plan{}, fmt.Errorf("move plan %s from %s to %s: %w", t.PlanID, t.From, t.To, err)
 		}
 	}

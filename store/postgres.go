@@ -85,9 +85,14 @@ func OpenPostgres(ctx context.Context, dsn string, opts ...Option) (*Postgres, e
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(postgresMaxConns)
 	db.SetMaxIdleConns(postgresMaxConns)
-	s := &Postgres{sqlStore{db: db, d: postgresDialect, now: o.now, dedupWindow: o.dedupWindow, owner: o.owner, alive: o.alive}}
+	s := &Postgres{sqlStore{db: db, d: postgresDialect, now: o.now, dbTime: dbClock{measured: o.localNow},
+		dedupWindow: o.dedupWindow, owner: o.owner, alive: o.alive}}
 	if err := s.migrate(ctx, postgresMigrations); err != nil {
 		_ = db.Close() // the migration error is the one to report
+		return nil, redactErr(fmt.Errorf("open store %s: %w", where, err), dsn)
+	}
+	if err := s.syncClock(ctx, s.read()); err != nil {
+		_ = db.Close() // the clock's error is the one to report
 		return nil, redactErr(fmt.Errorf("open store %s: %w", where, err), dsn)
 	}
 	return s, nil

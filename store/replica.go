@@ -135,8 +135,10 @@ func (l *leaseView) blind(now time.Time) bool {
 
 // ownerLive is the package's ownerLive as this process may apply it at
 // now: while it is blind to expired leases, only a PID check on this host
-// proves an owner dead.
+// proves an owner dead. Another's lease counts as expired once it expired
+// by the earliest the database's clock may read (dbEarliest).
 func (s *sqlStore) ownerLive(owner string, lease time.Time, hasLease bool, now time.Time) bool {
+	now = s.dbEarliest(now)
 	if hasLease && !lease.After(now) && s.lease.blind(now) {
 		return owner == s.owner || !onThisHost(owner) || s.alive(owner)
 	}
@@ -150,11 +152,18 @@ func (s *sqlStore) Heartbeat(ctx context.Context, ttl time.Duration) (Replica, e
 	if ttl <= 0 {
 		return Replica{}, fmt.Errorf("heartbeat of %s: ttl must be positive, got %s", s.owner, ttl)
 	}
-	now := s.clock()
-	r := Replica{Owner: s.owner, Since: now, Renewed: now, Expires: now.Add(ttl)}
-	var lapsed *LeaseLapsedError
+	var (
+		r      Replica
+		lapsed *LeaseLapsedError
+	)
 	err := s.write(ctx, func(tx querier) error {
-		lapsed = nil
+		// Every renewal measures the database's clock afresh, in its own
+		// transaction, before it reads the time the lease runs from.
+		if err := s.syncClock(ctx, tx); err != nil {
+			return err
+		}
+		now := s.clock()
+		r, lapsed = Replica{Owner: s.owner, Since: now, Renewed: now, Expires: now.Add(ttl)}, nil
 		var since, expires int64
 		err := tx.QueryRowContext(ctx, `SELECT since, expires_at FROM replicas WHERE owner = ?`+tx.dialect().forUpdate, s.owner).
 			Scan(&since, &expires)
@@ -170,7 +179,7 @@ func (s *sqlStore) Heartbeat(ctx context.Context, ttl time.Duration) (Replica, e
 			return err
 		}
 		r.Since = time.Unix(0, since).UTC()
-		if prev := time.Unix(0, expires).UTC(); !prev.After(now) {
+		if prev := time.Unix(0, expires).UTC(); !prev.After(s.dbLatest(now)) {
 			lapsed = &LeaseLapsedError{Owner: s.owner, Expired: prev, Renewed: now}
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE replicas SET renewed_at = ?, expires_at = ? WHERE owner = ?`,

@@ -30,7 +30,11 @@ var _ Store = (*SQLite)(nil)
 type Option func(*options)
 
 type options struct {
-	now         func() time.Time
+	now func() time.Time
+	// localNow says now is this host's clock, which a store on PostgreSQL
+	// corrects to the database's (dbClock); a test's clock from WithNow
+	// stands for the database's as well.
+	localNow    bool
 	busyTimeout time.Duration
 	dedupWindow time.Duration
 	owner       string
@@ -38,8 +42,19 @@ type options struct {
 }
 
 // WithNow sets the clock used for lock expiry, approval expiry and record
-// timestamps. Tests pass a fake clock.
-func WithNow(now func() time.Time) Option { return func(o *options) { o.now = now } }
+// timestamps. Tests pass a fake clock, which every store of the test shares:
+// on PostgreSQL it replaces the database's clock too, so the store measures
+// no offset from it (see dbClock).
+func WithNow(now func() time.Time) Option {
+	return func(o *options) { o.now, o.localNow = now, false }
+}
+
+// withLocalClock sets this host's clock, in place of time.Now: the test
+// hook for a host whose clock is off, which a store on PostgreSQL corrects
+// to the database's clock as it does time.Now.
+func withLocalClock(now func() time.Time) Option {
+	return func(o *options) { o.now, o.localNow = now, true }
+}
 
 // WithBusyTimeout sets how long a statement waits for another connection's
 // write lock before failing with SQLITE_BUSY. The default is 10s. SQLite
@@ -64,7 +79,7 @@ func WithOwnerAlive(alive func(owner string) bool) Option {
 }
 
 func defaultOptions() options {
-	return options{now: time.Now, busyTimeout: 10 * time.Second, dedupWindow: time.Hour, owner: processOwner(), alive: ownerAlive}
+	return options{now: time.Now, localNow: true, busyTimeout: 10 * time.Second, dedupWindow: time.Hour, owner: processOwner(), alive: ownerAlive}
 }
 
 // Open opens (creating if needed) the store at path and brings its schema up

@@ -17,9 +17,12 @@ import (
 // locks, a JSON lookup). What a backend needs beyond that (how it opens,
 // its migrations) lives in its own file.
 type sqlStore struct {
-	db          *sql.DB
-	d           *dialect
-	now         func() time.Time
+	db *sql.DB
+	d  *dialect
+	// now is this process's clock; clock corrects it to the database's.
+	now func() time.Time
+	// dbTime is the database's clock as this process measured it.
+	dbTime      dbClock
 	dedupWindow time.Duration
 	// owner names this process in the rows it claims (running runs,
 	// applying plans, started work), so that MarkInterrupted in another
@@ -76,8 +79,6 @@ func (s *sqlStore) Close() error { return s.db.Close() }
 // DB exposes the database handle for tests and for read-only tooling. Code
 // that writes through it bypasses the state machines and the audit log.
 func (s *sqlStore) DB() *sql.DB { return s.db }
-
-func (s *sqlStore) clock() time.Time { return s.now().UTC() }
 
 // read is the handle reads go through outside a transaction.
 func (s *sqlStore) read() querier { return conn{q: s.db, d: s.d} }

@@ -126,7 +126,7 @@ func (s *sqlStore) ClaimTick(ctx context.Context, c TickClaim) (Tick, error) {
 	now := s.clock()
 	at := c.At.UTC()
 	if c.State == TickClaimed {
-		if err := s.lease.claimable(now); err != nil {
+		if err := s.claimable(now); err != nil {
 			return Tick{}, fmt.Errorf("claim tick %s of schedule %q: %w", at.Format(time.RFC3339), c.Schedule, err)
 		}
 	}

@@ -124,7 +124,7 @@ func (s *sqlStore) Enqueue(ctx context.Context, w Work) (Work, bool, error) {
 // claimed by a transaction that committed meanwhile is never claimed again.
 func (s *sqlStore) ClaimWork(ctx context.Context) (Work, error) {
 	now := s.clock()
-	if err := s.lease.claimable(now); err != nil {
+	if err := s.claimable(now); err != nil {
 		return Work{}, fmt.Errorf("claim work: %w", err)
 	}
 	var w Work

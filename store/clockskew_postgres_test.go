@@ -1,0 +1,175 @@
+package store_test
+
+import (
+	"database/sql"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/store"
+)
+
+// hostClock is the clock of one replica's host: the real time, shifted by
+// an offset the test sets (the host's clock is off) and moves on (time
+// passes, as this replica sees it, without the test waiting for it).
+type hostClock struct{ offset atomic.Int64 }
+
+func (c *hostClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+
+// Advance moves the host's clock on by d. Until the replica measures the
+// database's clock again (a heartbeat), it takes d to have passed on the
+// database too.
+func (c *hostClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
+
+// clockSkews are the host clocks the skew tests run with: one 30 s fast,
+// one 30 s slow, and one in step with the database's.
+var clockSkews = []struct {
+	name string
+	skew time.Duration
+}{
+	{"30s fast", 30 * time.Second},
+	{"30s slow", -30 * time.Second},
+	{"in step", 0},
+}
+
+// databaseNow reads the database's clock.
+func databaseNow(t *testing.T, db *sql.DB) time.Time {
+	t.Helper()
+	var at int64
+	require.NoError(t, db.QueryRowContext(t.Context(), `SELECT (extract(epoch FROM clock_timestamp()) * 1000000000)::bigint`).Scan(&at))
+	return time.Unix(0, at).UTC()
+}
+
+// measureSlack is how far from the database's clock a replica's reading of
+// it may be in these tests: half a round trip to the database on a busy
+// machine, with room to spare, and far below the skews tested.
+const measureSlack = 5 * time.Second
+
+// Two replicas share one database; one of them runs on a host whose clock
+// is off. The other renews its lease, claims work and takes a deployment
+// lock. The skewed replica's sweeps and lock attempts leave them alone
+// until the lease has expired by the database's clock: not 30 s early on a
+// fast host (which would remediate the deployment twice), nor 30 s late
+// on a slow one. The lease and lock are at their production lengths; time
+// passes on the skewed host's clock alone (hostClock.Advance).
+func TestClockSkewOthersLeaseHoldsByTheDatabaseClock(t *testing.T) {
+	for _, tc := range clockSkews {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			dsn := postgresURL(t)
+			steady := openPostgresAt(t, dsn, store.WithOwner("skew/steady"))
+			host := &hostClock{}
+			host.Advance(tc.skew)
+			skewed := openPostgresAt(t, dsn, store.WithOwner("skew/skewed"), store.WithLocalClock(host.Now))
+
+			before := databaseNow(t, steady.DB())
+			_, err := steady.Heartbeat(ctx, store.DefaultLeaseTTL)
+			require.NoError(t, err)
+			_, err = skewed.Heartbeat(ctx, store.DefaultLeaseTTL)
+			require.NoError(t, err)
+			_, _, err = steady.Enqueue(ctx, store.Work{Key: "alert-1", Trigger: store.TriggerAlert, Runbook: "sglang-pd-wedge", RequestedBy: "alertmanager"})
+			require.NoError(t, err)
+			w, err := steady.ClaimWork(ctx)
+			require.NoError(t, err)
+			_, err = steady.Acquire(ctx, "deployment/dsv4", "steady plan p1", 30*time.Minute)
+			require.NoError(t, err)
+			require.Less(t, databaseNow(t, steady.DB()).Sub(before), store.DefaultHeartbeat-measureSlack,
+				"the steps below assume the setup took less than a heartbeat's length")
+
+			// Just after the lease was renewed, and a heartbeat before it
+			// expires: it holds.
+			for _, d := range []time.Duration{0, store.DefaultLeaseTTL - store.DefaultHeartbeat} {
+				host.Advance(d)
+				rec, err := skewed.MarkInterrupted(ctx)
+				require.NoError(t, err)
+				require.True(t, rec.Empty(), "the steady replica's lease holds: %+v", rec)
+				_, err = skewed.Acquire(ctx, "deployment/dsv4", "skewed plan p2", 30*time.Minute)
+				var locked *store.LockedError
+				require.ErrorAs(t, err, &locked)
+				require.Equal(t, "steady plan p1", locked.Holder)
+			}
+
+			// Once it expired by the database's clock, the next sweep
+			// recovers what the steady replica held.
+			host.Advance(store.DefaultHeartbeat + measureSlack)
+			rec, err := skewed.MarkInterrupted(ctx)
+			require.NoError(t, err)
+			require.Equal(t, []string{w.ID}, rec.Requeued)
+			require.Equal(t, []string{"deployment/dsv4"}, rec.Locks)
+		})
+	}
+}
+
+// A replica on a host whose clock is off renews its lease for the TTL on
+// the database's clock, which the other replicas judge it by: they leave
+// its work alone for that long, and it stops claiming (ErrLeaseExpired)
+// as soon as the lease has expired by the database's clock, not 30 s
+// before or after the others count it dead. Its next renewal measures the
+// database's clock afresh. SQLite, one file on one host, keeps the host's
+// clock (TestClockSkewSQLiteKeepsTheHostClock).
+func TestClockSkewOwnLeaseEndsByTheDatabaseClock(t *testing.T) {
+	for _, tc := range clockSkews {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			dsn := postgresURL(t)
+			steady := openPostgresAt(t, dsn, store.WithOwner("skew/steady"))
+			host := &hostClock{}
+			host.Advance(tc.skew)
+			skewed := openPostgresAt(t, dsn, store.WithOwner("skew/skewed"), store.WithLocalClock(host.Now))
+			for _, key := range []string{"alert-1", "alert-2", "alert-3", "alert-4"} {
+				_, _, err := steady.Enqueue(ctx, store.Work{Key: key, Trigger: store.TriggerAlert, Runbook: "sglang-pd-wedge", RequestedBy: "alertmanager"})
+				require.NoError(t, err)
+			}
+
+			before := databaseNow(t, steady.DB())
+			r, err := skewed.Heartbeat(ctx, store.DefaultLeaseTTL)
+			require.NoError(t, err)
+			after := databaseNow(t, steady.DB())
+			require.WithinRange(t, r.Expires, before.Add(store.DefaultLeaseTTL-measureSlack), after.Add(store.DefaultLeaseTTL+measureSlack),
+				"the lease runs for its TTL on the database's clock")
+			list, err := steady.ListReplicas(ctx)
+			require.NoError(t, err)
+			require.Equal(t, []store.Replica{r}, list)
+
+			w, err := skewed.ClaimWork(ctx)
+			require.NoError(t, err)
+			rec, err := steady.MarkInterrupted(ctx)
+			require.NoError(t, err)
+			require.True(t, rec.Empty(), "the skewed replica's lease holds: %+v", rec)
+
+			host.Advance(store.DefaultLeaseTTL - store.DefaultHeartbeat)
+			_, err = skewed.ClaimWork(ctx)
+			require.NoError(t, err, "a heartbeat before the lease expires, it still claims")
+
+			host.Advance(store.DefaultHeartbeat + measureSlack)
+			_, err = skewed.ClaimWork(ctx)
+			require.ErrorIs(t, err, store.ErrLeaseExpired)
+			_, err = skewed.Acquire(ctx, "deployment/dsv4", "skewed plan p1", 30*time.Minute)
+			require.ErrorIs(t, err, store.ErrLeaseExpired)
+
+			// The renewal reads the database's clock again, by which the
+			// lease had not expired: nothing lapsed, and claims go on.
+			_, err = skewed.Heartbeat(ctx, store.DefaultLeaseTTL)
+			require.NoError(t, err)
+			_, err = skewed.ClaimWork(ctx)
+			require.NoError(t, err)
+			_, err = skewed.CompleteWork(ctx, w.ID)
+			require.NoError(t, err)
+		})
+	}
+}
+
+// SQLite is one file on one host, so it keeps the host's clock, skewed or
+// not: the times it writes are the host's.
+func TestClockSkewSQLiteKeepsTheHostClock(t *testing.T) {
+	ctx := testCtx(t)
+	host := &hostClock{}
+	host.Advance(30 * time.Second)
+	s := openAt(t, dbPath(t), store.WithOwner("skew/skewed"), store.WithLocalClock(host.Now))
+	before := host.Now().UTC()
+	r, err := s.Heartbeat(ctx, store.DefaultLeaseTTL)
+	require.NoError(t, err)
+	require.WithinRange(t, r.Renewed, before, host.Now().UTC())
+}
