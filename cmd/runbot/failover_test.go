@@ -64,6 +64,8 @@ type replica struct {
 	name string
 	cfg  string
 	port int
+	// location is the store as this replica reaches it.
+	location string
 	cmd  *exec.Cmd
 	logs *syncBuffer
 	// old keeps the logs of the processes killed before.
@@ -78,8 +80,10 @@ func newCluster(tb testing.TB, n int, hosts []string) *cluster {
 }
 
 // newClusterOn starts n replicas on the store at location, for the
-// benchmark that compares PostgreSQL with SQLite.
-func newClusterOn(tb testing.TB, n int, hosts []string, location string) *cluster {
+// benchmark that compares PostgreSQL with SQLite. A replica with a
+// replicaLocations entry reaches the same store there instead (through a
+// proxy the test can cut).
+func newClusterOn(tb testing.TB, n int, hosts []string, location string, replicaLocations ...string) *cluster {
 	tb.Helper()
 	runbot, _ := buildBinaries(tb)
 	c := &cluster{t: tb, runbot: runbot, rec: slackrec.New(), location: location, dir: tb.TempDir(),
@@ -96,7 +100,10 @@ func newClusterOn(tb testing.TB, n int, hosts []string, location string) *cluste
 	}
 	require.NoError(tb, os.WriteFile(inv, []byte(hostLines.String()), 0o600))
 	for i := range n {
-		r := &replica{name: fmt.Sprintf("replica-%d", i), port: freePort(tb)}
+		r := &replica{name: fmt.Sprintf("replica-%d", i), port: freePort(tb), location: location}
+		if i < len(replicaLocations) {
+			r.location = replicaLocations[i]
+		}
 		r.cfg = filepath.Join(c.dir, r.name+".yaml")
 		cfg := fmt.Sprintf(`
 listen: 127.0.0.1:%d
@@ -167,7 +174,7 @@ func (c *cluster) start(r *replica) {
 		r.old.WriteString(r.logs.String())
 	}
 	r.cmd = exec.Command(c.runbot, "serve", "--config", r.cfg)
-	r.cmd.Env = append(os.Environ(), "T_STORE="+c.location, "T_BOT=xoxb-test", "T_SIGN="+failoverSigning, "T_ALERT="+failoverAlertTok)
+	r.cmd.Env = append(os.Environ(), "T_STORE="+r.location, "T_BOT=xoxb-test", "T_SIGN="+failoverSigning, "T_ALERT="+failoverAlertTok)
 	r.logs = &syncBuffer{}
 	r.cmd.Stdout, r.cmd.Stderr = r.logs, r.logs
 	require.NoError(c.t, r.cmd.Start())

@@ -201,7 +201,13 @@ func immutableFiles(t *testing.T, dir string) (string, []string, func(), func())
 // cut off rather than stopped.
 func unreachablePostgres(t *testing.T, _ string) (string, []string, func(), func()) {
 	t.Helper()
-	dsn := storetest.PostgresDatabase(t)
+	location, p := proxiedPostgres(t, storetest.PostgresDatabase(t))
+	return location, nil, p.cut, p.heal
+}
+
+// proxiedPostgres is dsn reached through a proxy the test can cut.
+func proxiedPostgres(t *testing.T, dsn string) (string, *cutProxy) {
+	t.Helper()
 	u, err := url.Parse(dsn)
 	require.NoError(t, err)
 	// The test cluster listens on a Unix socket in the directory its
@@ -219,7 +225,7 @@ func unreachablePostgres(t *testing.T, _ string) (string, []string, func(), func
 	}
 	p := newCutProxy(t, network, target)
 	u.Host = p.addr
-	return u.String(), nil, p.cut, p.heal
+	return u.String(), p
 }
 
 // cutProxy forwards TCP connections to a server until cut.
