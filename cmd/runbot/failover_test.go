@@ -66,8 +66,8 @@ type replica struct {
 	port int
 	// location is the store as this replica reaches it.
 	location string
-	cmd  *exec.Cmd
-	logs *syncBuffer
+	cmd      *exec.Cmd
+	logs     *syncBuffer
 	// old keeps the logs of the processes killed before.
 	old strings.Builder
 }
