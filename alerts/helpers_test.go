@@ -67,6 +67,9 @@ type alertSetup struct {
 	// noRun leaves the intake loop to the test.
 	noRun bool
 	now   func() time.Time
+	// dispatchStore, when set, is the store the dispatcher sees, around
+	// the real one.
+	dispatchStore func(store.Store) store.Store
 }
 
 // newAlertHarness builds the intake. Unless tweaked, HighErrorRate alerts
@@ -103,8 +106,12 @@ func newAlertHarness(t *testing.T, tweak ...func(*alertSetup)) *alertHarness {
 	logger := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	// Updates fast enough for tests; the coalescing itself is tested
 	// with synctest in the Slack platform's tests.
+	var ds store.Store = st
+	if setup.dispatchStore != nil {
+		ds = setup.dispatchStore(st)
+	}
 	h.disp, err = dispatch.New(dispatch.Config{Channel: opsChan, UpdateInterval: 20 * time.Millisecond}, dispatch.Deps{
-		Catalog: catalog, Engine: eng, Remediator: rem, Store: st, Chat: h.rec, Logger: logger,
+		Catalog: catalog, Engine: eng, Remediator: rem, Store: ds, Chat: h.rec, Logger: logger,
 	})
 	require.NoError(t, err)
 	h.beat = heartbeat.New(setup.now)

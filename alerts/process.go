@@ -49,9 +49,12 @@ type alertTrack struct {
 	seen    int
 	lastAt  time.Time
 	problem string
-	channel string
-	ts      string
-	live    *dispatch.Live
+	// unqueued says the problem is that queueing the run failed: the
+	// orphan check queues it again (recoverOrphans).
+	unqueued bool
+	channel  string
+	ts       string
+	live     *dispatch.Live
 
 	// labels are the alert's labels when it triggered, for its group's
 	// summary; group is that summary, nil when the alert has its own
@@ -284,7 +287,8 @@ func (a *Receiver) trigger(ctx context.Context, ev alertEvent) {
 		}
 		log.Error("alert run not queued", "runbook", ev.route.Runbook, "err", err)
 		a.mu.Lock()
-		t.problem = "could not queue the run: " + err.Error()
+		t.problem = "could not queue the run: " + err.Error() + "; it is tried again shortly"
+		t.unqueued = true
 		a.mu.Unlock()
 	}
 	if t.group != nil {
@@ -623,10 +627,14 @@ func (a *Receiver) recoverAccepted(ctx context.Context, orphansOnly bool) error 
 			// A trigger with a run had its work queued.
 			continue
 		}
+		// An alert this process tracks is handled here, unless its run
+		// was never queued: queueing failed (the store lost its primary
+		// mid-storm, say) and nothing else would ever queue it.
 		a.mu.Lock()
-		_, held := a.tracks[st.Fingerprint]
+		t, held := a.tracks[st.Fingerprint]
+		handled := held && (t.workID != "" || (t.problem != "" && !t.unqueued) || t.resolved)
 		a.mu.Unlock()
-		if held {
+		if handled {
 			continue
 		}
 		if err := a.recoverOne(ctx, st, orphansOnly); err != nil {
@@ -654,6 +662,14 @@ func (a *Receiver) recoverOne(ctx context.Context, st store.AlertState, orphansO
 		alert: al, route: rt, key: st.TriggerKey, triggeredAt: st.TriggeredAt,
 		seen: st.Repeats + 1, lastAt: st.LastSeen, channel: a.channel(),
 	}
+	a.mu.Lock()
+	if held := a.tracks[st.Fingerprint]; held != nil && held.unqueued {
+		// This process accepted it and failed to queue its run: the run
+		// goes to the alert's own message (or its group's summary).
+		t = held
+		t.problem, t.unqueued = "", false
+	}
+	a.mu.Unlock()
 	// Queueing under the trigger's key again is idempotent: work that
 	// exists is found, work that was lost is queued now (its run posts on
 	// its own, since the alert's message may never have been posted).

@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbot/runbot/chat"
@@ -463,6 +465,53 @@ func TestAlertAcceptedByADeadReplicaIsRun(t *testing.T) {
 	time.Sleep(3 * alertsTick)
 	require.NoError(t, h.disp.Idle(t.Context()))
 	require.Len(t, h.runs(), 1)
+}
+
+// failingEnqueue fails the next n Enqueue calls, as a store whose primary
+// was just lost does.
+type failingEnqueue struct {
+	store.Store
+	left atomic.Int32
+}
+
+func (f *failingEnqueue) Enqueue(ctx context.Context, w store.Work) (store.Work, bool, error) {
+	if f.left.Add(-1) >= 0 {
+		return store.Work{}, false, errors.New("begin: failed to connect: connection refused")
+	}
+	return f.Store.Enqueue(ctx, w)
+}
+
+// An alert this replica accepted (and acknowledged) whose run it then
+// could not queue, because the store failed right between the two, is
+// not lost: the periodic orphan check queues it once orphanGrace has
+// passed, as it would for a replica that died in between.
+func TestAlertWhoseRunCouldNotBeQueuedIsRunLater(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{t: time.Now()}
+	failing := &failingEnqueue{}
+	failing.left.Store(1)
+	h := newAlertHarness(t, func(s *alertSetup) {
+		s.now = clock.Now
+		s.dispatchStore = func(st store.Store) store.Store { failing.Store = st; return failing }
+	})
+	require.Eventually(t, h.beat.AllBeat, 10*time.Second, 10*time.Millisecond)
+	h.accepted(fixture(t, "firing.json"))
+	require.Eventually(t, func() bool { return strings.Contains(h.logs.String(), "alert run not queued") }, 10*time.Second, 10*time.Millisecond)
+	require.Empty(t, h.runs())
+
+	clock.Advance(orphanGrace + orphanCheckEvery)
+	ok := assert.Eventually(t, func() bool { return len(h.runs()) > 0 }, 10*time.Second, 10*time.Millisecond)
+	require.True(t, ok, "the orphan check queues the run:\n%s", h.logs.String())
+	h.settle()
+	require.NoError(t, h.disp.Idle(t.Context()))
+	runs := h.runs()
+	require.Len(t, runs, 1, "the accepted alert got its run")
+	require.Equal(t, store.RunFinished, runs[0].Status)
+
+	clock.Advance(orphanCheckEvery)
+	time.Sleep(3 * alertsTick)
+	require.NoError(t, h.disp.Idle(t.Context()))
+	require.Len(t, h.runs(), 1, "and only one")
 }
 
 // A store that cannot record the alert answers 503 with Retry-After, which

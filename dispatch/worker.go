@@ -32,9 +32,17 @@ func recording(ctx context.Context, what string) (context.Context, context.Cance
 // work is still marked done only after the message is up to date.
 func (d *Dispatcher) execute(ctx context.Context, w store.Work, free func()) {
 	log := d.log.With("work", w.ID, "runbook", w.Runbook)
-	// unrecorded is the end of the run when the store did not take it.
-	var unrecorded *record.End
+	// unrecorded is the end of the run when the store did not take it;
+	// notRun says the run was never recorded, so nothing of it ran.
+	var (
+		unrecorded *record.End
+		notRun     bool
+	)
 	defer func() {
+		if notRun {
+			d.returnLater(log, w.ID)
+			return
+		}
 		// Marked done last: a process that dies before this line leaves
 		// the work started, and the next start's recovery sees from the
 		// run whether its report was stored.
@@ -87,7 +95,11 @@ func (d *Dispatcher) execute(ctx context.Context, w store.Work, free func()) {
 		},
 	})
 	if rs == nil {
-		log.Error("record run", "err", out.Err)
+		// Recording the run is the first thing it does: nothing ran, and
+		// the work goes back to the queue rather than being marked done
+		// with no run (an alert accepted and never run).
+		log.Error("record run; the work goes back to the queue", "err", out.Err)
+		notRun = true
 		return
 	}
 	defer release()
@@ -181,6 +193,47 @@ func (d *Dispatcher) recordLater(log *slog.Logger, end *record.End, workID strin
 	})
 	if err != nil {
 		log.Error("the end of the run is not recorded: shutting down", "err", err)
+	}
+}
+
+// returnLater returns work whose run was never recorded to the queue,
+// trying in the background until the store takes it: until then the work
+// stays started by this live process, which no sweep takes from it.
+func (d *Dispatcher) returnLater(log *slog.Logger, workID string) {
+	err := d.tasks.Go("returning work to the queue", recordLaterFor, func(ctx context.Context) {
+		for attempt := 0; ; attempt++ {
+			rctx, cancel := recording(ctx, "returning work "+workID+" to the queue")
+			_, err := d.store.ReturnWork(rctx, workID)
+			cancel()
+			var conflict *store.StateConflictError
+			switch {
+			case err == nil:
+				log.Info("work returned to the queue", "attempts", attempt+1)
+				if kerr := d.kick(); kerr != nil {
+					log.Warn("work returned to the queue; the next sweep starts a worker", "err", kerr)
+				}
+				return
+			case errors.As(err, &conflict):
+				// A run was recorded after all (its write failed only as
+				// far as this process could tell), or a sweep elsewhere
+				// took the work: either way it is not this worker's now.
+				log.Warn("work not returned to the queue", "err", err)
+				return
+			}
+			wait := min(time.Second<<min(attempt, 5), 30*time.Second)
+			log.Warn("work not returned to the queue yet; the store still fails", "err", err, "retry_in", wait)
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				log.Error("work never returned to the queue: the next start's recovery requeues it", "err", context.Cause(ctx))
+				return
+			}
+		}
+	})
+	if err != nil {
+		log.Error("work not returned to the queue: shutting down; the next start's recovery requeues it", "err", err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -189,6 +190,38 @@ func (s *sqlStore) CompleteWork(ctx context.Context, id string) (Work, error) {
 	})
 	if err != nil {
 		return Work{}, fmt.Errorf("complete work %s: %w", id, err)
+	}
+	return w, nil
+}
+
+// ReturnWork moves started work back to pending when its run was never
+// recorded: recording the run is the first thing a worker does, before it
+// runs a step, so the work's attempt did nothing and is uncounted.
+func (s *sqlStore) ReturnWork(ctx context.Context, id string) (Work, error) {
+	now := s.clock()
+	var w Work
+	err := s.write(ctx, func(tx querier) error {
+		var err error
+		w, err = scanWork(tx.QueryRowContext(ctx, `UPDATE work SET state = 'pending', attempts = attempts - 1, owner = '', started_at = NULL
+			WHERE id = ? AND state = 'started' AND owner = ? AND NOT EXISTS (SELECT 1 FROM runs WHERE work_id = ?)
+			RETURNING `+workColumns, id, s.owner, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			var got, owner string
+			if err := tx.QueryRowContext(ctx, `SELECT state, owner FROM work WHERE id = ?`, id).Scan(&got, &owner); err != nil {
+				return notFound(err)
+			}
+			return &StateConflictError{Kind: "work", ID: id, Want: string(WorkStarted) + " by " + s.owner + " with no run",
+				Got: got + " by " + cmp.Or(owner, "nobody")}
+		}
+		if err != nil {
+			return err
+		}
+		by := w
+		by.Owner = s.owner
+		return auditWork(ctx, tx, now, by, WorkStarted)
+	})
+	if err != nil {
+		return Work{}, fmt.Errorf("return work %s to the queue: %w", id, err)
 	}
 	return w, nil
 }

@@ -24,3 +24,13 @@ func PostgresMain(m *testing.M) int { return pgtest.Main(m) }
 // StopPostgres stops the throwaway cluster if one was started: for a
 // TestMain that wraps m.Run otherwise and so cannot call PostgresMain.
 func StopPostgres() error { return pgtest.StopCluster() }
+
+// PostgresPair starts a PostgreSQL primary streaming synchronously to a
+// standby for tb, and stops both when tb ends: DSN reaches whichever
+// takes writes (target_session_attrs=read-write), KillPrimary crashes the
+// primary's machine as far as PostgreSQL can tell, Promote promotes the
+// standby.
+func PostgresPair(tb testing.TB) *pgtest.Pair {
+	tb.Helper()
+	return pgtest.NewPair(tb)
+}

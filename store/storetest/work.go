@@ -17,6 +17,42 @@ var workTests = []test{
 	{"ClaimedOnce", testWorkClaimedOnce},
 	{"ClaimedOnceAcrossStores", testWorkClaimedOnceAcrossStores},
 	{"SurvivesReopen", testWorkSurvivesReopen},
+	{"ReturnedWhenNoRun", testWorkReturnedWhenNoRun},
+}
+
+// A worker whose run could not be recorded (the store failed between the
+// claim and the run) returns the work, uncounted, for any worker to claim;
+// work with a recorded run, or not this process's, cannot be returned.
+func testWorkReturnedWhenNoRun(t *testing.T, e *Env) {
+	s, ctx := e.S, t.Context()
+	queued, _, err := s.Enqueue(ctx, store.Work{Trigger: store.TriggerAlert, Runbook: "sglang-pd-wedge", Key: "alert/fp/1"})
+	require.NoError(t, err)
+	var conflict *store.StateConflictError
+	_, err = s.ReturnWork(ctx, queued.ID)
+	require.ErrorAs(t, err, &conflict, "pending work is not returned")
+
+	w, err := s.ClaimWork(ctx)
+	require.NoError(t, err)
+	other := e.OpenAs(t, "storetest/other")
+	_, err = other.ReturnWork(ctx, w.ID)
+	require.ErrorAs(t, err, &conflict, "only the claimer returns it")
+
+	back, err := s.ReturnWork(ctx, w.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.WorkPending, back.State)
+	require.Zero(t, back.Attempts, "nothing ran: the attempt is uncounted")
+	require.Empty(t, back.Owner)
+
+	again, err := other.ClaimWork(ctx)
+	require.NoError(t, err)
+	require.Equal(t, w.ID, again.ID, "another worker claims it")
+	require.Equal(t, 1, again.Attempts)
+	_, err = other.CreateRun(ctx, store.Run{Runbook: again.Runbook, Trigger: again.Trigger, WorkID: again.ID})
+	require.NoError(t, err)
+	_, err = other.ReturnWork(ctx, again.ID)
+	require.ErrorAs(t, err, &conflict, "work whose run was recorded ran, or may have")
+	_, err = s.ReturnWork(ctx, "w-missing")
+	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
 func testWorkQueue(t *testing.T, e *Env) {
