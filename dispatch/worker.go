@@ -214,9 +214,8 @@ func (d *Dispatcher) returnLater(log *slog.Logger, workID string) {
 				}
 				return
 			case errors.As(err, &conflict):
-				// A run was recorded after all (its write failed only as
-				// far as this process could tell), or a sweep elsewhere
-				// took the work: either way it is not this worker's now.
+				// A sweep elsewhere took the work meanwhile (this
+				// process's lease had lapsed): it is not this worker's.
 				log.Warn("work not returned to the queue", "err", err)
 				return
 			}

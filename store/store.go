@@ -174,11 +174,12 @@ type WorkQueue interface {
 	// CompleteWork moves work this process started to done; a
 	// *StateConflictError if it is not started by this process (any more).
 	CompleteWork(ctx context.Context, id string) (Work, error)
-	// ReturnWork moves work this process started, and for which no run
-	// was recorded, back to pending with its attempt uncounted: nothing
-	// ran, so another worker (here or on a replica) may claim it. A
-	// *StateConflictError if it is not started by this process or a run
-	// of it exists.
+	// ReturnWork moves work this process started, and under which it ran
+	// nothing (its run could not be recorded), back to pending with its
+	// attempt uncounted, so another worker (here or on a replica) may
+	// claim it; a run row of it this process holds running (its creation
+	// went through unconfirmed) ends interrupted. A *StateConflictError if
+	// the work is not started by this process.
 	ReturnWork(ctx context.Context, id string) (Work, error)
 	GetWork(ctx context.Context, id string) (Work, error)
 }

@@ -196,14 +196,38 @@ func (s *sqlStore) CompleteWork(ctx context.Context, id string) (Work, error) {
 
 // ReturnWork moves started work back to pending when its run was never
 // recorded: recording the run is the first thing a worker does, before it
-// runs a step, so the work's attempt did nothing and is uncounted.
+// runs a step, so the work's attempt did nothing and is uncounted. A run
+// row of it that this process holds running is one whose creation failed
+// only as far as the worker could tell (the commit went through, its
+// answer was lost): nothing ran under it, and it ends interrupted here,
+// or it would stay running for good under a live owner.
 func (s *sqlStore) ReturnWork(ctx context.Context, id string) (Work, error) {
 	now := s.clock()
 	var w Work
 	err := s.write(ctx, func(tx querier) error {
+		var claimed int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM work WHERE id = ? AND state = 'started' AND owner = ?`, id, s.owner).Scan(&claimed); err != nil {
+			return err
+		}
+		if claimed == 1 {
+			stray, err := ownedRows(ctx, tx, `SELECT id, owner FROM runs WHERE work_id = ? AND owner = ? AND status = 'running'`, id, s.owner)
+			if err != nil {
+				return err
+			}
+			for _, r := range stray {
+				if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'interrupted', finished_at = ? WHERE id = ? AND status = 'running'`,
+					now.UnixNano(), r.id); err != nil {
+					return err
+				}
+				if err := appendAudit(ctx, tx, AuditEvent{At: now, RunID: r.id, Kind: AuditRunInterrupted, Actor: s.owner,
+					Detail: mustJSON(map[string]any{"owner": r.owner, "why": "its creation was not confirmed; nothing ran"})}); err != nil {
+					return err
+				}
+			}
+		}
 		var err error
 		w, err = scanWork(tx.QueryRowContext(ctx, `UPDATE work SET state = 'pending', attempts = attempts - 1, owner = '', started_at = NULL
-			WHERE id = ? AND state = 'started' AND owner = ? AND NOT EXISTS (SELECT 1 FROM runs WHERE work_id = ?)
+			WHERE id = ? AND state = 'started' AND owner = ? AND NOT EXISTS (SELECT 1 FROM runs WHERE work_id = ? AND status = 'running')
 			RETURNING `+workColumns, id, s.owner, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			var got, owner string
