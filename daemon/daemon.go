@@ -66,7 +66,7 @@ type daemonParts struct {
 	pool *sshrun.Pool
 	inv  *inventory.Inventory // as at start; a reload's is in the dispatcher's set and the scheduler
 	disp *dispatch.Dispatcher
-	// fence stops the dispatcher's work before the lease can lapse.
+	// fence stops the applies in flight before the lease can lapse.
 	fence  *leaseFence
 	server *http.Server
 	// outbox delivers chat messages; nil without Slack.
@@ -335,7 +335,7 @@ func (d *daemonParts) startDispatcher(runCtx context.Context, dcfg dispatch.Conf
 	// recovered by the sweeps of those that live, once their lease
 	// expired.
 	d.loops.Go(func() { d.disp.SweepEvery(runCtx, store.DefaultRecoveryInterval, nil) })
-	// From now on a lease about to lapse stops the dispatcher's work.
+	// From now on a lease about to lapse stops the applies in flight.
 	d.fence.fence = d.disp.Fence
 	d.loops.Go(func() { d.fence.watch(runCtx) })
 	return nil

@@ -7,7 +7,8 @@ import (
 )
 
 // fenceMargin is how long before this replica's lease can lapse it stops
-// all its work: time for a cancelled step to reach its SSH session over a
+// the fixes it applies: time for a cancelled action to reach its SSH
+// session over a
 // slow link, and for the sweep of a survivor whose clock reads the lapse
 // a little early despite the store's margins.
 const fenceMargin = 5 * time.Second
@@ -15,12 +16,12 @@ const fenceMargin = 5 * time.Second
 // fenceCheckEvery is how often the fence looks at the clock.
 const fenceCheckEvery = 500 * time.Millisecond
 
-// leaseFence stops this replica's work before its lease can lapse. A
-// replica cut off from the store (PostgreSQL unreachable, its host
-// partitioned) cannot renew its lease; once the lease has expired another
-// replica takes over its deployment lock and its work, so by then this one
-// must have stopped acting, and it must not resume what it stopped when
-// the store answers again (dispatch.Fence).
+// leaseFence stops the fixes this replica applies before its lease can
+// lapse. A replica cut off from the store (PostgreSQL unreachable, its
+// host partitioned) cannot renew its lease; once the lease has expired
+// another replica takes over its deployment lock and its plans, so by then
+// this one must have stopped acting on targets, and it must not resume
+// what it stopped when the store answers again (dispatch.Fence).
 type leaseFence struct {
 	fence func()
 	now   func() time.Time

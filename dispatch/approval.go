@@ -135,12 +135,16 @@ func (d *Dispatcher) apply(ctx context.Context, rs *runState, planID, actor stri
 	// The apply takes the set current when it starts (the runbook and the
 	// inventory a reload since the proposal installed: Apply re-plans and
 	// compares the hash with what was approved) and keeps it to its end.
-	res, err := d.current().rem.Apply(ctx, planID, actor, func(ev remediation.ApplyEvent) {
+	// A lease about to lapse stops the apply (Fence): another replica may
+	// take the deployment lock over once it has.
+	actx, fenced := d.applies.guard(ctx)
+	res, err := d.current().rem.Apply(actx, planID, actor, func(ev remediation.ApplyEvent) {
 		rs.mu.Lock()
 		rs.Apply = append(rs.Apply, ev)
 		rs.mu.Unlock()
 		rs.publish()
 	})
+	fenced()
 	after, cancel := recording(ctx, "showing the outcome of plan "+planID)
 	defer cancel()
 	rs.mu.Lock()

@@ -107,6 +107,8 @@ type Dispatcher struct {
 	// From a report page it took, is applying, so that neither starts a
 	// second apply beside one that has not yet moved its plan to applying.
 	sweepApplying sync.Map
+	// applies are the applies in flight, for Fence.
+	applies fenceSet
 	// awaySeen is the ID of the last audit entry of a vote cast away from
 	// chat that a sweep brought to the plan's message (showAwayVotes).
 	awaySeen atomic.Int64

@@ -2,35 +2,29 @@ package dispatch
 
 import (
 	"context"
-	"errors"
-	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
-// Fence cancels what runs, with ErrLeaseLost as the cause each task sees,
-// and leaves the group able to start new work afterwards.
-func TestFenceCancelsRunningWork(t *testing.T) {
+// A fence cancels what is guarded when it comes, with ErrLeaseLost as the
+// cause, and nothing guarded after it or already done.
+func TestFenceCancelsTheAppliesInFlight(t *testing.T) {
 	t.Parallel()
-	ts := newTasks(slog.New(slog.DiscardHandler))
-	causes := make(chan error, 2)
-	for range 2 {
-		require.NoError(t, ts.Go("apply", time.Hour, func(ctx context.Context) {
-			<-ctx.Done()
-			causes <- context.Cause(ctx)
-		}))
+	var f fenceSet
+	a, doneA := f.guard(t.Context())
+	b, doneB := f.guard(t.Context())
+	_, doneEarly := f.guard(t.Context())
+	doneEarly()
+	require.Equal(t, 2, f.fence(ErrLeaseLost))
+	for _, ctx := range []context.Context{a, b} {
+		<-ctx.Done()
+		require.ErrorIs(t, context.Cause(ctx), ErrLeaseLost)
 	}
-	require.Equal(t, 2, ts.Fence(ErrLeaseLost))
-	require.NoError(t, ts.Idle(t.Context()))
-	for range 2 {
-		require.ErrorIs(t, <-causes, ErrLeaseLost)
-	}
-
-	ran := make(chan struct{})
-	require.NoError(t, ts.Go("after", time.Hour, func(context.Context) { close(ran) }))
-	<-ran
-	require.NoError(t, ts.Idle(t.Context()))
-	require.Zero(t, ts.Fence(errors.New("nothing runs")))
+	doneA()
+	doneB()
+	later, doneLater := f.guard(t.Context())
+	defer doneLater()
+	require.NoError(t, later.Err(), "a fence does not reach what starts after it")
+	require.Equal(t, 1, f.fence(ErrLeaseLost))
 }

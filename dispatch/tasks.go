@@ -93,17 +93,6 @@ func (t *tasks) Idle(ctx context.Context) error {
 	}
 }
 
-// Fence cancels every running task with cause and returns how many it
-// cancelled; tasks started after it run as usual.
-func (t *tasks) Fence(cause error) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, cancel := range t.cancels {
-		cancel(cause)
-	}
-	return len(t.cancels)
-}
-
 // Shutdown refuses new tasks and waits for running ones. When ctx ends
 // first, it cancels them and waits for them to return.
 func (t *tasks) Shutdown(ctx context.Context) error {
