@@ -28,6 +28,7 @@ const (
 	AuditRunCreated      = "run.created"
 	AuditRunFinished     = "run.finished"
 	AuditRunInterrupted  = "run.interrupted"
+	AuditRunWithdrawn    = "run.withdrawn" // a run row whose creation was unconfirmed and under which nothing ran
 	AuditPlanCreated     = "plan.created"
 	AuditPlanState       = "plan.state" // detail: {"from", "to"}
 	AuditApproval        = "plan.approval"

@@ -199,8 +199,11 @@ func (s *sqlStore) CompleteWork(ctx context.Context, id string) (Work, error) {
 // runs a step, so the work's attempt did nothing and is uncounted. A run
 // row of it that this process holds running is one whose creation failed
 // only as far as the worker could tell (the commit went through, its
-// answer was lost): nothing ran under it, and it ends interrupted here,
-// or it would stay running for good under a live owner.
+// answer was lost): nothing ran under it, so it is withdrawn (deleted,
+// with an audit entry saying why). Were it kept, history would show two
+// runs for one alert, and ended interrupted it would read as a run cut
+// short. A row that somehow has a plan is never deleted; it ends
+// interrupted instead.
 func (s *sqlStore) ReturnWork(ctx context.Context, id string) (Work, error) {
 	now := s.clock()
 	var w Work
@@ -210,19 +213,8 @@ func (s *sqlStore) ReturnWork(ctx context.Context, id string) (Work, error) {
 			return err
 		}
 		if claimed == 1 {
-			stray, err := ownedRows(ctx, tx, `SELECT id, owner FROM runs WHERE work_id = ? AND owner = ? AND status = 'running'`, id, s.owner)
-			if err != nil {
+			if err := withdrawStrayRuns(ctx, tx, now, id, s.owner); err != nil {
 				return err
-			}
-			for _, r := range stray {
-				if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'interrupted', finished_at = ? WHERE id = ? AND status = 'running'`,
-					now.UnixNano(), r.id); err != nil {
-					return err
-				}
-				if err := appendAudit(ctx, tx, AuditEvent{At: now, RunID: r.id, Kind: AuditRunInterrupted, Actor: s.owner,
-					Detail: mustJSON(map[string]any{"owner": r.owner, "why": "its creation was not confirmed; nothing ran"})}); err != nil {
-					return err
-				}
 			}
 		}
 		var err error
@@ -248,6 +240,36 @@ func (s *sqlStore) ReturnWork(ctx context.Context, id string) (Work, error) {
 		return Work{}, fmt.Errorf("return work %s to the queue: %w", id, err)
 	}
 	return w, nil
+}
+
+// withdrawStrayRuns deletes the running run rows of work id held by owner
+// (see ReturnWork), or ends interrupted one that has a plan.
+func withdrawStrayRuns(ctx context.Context, tx querier, now time.Time, id, owner string) error {
+	stray, err := ownedRows(ctx, tx, `SELECT id, owner FROM runs WHERE work_id = ? AND owner = ? AND status = 'running'`, id, owner)
+	if err != nil {
+		return err
+	}
+	for _, r := range stray {
+		kind, why := AuditRunWithdrawn, "its creation was not confirmed; nothing ran; its work went back to the queue"
+		res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id = ? AND status = 'running' AND NOT EXISTS (SELECT 1 FROM plans WHERE run_id = ?)`, r.id, r.id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			kind, why = AuditRunInterrupted, "its creation was not confirmed"
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'interrupted', finished_at = ? WHERE id = ? AND status = 'running'`,
+				now.UnixNano(), r.id); err != nil {
+				return err
+			}
+		} else if _, err := tx.ExecContext(ctx, `UPDATE work SET run_id = '' WHERE id = ? AND run_id = ?`, id, r.id); err != nil {
+			return err
+		}
+		if err := appendAudit(ctx, tx, AuditEvent{At: now, RunID: r.id, Kind: kind, Actor: owner,
+			Detail: mustJSON(map[string]any{"owner": r.owner, "why": why})}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // GetWork returns one work item.
