@@ -83,12 +83,18 @@ type Refusal struct {
 	Message Message
 }
 
-// RefusalTeller is a chat whose Post returns before the platform has the
-// message (package outbox). PostTelling is Post that, should the platform
-// refuse the message for good, replies r.Message to r.To privately, with
-// the platform's reason added as a note.
-type RefusalTeller interface {
-	PostTelling(ctx context.Context, channel, thread string, m Message, r Refusal) (Ref, error)
+// Queue is a chat whose posts are recorded first and delivered later
+// (package outbox), so Post returns before the platform has the message.
+// A post that fails there failed to be recorded, never because the
+// platform refused it, and a later try may succeed.
+type Queue interface {
+	// Enqueue is Post once per key: a second Enqueue with a key returns
+	// the first one's reference, so a try whose answer was lost (the
+	// store took it and the connection broke) can be repeated without
+	// posting twice. Should the platform refuse the message for good and
+	// r is not nil, r.Message is replied to r.To privately, with the
+	// platform's reason added as a note.
+	Enqueue(ctx context.Context, key, channel, thread string, m Message, r *Refusal) (Ref, error)
 }
 
 // ErrNoChat is what Log answers: no chat platform is configured.

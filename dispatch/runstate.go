@@ -19,6 +19,9 @@ type runState struct {
 	mu sync.Mutex
 	runview.State
 	live *Live
+	// posting says the first message could not be queued yet and is
+	// being tried again in the background (Dispatcher.postLater).
+	posting bool
 }
 
 func newRunState(run store.Run, rb *runbooks.Runbook) *runState {

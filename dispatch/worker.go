@@ -153,7 +153,7 @@ func (d *Dispatcher) speakUp(ctx context.Context, rs *runState, pl workPayload) 
 // announceEnd tells the triggers that listen (OnRunEnd) how the run ended.
 func (d *Dispatcher) announceEnd(rs *runState, w store.Work) {
 	rs.mu.Lock()
-	e := RunEnd{WorkID: w.ID, RunID: rs.Run.ID, Status: rs.Status(), Verdict: runview.Verdict(rs.Report), Message: rs.Run.Message != nil}
+	e := RunEnd{WorkID: w.ID, RunID: rs.Run.ID, Status: rs.Status(), Verdict: runview.Verdict(rs.Report), Message: rs.Run.Message != nil || rs.posting}
 	if rs.Problem != "" && e.Verdict == "" {
 		e.Verdict = rs.Problem
 	}
@@ -167,72 +167,75 @@ func (d *Dispatcher) announceEnd(rs *runState, w store.Work) {
 // the next start interrupt it and run it a second time. The slot of the
 // run is not held meanwhile.
 func (d *Dispatcher) recordLater(log *slog.Logger, end *record.End, workID string) {
-	err := d.tasks.Go("recording the end of a run", recordLaterFor, func(ctx context.Context) {
-		for attempt := 0; ; attempt++ {
-			err := d.recordEnd(ctx, end)
-			if err == nil {
-				// Recorded: a later try only marks the work done.
-				end = nil
-				err = d.completeWork(ctx, workID)
-			}
-			if err == nil {
-				log.Info("the end of the run is recorded after all", "attempts", attempt+1)
-				return
-			}
-			wait := min(time.Second<<min(attempt, 5), 30*time.Second)
-			log.Warn("the end of the run is not recorded yet; the store still fails", "err", err, "retry_in", wait)
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				log.Error("the end of the run was never recorded: the next start interrupts it", "err", context.Cause(ctx))
-				return
-			}
+	attempt := 0
+	d.retryLater(log, "recording the end of a run", "the next start interrupts it", func(ctx context.Context) (bool, error) {
+		attempt++
+		err := d.recordEnd(ctx, end)
+		if err == nil {
+			// Recorded: a later try only marks the work done.
+			end = nil
+			err = d.completeWork(ctx, workID)
 		}
+		if err == nil {
+			log.Info("the end of the run is recorded after all", "attempts", attempt)
+		}
+		return err == nil, err
 	})
-	if err != nil {
-		log.Error("the end of the run is not recorded: shutting down", "err", err)
-	}
 }
 
 // returnLater returns work whose run was never recorded to the queue,
 // trying in the background until the store takes it: until then the work
 // stays started by this live process, which no sweep takes from it.
 func (d *Dispatcher) returnLater(log *slog.Logger, workID string) {
-	err := d.tasks.Go("returning work to the queue", recordLaterFor, func(ctx context.Context) {
+	attempt := 0
+	d.retryLater(log, "returning work to the queue", "the next start's recovery requeues it", func(ctx context.Context) (bool, error) {
+		attempt++
+		rctx, cancel := recording(ctx, "returning work "+workID+" to the queue")
+		_, err := d.store.ReturnWork(rctx, workID)
+		cancel()
+		var conflict *store.StateConflictError
+		switch {
+		case err == nil:
+			log.Info("work returned to the queue", "attempts", attempt)
+			if kerr := d.kick(); kerr != nil {
+				log.Warn("work returned to the queue; the next sweep starts a worker", "err", kerr)
+			}
+			return true, nil
+		case errors.As(err, &conflict):
+			// A sweep elsewhere took the work meanwhile (this process's
+			// lease had lapsed): it is not this worker's.
+			log.Warn("work not returned to the queue", "err", err)
+			return true, nil
+		}
+		return false, err
+	})
+}
+
+// retryLater calls try in the background until it reports done, waiting
+// 1 s, 2 s, 4 s … (at most 30 s) between tries, for at most
+// recordLaterFor or until shutdown; what names the job in the log, and
+// otherwise says what becomes of it when it is given up.
+func (d *Dispatcher) retryLater(log *slog.Logger, what, otherwise string, try func(ctx context.Context) (bool, error)) {
+	err := d.tasks.Go(what, recordLaterFor, func(ctx context.Context) {
 		for attempt := 0; ; attempt++ {
-			rctx, cancel := recording(ctx, "returning work "+workID+" to the queue")
-			_, err := d.store.ReturnWork(rctx, workID)
-			cancel()
-			var conflict *store.StateConflictError
-			switch {
-			case err == nil:
-				log.Info("work returned to the queue", "attempts", attempt+1)
-				if kerr := d.kick(); kerr != nil {
-					log.Warn("work returned to the queue; the next sweep starts a worker", "err", kerr)
-				}
-				return
-			case errors.As(err, &conflict):
-				// A sweep elsewhere took the work meanwhile (this
-				// process's lease had lapsed): it is not this worker's.
-				log.Warn("work not returned to the queue", "err", err)
+			done, err := try(ctx)
+			if done {
 				return
 			}
 			wait := min(time.Second<<min(attempt, 5), 30*time.Second)
-			log.Warn("work not returned to the queue yet; the store still fails", "err", err, "retry_in", wait)
+			log.Warn(what+": not done yet; the store still fails", "err", err, "retry_in", wait)
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
 			case <-ctx.Done():
 				t.Stop()
-				log.Error("work never returned to the queue: the next start's recovery requeues it", "err", context.Cause(ctx))
+				log.Error(what+": given up; "+otherwise, "err", context.Cause(ctx))
 				return
 			}
 		}
 	})
 	if err != nil {
-		log.Error("work not returned to the queue: shutting down; the next start's recovery requeues it", "err", err)
+		log.Error(what+": shutting down; "+otherwise, "err", err)
 	}
 }
 
@@ -285,7 +288,10 @@ func retryNote(w store.Work) string {
 }
 
 // postRun posts the run's first message and records where it is. A run
-// whose message cannot be posted still runs; the requester is told why.
+// whose message cannot be posted still runs. When the platform refuses
+// it, the requester is told why; when the outbox cannot record it (the
+// store fails), it is posted later, once the store is back, with the
+// run's state then, so a verdict is never left unsaid.
 func (d *Dispatcher) postRun(ctx context.Context, rs *runState, pl workPayload) {
 	rs.mu.Lock()
 	run, msg := rs.Run, rs.Message()
@@ -302,15 +308,23 @@ func (d *Dispatcher) postRun(ctx context.Context, rs *runState, pl workPayload) 
 	refused := chat.Message{Title: "Could not post the run in this channel", Status: chat.StatusError, Sections: []chat.Section{{
 		Text: fmt.Sprintf("Invite the bot to this channel or run it from a channel it is in. The run goes on: see status %s.", run.ID),
 	}}}
-	var ref chat.Ref
-	var err error
-	if teller, ok := d.chat.(chat.RefusalTeller); ok && pl.ReplyTo != "" {
+	if q, ok := d.chat.(chat.Queue); ok {
 		// The post is only recorded now; a refusal comes later, and the
 		// chat tells the requester then.
-		ref, err = teller.PostTelling(ctx, pl.Channel, pl.Thread, msg, chat.Refusal{To: chat.Recipient{ReplyTo: pl.ReplyTo}, Message: refused})
-	} else {
-		ref, err = d.chat.Post(ctx, pl.Channel, pl.Thread, msg)
+		var tell *chat.Refusal
+		if pl.ReplyTo != "" {
+			tell = &chat.Refusal{To: chat.Recipient{ReplyTo: pl.ReplyTo}, Message: refused}
+		}
+		ref, err := q.Enqueue(ctx, runMessageKey(run.ID), pl.Channel, pl.Thread, msg, tell)
+		if err != nil {
+			log.Warn("run message not queued; trying again until the store takes it", "channel", pl.Channel, "err", err)
+			d.postLater(log, rs, q, pl, tell)
+			return
+		}
+		d.attach(ctx, log, rs, ref)
+		return
 	}
+	ref, err := d.chat.Post(ctx, pl.Channel, pl.Thread, msg)
 	if err != nil {
 		log.Warn("run message not posted", "channel", pl.Channel, "err", err)
 		if pl.ReplyTo != "" {
@@ -324,13 +338,68 @@ func (d *Dispatcher) postRun(ctx context.Context, rs *runState, pl workPayload) 
 		}
 		return
 	}
-	if err := d.store.SetRunMessage(ctx, run.ID, store.MessageRef(ref)); err != nil {
-		log.Warn("record run message", "err", err)
-	}
+	d.attach(ctx, log, rs, ref)
+}
+
+// runMessageKey is the outbox key of a run's message: one message per run,
+// however many tries it takes to queue it.
+func runMessageKey(runID string) string { return "run " + runID }
+
+// attach makes ref the run's message: recorded on the run (so a click or
+// a later process finds it) and updated live from now on.
+func (d *Dispatcher) attach(ctx context.Context, log *slog.Logger, rs *runState, ref chat.Ref) {
 	rs.mu.Lock()
+	id := rs.Run.ID
 	rs.Run.Message = &store.MessageRef{Platform: ref.Platform, Channel: ref.Channel, ID: ref.ID}
 	rs.live = d.liveMessage(ref)
 	rs.mu.Unlock()
+	if err := d.store.SetRunMessage(ctx, id, store.MessageRef(ref)); err != nil {
+		log.Warn("record run message", "err", err)
+	}
+}
+
+// postLater queues the first message of a run that the outbox could not
+// record, trying in the background until the store takes it, with the
+// run's state at each try; the run goes on meanwhile, and may end first.
+// Once queued, the message is recorded on the run and shows the newest
+// state.
+func (d *Dispatcher) postLater(log *slog.Logger, rs *runState, q chat.Queue, pl workPayload, tell *chat.Refusal) {
+	rs.mu.Lock()
+	id := rs.Run.ID
+	rs.posting = true
+	rs.mu.Unlock()
+	attempt := 0
+	ref := chat.Ref{}
+	d.retryLater(log, "posting the message of run "+id, "the run's message is not posted", func(ctx context.Context) (bool, error) {
+		attempt++
+		if ref.ID == "" {
+			rs.mu.Lock()
+			msg := rs.Message()
+			rs.mu.Unlock()
+			rctx, cancel := recording(ctx, "queueing the message of run "+id)
+			r, err := q.Enqueue(rctx, runMessageKey(id), pl.Channel, pl.Thread, msg, tell)
+			cancel()
+			if err != nil {
+				return false, err
+			}
+			ref = r
+			rs.mu.Lock()
+			rs.Run.Message = &store.MessageRef{Platform: ref.Platform, Channel: ref.Channel, ID: ref.ID}
+			rs.live = d.liveMessage(ref)
+			rs.mu.Unlock()
+			// The message was queued with the state of that instant; the
+			// run may have moved on while it was.
+			rs.publish()
+		}
+		rctx, cancel := recording(ctx, "recording the message of run "+id)
+		err := d.store.SetRunMessage(rctx, id, store.MessageRef(ref))
+		cancel()
+		if err != nil {
+			return false, err
+		}
+		log.Info("run message queued after all", "attempts", attempt)
+		return true, nil
+	})
 }
 
 // show publishes the run's state and waits until the chat has it.

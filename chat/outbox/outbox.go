@@ -105,7 +105,7 @@ var (
 	_ chat.Replier    = (*Outbox)(nil)
 	_ chat.UserGroups = (*Outbox)(nil)
 
-	_ chat.RefusalTeller = (*Outbox)(nil)
+	_ chat.Queue = (*Outbox)(nil)
 )
 
 // New returns an outbox that delivers to next. Logger is slog.Default()
@@ -132,9 +132,9 @@ func (o *Outbox) Post(ctx context.Context, channel, thread string, m chat.Messag
 	return ref, err
 }
 
-// PostTelling implements chat.RefusalTeller.
-func (o *Outbox) PostTelling(ctx context.Context, channel, thread string, m chat.Message, r chat.Refusal) (chat.Ref, error) {
-	ref, _, err := o.queue(ctx, store.ChatMessage{Channel: channel, Thread: thread}, m, &r)
+// Enqueue implements chat.Queue.
+func (o *Outbox) Enqueue(ctx context.Context, key, channel, thread string, m chat.Message, r *chat.Refusal) (chat.Ref, error) {
+	ref, _, err := o.queue(ctx, store.ChatMessage{Key: key, Channel: channel, Thread: thread}, m, r)
 	return ref, err
 }
 
