@@ -56,7 +56,7 @@ func TestRunMessageQueuedWhenTheStoreIsBack(t *testing.T) {
 	go func() { sent <- ob.Run(ctx) }()
 	t.Cleanup(func() {
 		stop()
-		<-sent
+		require.NoError(t, <-sent)
 	})
 
 	acc, err := d.Submit(t.Context(), Request{
