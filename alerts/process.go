@@ -50,8 +50,11 @@ type alertTrack struct {
 	lastAt  time.Time
 	problem string
 	// unqueued says the problem is that queueing the run failed: the
-	// orphan check queues it again (recoverOrphans).
+	// orphan check queues it again (recoverOrphans), into thread (the
+	// alert's message or its group's summary), quiet as it was asked.
 	unqueued bool
+	thread   string
+	quiet    bool
 	channel  string
 	ts       string
 	live     *dispatch.Live
@@ -288,7 +291,7 @@ func (a *Receiver) trigger(ctx context.Context, ev alertEvent) {
 		log.Error("alert run not queued", "runbook", ev.route.Runbook, "err", err)
 		a.mu.Lock()
 		t.problem = "could not queue the run: " + err.Error() + "; it is tried again shortly"
-		t.unqueued = true
+		t.unqueued, t.thread, t.quiet = true, thread, quiet
 		a.mu.Unlock()
 	}
 	if t.group != nil {
@@ -675,7 +678,7 @@ func (a *Receiver) recoverOne(ctx context.Context, st store.AlertState, orphansO
 	// its own, since the alert's message may never have been posted).
 	acc, err := a.disp.Submit(ctx, dispatch.Request{
 		Key: st.TriggerKey, Runbook: rt.Runbook, Params: rt.Params, RequestedBy: al.Source,
-		Source: store.TriggerAlert, Channel: t.channel, Payload: last.Payload,
+		Source: store.TriggerAlert, Channel: t.channel, Thread: t.thread, Quiet: t.quiet, Payload: last.Payload,
 	})
 	if acc.WorkID == "" {
 		a.log.Info("alert accepted before the restart is not runnable", "alert", al.Name(), "fingerprint", st.Fingerprint, "err", err)

@@ -507,6 +507,14 @@ func TestAlertWhoseRunCouldNotBeQueuedIsRunLater(t *testing.T) {
 	runs := h.runs()
 	require.Len(t, runs, 1, "the accepted alert got its run")
 	require.Equal(t, store.RunFinished, runs[0].Status)
+	alert, ok := h.alertPost("HighErrorRate")
+	require.True(t, ok, "the alert's message was posted")
+	require.NotNil(t, runs[0].Message)
+	var threaded []string
+	for _, p := range h.thread(alert.Ref.ID) {
+		threaded = append(threaded, p.Ref.ID)
+	}
+	require.Contains(t, threaded, runs[0].Message.ID, "the run posts in the alert's thread, as it would have")
 
 	clock.Advance(orphanCheckEvery)
 	time.Sleep(3 * alertsTick)
