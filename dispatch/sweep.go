@@ -116,7 +116,8 @@ func (d *Dispatcher) applyStranded(ctx context.Context) {
 		d.log.Warn("approved plans not checked", "err", err)
 		return
 	}
-	now := d.now()
+	// On the database's clock, which wrote the expiry and UpdatedAt.
+	now := d.store.Now()
 	for _, p := range plans {
 		if !p.Policy.ExpiresAt.IsZero() && !now.Before(p.Policy.ExpiresAt) {
 			continue

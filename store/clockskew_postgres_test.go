@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"database/sql"
+	"encoding/json"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -172,4 +173,55 @@ func TestClockSkewSQLiteKeepsTheHostClock(t *testing.T) {
 	r, err := s.Heartbeat(ctx, store.DefaultLeaseTTL)
 	require.NoError(t, err)
 	require.WithinRange(t, r.Renewed, before, host.Now().UTC())
+}
+
+// An approval window is opened and closed on the database's clock: the
+// plan's expiry is written as the store's Now plus the window (what the
+// remediator does), and a vote after it has closed by the database's
+// clock is refused, though the skewed host's clock, 30 s slow, says the
+// window is still open; on a host 30 s fast it is not closed 30 s early.
+func TestClockSkewApprovalWindowByTheDatabaseClock(t *testing.T) {
+	const window = 10 * time.Minute
+	for _, tc := range clockSkews {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			dsn := postgresURL(t)
+			host := &hostClock{}
+			host.Advance(tc.skew)
+			skewed := openPostgresAt(t, dsn, store.WithOwner("skew/skewed"), store.WithLocalClock(host.Now))
+			_, err := skewed.Heartbeat(ctx, store.DefaultLeaseTTL)
+			require.NoError(t, err)
+			db := databaseNow(t, skewed.DB())
+			require.WithinDuration(t, db, skewed.Now(), measureSlack, "Now reads the database's clock, not the host's")
+
+			run, err := skewed.CreateRun(ctx, store.Run{Runbook: "sglang-pd-wedge", Trigger: store.TriggerAlert})
+			require.NoError(t, err)
+			vote := func(p store.Plan) error {
+				_, err := skewed.RecordApproval(ctx, store.Approval{PlanID: p.ID, User: "U-bob", Decision: store.Approve, PlanHash: "h1"})
+				return err
+			}
+			// Time passes on the host's clock alone (hostClock.Advance):
+			// the database's clock then reads db plus what has passed.
+			passed := time.Duration(0)
+			plan := func(remediation string) store.Plan {
+				p, _, err := skewed.CreatePlan(ctx, store.Plan{RunID: run.ID, Remediation: remediation, Deployment: "dsv4-" + remediation,
+					Hash: "h1", Body: json.RawMessage(`{}`), RequestedBy: "alertmanager",
+					Policy: store.Policy{MinApprovals: 1, ExpiresAt: skewed.Now().Add(window)}})
+				require.NoError(t, err)
+				require.WithinDuration(t, db.Add(passed+window), p.Policy.ExpiresAt, measureSlack, "the window ends %s after now on the database's clock", window)
+				return p
+			}
+
+			open := plan("open")
+			host.Advance(window - time.Minute)
+			passed += window - time.Minute
+			require.NoError(t, vote(open), "a minute before the window closes by the database's clock, the vote counts")
+
+			closed := plan("closed")
+			host.Advance(window + measureSlack)
+			var refused *store.ApprovalError
+			require.ErrorAs(t, vote(closed), &refused, "after the window closed by the database's clock, the vote is refused")
+			require.Equal(t, store.RefusedExpired, refused.Reason)
+		})
+	}
 }

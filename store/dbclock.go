@@ -62,6 +62,9 @@ func (s *sqlStore) clock() time.Time {
 	return s.now().UTC().Add(offset)
 }
 
+// Now implements Store.
+func (s *sqlStore) Now() time.Time { return s.clock() }
+
 // dbLatest is the latest the database's clock may read when this process
 // reads now: a lease of this process's own counts as expired once it has
 // expired by then.

@@ -49,6 +49,13 @@ type Store interface {
 	// process's heartbeat. A full disk, a read-only file or a database
 	// that refuses writes fail it where Ping, a read, still succeeds.
 	PingWrite(ctx context.Context) error
+	// Now is the time on the database's clock as this process best knows
+	// it: on PostgreSQL its own clock corrected by the offset measured at
+	// open and at each lease renewal, elsewhere its own clock. Expiries
+	// and record times are written on it, so a caller comparing a time
+	// with them (an approval window, a plan's last change) reads Now, or
+	// a host clock 30 s off would close windows 30 s early or late.
+	Now() time.Time
 	// Close releases the store's resources.
 	Close() error
 }

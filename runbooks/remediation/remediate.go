@@ -39,7 +39,8 @@ type Remediator struct {
 	// Directory, when set, resolves approver groups that are not in Groups
 	// (Slack user groups). Set it before the first Vote.
 	Directory Directory
-	// Now is the clock; time.Now when nil.
+	// Now is the clock; when nil, the store's (the database's clock),
+	// or time.Now without a store.
 	Now func() time.Time
 	// Holder names this process in locks, e.g. "runbot@host/pid".
 	Holder string
@@ -158,8 +159,13 @@ type Proposal struct {
 }
 
 func (r *Remediator) now() time.Time {
-	if r.Now != nil {
+	switch {
+	case r.Now != nil:
 		return r.Now()
+	case r.Store != nil:
+		// Approval windows are judged on the database's clock, as the
+		// store writes them, whatever this host's clock says.
+		return r.Store.Now()
 	}
 	return time.Now()
 }
