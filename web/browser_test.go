@@ -2,11 +2,9 @@ package web_test
 
 import (
 	"context"
-	"errors"
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbot/runbot/internal/browsertest"
 	"github.com/runbot/runbot/internal/redact"
 	"github.com/runbot/runbot/internal/secret"
 	"github.com/runbot/runbot/store"
@@ -70,21 +69,10 @@ func newTestSite(t *testing.T, f *fixture) *testSite {
 	return ts
 }
 
-// browser starts headless Chromium (Debian's package) for one test.
+// browser starts headless Chromium for one test.
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	path, err := exec.LookPath("chromium")
-	require.NoError(t, err, "the browser tests need Debian's chromium (make test-deps installs it)")
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
-		chromedp.Flag("disable-dev-shm-usage", true))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancel)
-	ctx, cancel2 := chromedp.NewContext(actx)
-	t.Cleanup(cancel2)
-	ctx, cancel3 := context.WithTimeoutCause(ctx, 2*time.Minute, errors.New("the browser test took too long"))
-	t.Cleanup(cancel3)
-	require.NoError(t, chromedp.Do(ctx), "start chromium")
-	return ctx
+	return browsertest.Start(t)
 }
 
 // text is the text of the first element css selects.
