@@ -7,14 +7,18 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbot/runbot/internal/browsertest"
+	"github.com/runbot/runbot/internal/proxytest"
 	"github.com/runbot/runbot/test/e2e/testhost"
 )
 
@@ -40,7 +44,11 @@ func withoutSlackGuide(t *testing.T, c *testhost.Cluster, h *testhost.Host, work
 	require.NotContains(t, cfg, "\nslack:")
 	const webOff = "# web:\n#   url: https://runbot.example.com/\n#   link_secret: {file: /etc/runbot/web-link-secret}\n"
 	require.Contains(t, cfg, webOff, "deploy/runbot.yaml's web: example changed: update TestDeployGuide")
-	cfg = strings.Replace(cfg, webOff, "web:\n  url: "+runbotURL+"/\n  link_secret: {file: /etc/runbot/web-link-secret}\n", 1)
+	// The page votes behind an authenticating proxy on the runner (the
+	// bridge's address, 10.200.0.1, as the host sees it): the guide's
+	// "Voting on the report pages".
+	cfg = strings.Replace(cfg, webOff, "web:\n  url: "+runbotURL+"/\n  link_secret: {file: /etc/runbot/web-link-secret}\n"+
+		"  trust_header: "+proxytest.Header+"\n  trusted_proxies: [10.200.0.1]\n", 1)
 	putFile(t, h, cfgPath, cfg)
 	// The secret as the config's comment says to make it; readable by
 	// root (runbot link through sudo) and the runbot group (serve).
@@ -122,7 +130,74 @@ func withoutSlackGuide(t *testing.T, c *testhost.Cluster, h *testhost.Host, work
 	require.True(t, strings.HasPrefix(link, runbotURL+"/runs/"), link)
 	page := httpGet(t, link)
 	require.Contains(t, page, "pd_transfer_wedge")
+
+	webVote(t, c, h, am, runbotURL, plan)
 	return plan.RunID
+}
+
+// webVote is the second way to approve without Slack: alice, signed in by
+// an authenticating proxy, approves the next fix from the run's page in
+// Chromium; serve applies and verifies it, and the audit says the vote
+// came from the web.
+func webVote(t *testing.T, c *testhost.Cluster, h *testhost.Host, am, runbotURL string, before guidePlan) {
+	t.Helper()
+	const cfgPath = "/etc/runbot/runbot.yaml"
+	c.Step(t, h, "the overlap schedule is turned back on and decode wedges again")
+	for _, script := range []string{testhost.PrefillScript, testhost.DecodeScript} {
+		h.Run(t, "sed -i 's/ --disable-overlap-schedule//' "+script)
+	}
+	h.Run(t, "systemctl restart "+testhost.UnitPrefill+" && systemctl restart "+testhost.UnitDecode)
+	testhost.Eventually(t, time.Minute, "decode runs batches again", func() (bool, string) {
+		return strings.Contains(h.Journal(t, testhost.UnitDecode, 50), "Decode batch"), ""
+	})
+	require.Contains(t, h.Fault(t, "decode", `{"fault":"pd-wedge"}`), `"wedged":true`)
+	postAlertLabels(t, am, map[string]string{"alertname": "SGLangRequestsHanging", "deployment": h.Deployment,
+		"severity": "critical", "phase": "web-vote"})
+	var plan guidePlan
+	testhost.Eventually(t, 5*time.Minute, "runbot plans lists the new run's plan", func() (bool, string) {
+		js := h.Run(t, "runbot plans --format json --config "+cfgPath)
+		var plans []guidePlan
+		if err := json.Unmarshal([]byte(js), &plans); err != nil {
+			return false, js
+		}
+		for _, p := range plans {
+			if p.Runbook == "sglang-pd-wedge" && p.PlanID != before.PlanID && p.State == "proposed" {
+				plan = p
+				return true, js
+			}
+		}
+		return false, js
+	})
+
+	c.Step(t, h, "alice, signed in by the proxy, approves it from the run's page in Chromium")
+	proxy := proxytest.Signing(t, runbotURL)
+	ctx := browsertest.Start(t)
+	resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(proxy.URL+"/sign-in?as=alice&to="+url.QueryEscape("/runs/"+plan.RunID)))
+	require.NoError(t, err)
+	require.Equal(t, int64(http.StatusOK), resp.Status)
+	buttons := `document.querySelectorAll("form.vote button[name=decision]").length`
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](buttons))
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "Approve and Deny for alice")
+	resp, err = chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`form.vote button[value=approve]`)))
+	require.NoError(t, err, "click Approve")
+	require.Equal(t, int64(http.StatusOK), resp.Status)
+	body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+	require.NoError(t, err)
+	require.Contains(t, body, "Your approval settled plan")
+
+	c.Step(t, h, "serve applies and verifies the fix the page approved")
+	testhost.Eventually(t, 5*time.Minute, "the plan ends done", func() (bool, string) {
+		js := h.Run(t, "runbot plans "+plan.PlanID+" --format json --config "+cfgPath)
+		return strings.Contains(js, `"state": "done"`), js
+	})
+	for _, script := range []string{testhost.PrefillScript, testhost.DecodeScript} {
+		require.Contains(t, h.Run(t, "cat "+script), "--disable-overlap-schedule")
+	}
+	show := h.Run(t, "runbot show "+plan.RunID+" --store /var/lib/runbot/runbot.db")
+	require.Contains(t, show, "plan.vote_source")
+	require.Contains(t, show, "channel=web")
+	require.Contains(t, show, "login=alice")
 }
 
 // guidePlan is what the test reads of `runbot plans --format json`.
