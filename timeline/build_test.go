@@ -40,10 +40,10 @@ func TestFromReportWedge(t *testing.T) {
 	require.Equal(t, rep.FinishedAt, decode.AgesAt, "the picture counts ages to the run's end, as the report does")
 	ended := *decode
 	ended.AgesAt = ended.Last.Add(6 * time.Minute)
-	require.Equal(t, "last Decode batch 09:25:20 UTC — 6m ago", lastProgressLabel(&ended), "the age is to the run's end, not to the lane's read")
+	require.Equal(t, "last Decode batch 09:25:20 UTC — 6m0s ago", lastProgressLabel(&ended), "the age is to the run's end, not to the lane's read")
 	logged := *decode
 	logged.Last = logged.Measured.Add(568 * time.Millisecond) // logged while the check read
-	require.Equal(t, "last Decode batch 09:30:31 UTC — 0ms ago", lastProgressLabel(&logged), "a line logged during the read is not in the future")
+	require.Equal(t, "last Decode batch 09:30:31 UTC — 0s ago", lastProgressLabel(&logged), "a line logged during the read is not in the future")
 	require.False(t, prefill.Stalled, "prefill still ran a batch for our probe")
 	require.Len(t, decode.Rate, 16, "a bucket per minute of the log's window")
 
