@@ -609,11 +609,11 @@ func (a logAnalysis) evidence(o LogProgressOutput) []string {
 	}
 	switch o.GapFrom {
 	case GapFromProgress:
-		ev = append(ev, fmt.Sprintf("last %s line at %s (%s ago), %s before it — %s",
-			what, clockText(o.LastProgress, a.now), round(o.Gap), rateText(o.PerMinute), state))
+		ev = append(ev, fmt.Sprintf("last %s line at %s (%s), %s before it — %s",
+			what, clockText(o.LastProgress, a.now), step.Ago(o.LastProgress), rateText(o.PerMinute), state))
 	case GapFromUnitStart:
-		line := fmt.Sprintf("no %s line since the unit started at %s (%s ago; %d lines read from the %s)",
-			what, clockText(o.StartedAt, a.now), round(o.Gap), o.Lines, a.source)
+		line := fmt.Sprintf("no %s line since the unit started at %s (%s; %d lines read from the %s)",
+			what, clockText(o.StartedAt, a.now), step.Ago(o.StartedAt), o.Lines, a.source)
 		if o.Found {
 			line += fmt.Sprintf("; the last one, at %s, was logged by the process before", clockText(o.LastProgress, a.now))
 		}

@@ -163,7 +163,7 @@ func TestLogProgressWedgedDecode(t *testing.T) {
 		`last "Decode batch" line at 20:38:03 UTC (29m27s ago), 186.2 lines/min before it — stalled: silent for more than 1m0s`,
 		"last progress line: [2026-06-18 20:38:03 DP0 TP0] Decode batch, #running-req: 1, #token: 3779, token usage: 0.01, pre-allocated usage: 0.01, #prealloc-req: 0, #transfer-req: 1, #retracted-req: 0, cuda graph: True, gen throughput (token/s): 31.62, #queue-req: 0",
 		"aborts: 14 in the last 15m0s, 20:53:16 UTC to 21:06:27 UTC; 2 caused by this run's own probes (echoes), 12 unexplained; latest room 6913527235152270480",
-	}, res.Evidence)
+	}, step.AgesOf(res.Evidence, utc("2026-06-18 21:07:30")), "ages counted from the read")
 
 	byKind := map[string][]step.Event{}
 	for _, e := range res.Events {
@@ -249,7 +249,7 @@ func TestLogProgressNoProgressInWindow(t *testing.T) {
 			require.Equal(t, c.stalled, o.Stalled)
 			require.Equal(t, c.gap, o.Gap)
 			require.Equal(t, c.from, o.GapFrom)
-			require.Equal(t, c.evidence, res.Evidence[0])
+			require.Equal(t, c.evidence, step.Ages(res.Evidence[0], utc("2026-06-18 21:05:00")))
 		})
 	}
 

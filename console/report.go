@@ -113,7 +113,7 @@ func reportDiagnoses(o *Output, c palette, rep *runbooks.Report) {
 
 func reportFindings(o *Output, c palette, rep *runbooks.Report) {
 	if len(rep.Findings) > 0 {
-		o.Printf("%sFindings%s\n", c.bold, c.reset)
+		o.Printf("%sFindings%s  %sages count to the run's end, %s%s\n", c.bold, c.reset, c.dim, rep.FinishedAt.UTC().Format("15:04:05 UTC"), c.reset)
 		for _, f := range rep.Findings {
 			o.Printf("  %s %s: %s\n", sevTag(c, f.Severity), f.ID, f.Summary)
 			for _, e := range f.Evidence {

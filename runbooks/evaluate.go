@@ -9,6 +9,7 @@ import (
 
 	"github.com/expr-lang/expr/file"
 
+	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/runbooks/tmpl"
 )
 
@@ -68,7 +69,14 @@ func unranReason(rep *Report, refs []stepRef) string {
 // Evaluate computes findings and diagnoses into the report. A finding that
 // reads a step which did not run is inconclusive, never false and never
 // true: a dead SSH connection must not look like "0 bytes received".
+//
+// It also writes the ages the steps' evidence marks (step.Ago) as of now,
+// the run's end: each step read at its own moment, and a log line two
+// findings quote must show one age wherever the report shows it.
 func (rb *Runbook) Evaluate(rep *Report, params map[string]any, now time.Time) {
+	for _, tr := range rep.Steps {
+		tr.Evidence = step.AgesOf(tr.Evidence, now)
+	}
 	// Empty lists, not null, in JSON: consumers iterate them.
 	rep.Findings, rep.Diagnoses = []FindingResult{}, []DiagnosisResult{}
 	held := map[string]bool{}

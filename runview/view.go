@@ -134,6 +134,9 @@ func runFacts(run store.Run, rep *runbooks.Report) []chat.Fact {
 	}
 	if rep != nil && !rep.FinishedAt.IsZero() {
 		facts = append(facts, chat.Fact{Label: "Took", Text: rep.FinishedAt.Sub(rep.StartedAt).Round(time.Millisecond).String()})
+		// The evidence and summaries count every "… ago" to the run's
+		// end, so one log line has one age wherever the message quotes it.
+		facts = append(facts, chat.Fact{Label: "Ages as of", Text: "the run's end, " + rep.FinishedAt.UTC().Format("15:04:05") + " UTC"})
 	}
 	return facts
 }

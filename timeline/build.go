@@ -56,7 +56,7 @@ func FromReport(rep *runbooks.Report, opts Options) (*Chart, error) {
 			if start, seen := laneStart[lane]; !seen || !tr.StartedAt.Before(start) {
 				// A newer read of the lane: what it says replaces the older.
 				laneStart[lane], newest = tr.StartedAt, true
-				lane.Step, lane.Measured, lane.Stalled, lane.Rate = tr.Step, tr.StartedAt, false, nil
+				lane.Step, lane.Measured, lane.Stalled, lane.Rate, lane.SilentSince = tr.Step, tr.StartedAt, false, nil, time.Time{}
 			}
 			return lane
 		}
@@ -75,7 +75,7 @@ func FromReport(rep *runbooks.Report, opts Options) (*Chart, error) {
 				}
 			case step.EventStall:
 				if l := laneOf(); newest {
-					l.Stalled = true
+					l.Stalled, l.SilentSince = true, ev.Time
 					if !ev.End.IsZero() {
 						l.Measured = ev.End
 					}
@@ -101,6 +101,7 @@ func FromReport(rep *runbooks.Report, opts Options) (*Chart, error) {
 	}
 	nameLanes(c.Lanes)
 	for _, l := range c.Lanes {
+		l.AgesAt = rep.FinishedAt
 		if l.Progress == "" {
 			l.Progress = "progress"
 		}
@@ -109,6 +110,9 @@ func FromReport(rep *runbooks.Report, opts Options) (*Chart, error) {
 	}
 	slices.SortStableFunc(c.Probes, func(a, b Window) int { return a.Start.Compare(b.Start) })
 	c.Start, c.End = span(rep, opts, c.Markers)
+	if opts.Window <= 0 {
+		c.Start = c.trimmedStart()
+	}
 	c.Title, c.Subtitle = titles(rep)
 	return c, nil
 }

@@ -24,7 +24,6 @@ func TestFromReportWedge(t *testing.T) {
 	require.Equal(t, "sglang-pd-wedge — PD transfer wedge", c.Title)
 	require.Contains(t, c.Subtitle, rep.RunID)
 	require.Equal(t, rep.FinishedAt.Add(15*time.Second).UTC(), c.End)
-	require.Equal(t, DefaultWindow, c.End.Sub(c.Start))
 
 	require.Len(t, c.Lanes, 2)
 	decode, prefill := c.Lanes[0], c.Lanes[1]
@@ -34,11 +33,17 @@ func TestFromReportWedge(t *testing.T) {
 
 	require.True(t, decode.Stalled)
 	require.Equal(t, time.Date(2026, 11, 29, 9, 25, 20, 0, time.UTC), decode.Last.UTC())
+	require.Less(t, c.End.Sub(c.Start), DefaultWindow, "the axis is trimmed to what the run saw")
+	require.True(t, c.Start.Before(decode.Last.Add(-time.Minute)), "a minute at least of decode's batches before its last one and the burst")
 	require.Equal(t, "5m11s", duration(decode.Gap()))
 	require.Equal(t, "last Decode batch 09:25:20 UTC — 5m11s ago", lastProgressLabel(decode))
+	require.Equal(t, rep.FinishedAt, decode.AgesAt, "the picture counts ages to the run's end, as the report does")
+	ended := *decode
+	ended.AgesAt = ended.Last.Add(6 * time.Minute)
+	require.Equal(t, "last Decode batch 09:25:20 UTC — 6m0s ago", lastProgressLabel(&ended), "the age is to the run's end, not to the lane's read")
 	logged := *decode
 	logged.Last = logged.Measured.Add(568 * time.Millisecond) // logged while the check read
-	require.Equal(t, "last Decode batch 09:30:31 UTC — 0ms ago", lastProgressLabel(&logged), "a line logged during the read is not in the future")
+	require.Equal(t, "last Decode batch 09:30:31 UTC — 0s ago", lastProgressLabel(&logged), "a line logged during the read is not in the future")
 	require.False(t, prefill.Stalled, "prefill still ran a batch for our probe")
 	require.Len(t, decode.Rate, 16, "a bucket per minute of the log's window")
 

@@ -18,7 +18,8 @@ var ErrNothingToDraw = errors.New("the run recorded nothing a timeline can show"
 
 // Options tune what a chart shows. The zero value is the default chart.
 type Options struct {
-	// Window is the span of wall time shown; DefaultWindow when zero.
+	// Window is the span of wall time shown. When zero, it is at most
+	// DefaultWindow, trimmed to what the run saw (see Chart.trimmedStart).
 	Window time.Duration
 	// End is the right edge of the chart; when zero, just after the run
 	// finished (a sixtieth of the window), or after the latest marker when
@@ -76,8 +77,14 @@ type Lane struct {
 	LastLine string
 	// Measured is when the check looked: the gap since Last runs to it.
 	Measured time.Time
+	// AgesAt is the instant the report counts its ages to: the run's end.
+	AgesAt time.Time
 	// Stalled says the check judged the gap a stall.
 	Stalled bool
+	// SilentSince is when the stall began: the last progress line, or the
+	// unit's start when it logged none since. It may be before the chart's
+	// left edge, and the silence is then drawn from that edge.
+	SilentSince time.Time
 	// Marks are the matched error lines (one per distinct request), oldest
 	// first.
 	Marks []Mark
@@ -92,6 +99,16 @@ func (l *Lane) Gap() time.Duration {
 		return 0
 	}
 	return max(l.Measured.Sub(l.Last), 0)
+}
+
+// Age is how long before AgesAt the last progress line was, as the run's
+// report counts it, so the picture and the report give one line one
+// age; the Gap when AgesAt is zero, and never negative.
+func (l *Lane) Age() time.Duration {
+	if l.Last.IsZero() || l.AgesAt.IsZero() {
+		return l.Gap()
+	}
+	return max(l.AgesAt.Sub(l.Last), 0)
 }
 
 // Bucket is the count of progress lines between Start and End.

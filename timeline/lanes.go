@@ -15,8 +15,7 @@ func (c *Chart) drawLane(dc draw.Canvas, l *layout, b laneBox) {
 	lane, r, v := b.lane, b.rect, b.values
 	dc.FillPolygon(colLaneBG, rect(r.Min.X, r.Min.Y, r.Max.X, r.Max.Y))
 	l.drawGrid(dc, r)
-	if lane.Stalled && !lane.Last.IsZero() {
-		x0, x1 := l.clampX(l.x(lane.Last)), l.clampX(l.x(lane.Measured))
+	if x0, x1, ok := l.stallBand(lane); ok {
 		dc.FillPolygon(colStall, rect(x0, v.Min.Y, x1, r.Max.Y))
 	}
 	c.drawProbeBands(dc, l, r)
@@ -47,6 +46,21 @@ func (c *Chart) drawLane(dc draw.Canvas, l *layout, b laneBox) {
 	drawLaneTitle(dc, r, lane.Name, lane.Host, fmt.Sprintf("%q", lane.Progress), "lines per minute")
 }
 
+// stallBand is the stretch of a stalled lane drawn as silence: from the
+// last progress line, or from the unit's start when it logged none since,
+// to when the check looked; a silence that began before the chart's left
+// edge is drawn from that edge, so a trimmed axis loses none of it.
+func (l *layout) stallBand(lane *Lane) (x0, x1 vg.Length, ok bool) {
+	from := lane.Last
+	if from.IsZero() {
+		from = lane.SilentSince
+	}
+	if !lane.Stalled || from.IsZero() || lane.Measured.Before(l.t0) {
+		return 0, 0, false
+	}
+	return l.clampX(l.x(from)), l.clampX(l.x(lane.Measured)), true
+}
+
 // drawAfterRun greys the part of a lane after the check looked, when the
 // chart reaches well past it (to show a remediation): an empty lane there
 // means "not looked at", not "no progress".
@@ -69,9 +83,15 @@ func (c *Chart) drawLastProgress(dc draw.Canvas, l *layout, b laneBox) {
 	lane := b.lane
 	v := b.values
 	if lane.Last.IsZero() {
+		text := fmt.Sprintf("no %q line in the log read", lane.Progress)
+		if !lane.SilentSince.IsZero() {
+			text = fmt.Sprintf("no %q line since the unit started, %s", lane.Progress, clock(lane.SilentSince))
+			if lane.SilentSince.Before(l.t0) {
+				text = "← " + text
+			}
+		}
 		sty := aligned(textStyle(14, colLast, true), draw.XCenter, draw.YCenter)
-		dc.FillText(sty, vg.Point{X: (v.Min.X + v.Max.X) / 2, Y: (v.Min.Y + v.Max.Y) / 2},
-			fmt.Sprintf("no %q line in the log read", lane.Progress))
+		dc.FillText(sty, vg.Point{X: (v.Min.X + v.Max.X) / 2, Y: (v.Min.Y + v.Max.Y) / 2}, text)
 		return
 	}
 	if lane.Last.Before(l.t0) {
@@ -203,43 +223,22 @@ func (c *Chart) drawProbeBands(dc draw.Canvas, l *layout, r vg.Rectangle) {
 // drawMarkers draws the caller's markers (remediation, verification) as
 // dashed lines across every lane, labelled at the top.
 func (c *Chart) drawMarkers(dc draw.Canvas, l *layout) {
-	sty := textStyle(12, colMarker, true)
-	i := 0
-	for _, m := range c.Markers {
-		if m.Time.Before(l.t0) || m.Time.After(l.t1) {
-			continue
-		}
-		x := l.x(m.Time)
-		y := l.markerTop - 2 - vg.Length(i%markerRows)*markerRow
-		dc.StrokeLine2(line(colMarker, 2, 6, 4), x, l.lanesBottom, x, l.lanesTop)
-		label := m.Label + " " + clock(m.Time)
-		l.label(dc, sty, label, x, y, false)
-		i++
-	}
-}
-
-// visibleMarkers counts the markers inside the chart's span.
-func (c *Chart) visibleMarkers() int {
-	n := 0
-	for _, m := range c.Markers {
-		if !m.Time.Before(c.Start) && !m.Time.After(c.End) {
-			n++
+	sty := markerStyle()
+	sty.XAlign, sty.YAlign = draw.XLeft, draw.YTop
+	for _, m := range l.markers {
+		dc.StrokeLine2(line(colMarker, 2, 6, 4), m.x, l.lanesBottom, m.x, l.lanesTop)
+		if m.shown {
+			dc.FillText(sty, vg.Point{X: m.box.Min.X, Y: m.box.Max.Y}, m.text)
 		}
 	}
-	return n
 }
 
 // label writes text with its top at y beside x: to the right when it
 // fits, else to the left, else wherever it stays inside the lanes. With
 // backing, a white box under it keeps it readable over what is drawn.
 func (l *layout) label(dc draw.Canvas, sty draw.TextStyle, text string, x, y vg.Length, backing bool) {
-	const pad = 6
 	w := sty.Width(text)
-	left := x + pad
-	if left+w > l.right-4 {
-		left = x - pad - w
-	}
-	left = max(min(left, l.right-4-w), l.left+4)
+	left := l.labelLeft(x, w)
 	sty.XAlign, sty.YAlign = draw.XLeft, draw.YTop
 	if backing {
 		h := sty.Height(text)

@@ -45,7 +45,6 @@ const (
 	// minLaneHeight is the least an engine lane needs to show a cliff.
 	minLaneHeight = 110
 	markerRow     = 15
-	markerRows    = 3
 )
 
 // layout is where everything goes, in vg units (one per pixel, origin at
@@ -63,9 +62,10 @@ type layout struct {
 	counterRows           [][]*Counter
 	// ticks are the labelled times of the shared axis.
 	ticks []time.Time
-	// markerTop is the top of the marker labels' strip; zero without
-	// markers.
+	// markerTop is the top of the marker labels' strip.
 	markerTop vg.Length
+	// markers are the markers inside the span, with their labels placed.
+	markers []markerLabel
 }
 
 // laneBox is an engine lane's place: rect is all of it, values the part
@@ -92,9 +92,12 @@ func (c *Chart) layout(width, height int, header vg.Length) *layout {
 	l := &layout{width: width, height: height, t0: c.Start, t1: c.End,
 		left: marginLeft, right: vg.Length(width - marginRight)}
 	bottom := vg.Length(8)
+	l.markerTop = header
+	var markerRowsUsed int
+	l.markers, markerRowsUsed = l.placeMarkerLabels(c.Markers, markerStyle())
 	l.counterRows = pickCounters(c.Counters, counterPanel)
 	// The lanes come first: counters get the room the lanes can spare.
-	need := header - vg.Length(min(c.visibleMarkers(), markerRows)*markerRow) - bottom - axisHeight - vg.Length(len(c.Lanes))*(minLaneHeight+laneGap) - 2*probeRow - 8
+	need := header - vg.Length(markerRowsUsed*markerRow) - bottom - axisHeight - vg.Length(len(c.Lanes))*(minLaneHeight+laneGap) - 2*probeRow - 8
 	for len(l.counterRows) > 0 && vg.Length(counterHead+len(l.counterRows)*counterRow+6) > need {
 		l.counterRows = l.counterRows[:len(l.counterRows)-1]
 	}
@@ -105,10 +108,9 @@ func (c *Chart) layout(width, height int, header vg.Length) *layout {
 	}
 	l.lanesBottom = bottom + axisHeight
 	top := header
-	if n := c.visibleMarkers(); n > 0 {
+	if markerRowsUsed > 0 {
 		// Marker labels get a strip of their own above the lanes.
-		top -= vg.Length(min(n, markerRows)*markerRow + 4)
-		l.markerTop = header
+		top -= vg.Length(markerRowsUsed*markerRow + 4)
 	}
 	l.lanesTop = top
 	for _, p := range c.Probes {

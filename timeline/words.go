@@ -111,5 +111,7 @@ func clock(t time.Time) string { return t.UTC().Format("15:04:05") + " UTC" }
 // lastProgressLabel is the words next to the last-progress line, e.g.
 // "last Decode batch 20:38:03 UTC — 12m40s ago".
 func lastProgressLabel(l *Lane) string {
-	return fmt.Sprintf("last %s %s — %s ago", l.Progress, clock(l.Last), duration(l.Gap()))
+	// Written as the report writes the age (step.AgeText), so the picture
+	// and the text beside it say the same.
+	return fmt.Sprintf("last %s %s — %s", l.Progress, clock(l.Last), step.AgeText(l.Last.Add(l.Age()), l.Last))
 }

@@ -436,7 +436,11 @@ func (e *Engine) emit(opts RunOptions, kind EventKind, tr *runbooks.TargetRun) {
 		return
 	}
 	cp := *tr
-	opts.Progress(Event{Kind: kind, At: e.now(), Run: &cp})
+	// The report writes the ages its evidence marks as of the run's end;
+	// a step's progress is shown as it finishes, so as of then.
+	at := e.now()
+	cp.Evidence = step.AgesOf(tr.Evidence, at)
+	opts.Progress(Event{Kind: kind, At: at, Run: &cp})
 }
 
 // Deployment names what a remediation locks: the deployment param's value,

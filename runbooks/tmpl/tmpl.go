@@ -15,6 +15,7 @@ import (
 
 	"github.com/runbot/runbot/internal/argspec"
 	"github.com/runbot/runbot/internal/shell"
+	"github.com/runbot/runbot/internal/step"
 	"github.com/runbot/runbot/internal/yamlnode"
 	"github.com/runbot/runbot/runbooks/escape"
 )
@@ -44,6 +45,10 @@ var funcs = template.FuncMap{
 	"quote": func(v any) string { return shell.Quote(fmt.Sprint(v)) },
 	"join":  func(sep string, v []string) string { return strings.Join(v, sep) },
 	"round": func(d time.Duration) time.Duration { return roundDuration(d) },
+	// ago says how long before now a time was ("22.1s ago", never
+	// negative): a summary counts ages from the run's now, as the
+	// evidence does, so a line it quotes has the age the evidence shows.
+	"ago": func(now, t time.Time) string { return step.AgeText(now, t) },
 	// seconds renders a duration as whole seconds, rounded to the nearest
 	// one, because a duration prints as Go writes it (1m30s) and commands
 	// such as sleep or timeout want a plain number.
