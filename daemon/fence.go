@@ -32,10 +32,28 @@ type leaseFence struct {
 }
 
 // renewed is told until when the lease surely holds (store.KeepAlive).
+// A renewal that comes after the lease could have lapsed does not undo the
+// lapse: another replica may have taken this one's work over meanwhile.
+// That happens when the whole process was paused (a VM suspended, a
+// machine frozen) and resumes: the renewal and the watch then wake at
+// once, and were the renewal first, it would re-arm the fence before the
+// watch saw the lapse, and the applies in flight would go on. So the
+// renewal fences them itself first.
 func (f *leaseFence) renewed(until time.Time) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	lapsed := f.due()
 	f.until, f.fenced = until, false
+	f.mu.Unlock()
+	if lapsed {
+		f.fence()
+	}
+}
+
+// due says the fence should stop the applies now: the lease may lapse
+// within fenceMargin and they were not stopped for it yet. Call with mu
+// held.
+func (f *leaseFence) due() bool {
+	return !f.fenced && !f.until.IsZero() && !f.now().Before(f.until.Add(-fenceMargin))
 }
 
 // watch fences once per lapse, fenceMargin before the lease can expire,
@@ -50,7 +68,7 @@ func (f *leaseFence) watch(ctx context.Context) {
 		case <-tick.C:
 		}
 		f.mu.Lock()
-		due := !f.fenced && !f.until.IsZero() && !f.now().Before(f.until.Add(-fenceMargin))
+		due := f.due()
 		if due {
 			f.fenced = true
 		}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -57,5 +58,44 @@ func TestLeaseFence(t *testing.T) {
 		time.Sleep(ttl)
 		synctest.Wait()
 		require.Equal(t, int32(2), fenced.Load())
+	})
+}
+
+// A process paused past its lease (a VM suspended, a machine frozen) wakes
+// with its renewal and its watch due at once; the renewal succeeds (the
+// lease is taken again) but must not let the applies in flight go on,
+// since another replica may have taken them over meanwhile: whichever
+// wakes first, they are stopped, once. A renewal in time stops nothing.
+func TestLeaseFenceAfterAPause(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ttl, beat := store.DefaultLeaseTTL, store.DefaultHeartbeat
+		for _, tc := range []struct {
+			name   string
+			paused time.Duration
+			fenced int32
+		}{
+			{name: "renewed in time", paused: beat, fenced: 0},
+			{name: "renewed within the margin", paused: ttl - fenceMargin, fenced: 1},
+			{name: "renewed after the lease lapsed", paused: 3 * ttl, fenced: 1},
+		} {
+			var fenced atomic.Int32
+			// No watch runs: the renewal comes first after the pause.
+			f := &leaseFence{now: time.Now, fence: func() { fenced.Add(1) }}
+			f.renewed(time.Now().Add(ttl))
+			time.Sleep(tc.paused)
+			f.renewed(time.Now().Add(ttl))
+			require.Equal(t, tc.fenced, fenced.Load(), tc.name)
+
+			// The watch that wakes next finds the lease renewed: no second
+			// fence for the same lapse.
+			ctx, cancel := context.WithCancel(t.Context())
+			go f.watch(ctx)
+			time.Sleep(beat)
+			synctest.Wait()
+			require.Equal(t, tc.fenced, fenced.Load(), tc.name)
+			cancel()
+			synctest.Wait()
+		}
 	})
 }

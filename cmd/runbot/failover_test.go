@@ -10,12 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,6 +87,27 @@ func newCluster(tb testing.TB, n int, hosts []string) *cluster {
 // proxy the test can cut).
 func newClusterOn(tb testing.TB, n int, hosts []string, location string, replicaLocations ...string) *cluster {
 	tb.Helper()
+	return newClusterFrom(tb, clusterSpec{replicas: n, hosts: hosts, location: location, replicaLocations: replicaLocations})
+}
+
+// clusterSpec is the cluster newClusterFrom starts.
+type clusterSpec struct {
+	replicas int
+	// hosts are the services the test uses, each a local host of its own.
+	hosts []string
+	// inventory adds hosts of other kinds: each name's inventory entry as
+	// a YAML flow mapping (an SSH host, say).
+	inventory map[string]string
+	location  string
+	// replicaLocations, by replica, is where a replica reaches the store
+	// instead of location.
+	replicaLocations []string
+}
+
+// newClusterFrom starts the cluster spec describes.
+func newClusterFrom(tb testing.TB, spec clusterSpec) *cluster {
+	tb.Helper()
+	n, hosts, location, replicaLocations := spec.replicas, spec.hosts, spec.location, spec.replicaLocations
 	runbot, _ := buildBinaries(tb)
 	c := &cluster{t: tb, runbot: runbot, rec: slackrec.New(), location: location, dir: tb.TempDir(),
 		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: time.Minute}}
@@ -97,6 +120,9 @@ func newClusterOn(tb testing.TB, n int, hosts []string, location string, replica
 	hostLines.WriteString("hosts:\n")
 	for _, h := range hosts {
 		fmt.Fprintf(&hostLines, "  %s: {transport: local}\n", h)
+	}
+	for _, h := range slices.Sorted(maps.Keys(spec.inventory)) {
+		fmt.Fprintf(&hostLines, "  %s: %s\n", h, spec.inventory[h])
 	}
 	require.NoError(tb, os.WriteFile(inv, []byte(hostLines.String()), 0o600))
 	for i := range n {
@@ -125,7 +151,7 @@ alerts:
   routes:
     - match: {alertname: FailoverTest}
       runbook: failover
-      params: {svc: '{{ .labels.svc }}', host: '{{ .labels.svc }}', dir: '%s'}
+      params: {svc: '{{ .labels.svc }}', host: '{{ .labels.host }}', dir: '%s'}
 `, r.port, inv, abs, c.rec.APIURL(), failoverApprover, c.dir)
 		require.NoError(tb, os.WriteFile(r.cfg, []byte(cfg), 0o600))
 		c.replicas = append(c.replicas, r)
@@ -212,6 +238,21 @@ func (c *cluster) setState(svc, state string) {
 	require.NoError(c.t, os.WriteFile(filepath.Join(c.dir, svc+".state"), []byte(state+"\n"), 0o644))
 }
 
+// blockRestart makes svc's restart, started already, block before it
+// ends: the restart sleeps 2 s, then writes "ok" to the state file, which
+// becomes a FIFO nobody reads, so that the write waits with the session
+// and the deployment lock held. It returns whether the restart's command
+// still runs on the target (host processes: the targets are this host).
+func (c *cluster) blockRestart(svc string) (acting func() bool) {
+	c.t.Helper()
+	state := filepath.Join(c.dir, svc+".state")
+	require.NoError(c.t, os.Remove(state))
+	require.NoError(c.t, syscall.Mkfifo(state, 0o644))
+	return func() bool {
+		return exec.Command("pgrep", "-f", filepath.Join(c.dir, svc+".restarts")).Run() == nil
+	}
+}
+
 // restarts counts the restarts a service really got.
 func (c *cluster) restarts(svc string) int {
 	c.t.Helper()
@@ -225,13 +266,18 @@ func (c *cluster) restarts(svc string) int {
 
 // alert delivers a firing FailoverTest alert for svc to replica r, as
 // Alertmanager's webhook does, and returns the HTTP status (0 when the
-// replica did not answer).
+// replica did not answer). The service is a host of its own.
 func (c *cluster) alert(r *replica, svc string) int {
+	return c.alertOn(r, svc, svc)
+}
+
+// alertOn is alert for a service on host, one of several there.
+func (c *cluster) alertOn(r *replica, svc, host string) int {
 	body, err := json.Marshal(map[string]any{
 		"version": "4", "status": "firing", "receiver": "runbot", "groupKey": "{}:{svc=\"" + svc + "\"}",
 		"alerts": []any{map[string]any{
 			"status": "firing", "fingerprint": "fp-" + svc,
-			"labels":   map[string]string{"alertname": "FailoverTest", "svc": svc},
+			"labels":   map[string]string{"alertname": "FailoverTest", "svc": svc, "host": host},
 			"startsAt": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339),
 		}},
 	})

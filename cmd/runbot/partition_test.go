@@ -2,10 +2,6 @@ package main
 
 import (
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,14 +30,7 @@ func TestPartitionedReplicaStopsBeforeItsLeaseLapses(t *testing.T) {
 	plan, run := c.proposed("cut")
 	c.click(applier, plan, run)
 	c.until("the restart started", time.Minute, func() bool { return c.restarts("cut") == 1 })
-	// The restart sleeps 2 s, then writes "ok" to the state file: make
-	// that a FIFO, so the write blocks with the session and the lock held.
-	state := filepath.Join(c.dir, "cut.state")
-	require.NoError(t, os.Remove(state))
-	require.NoError(t, syscall.Mkfifo(state, 0o644))
-	acting := func() bool {
-		return exec.Command("pgrep", "-f", filepath.Join(c.dir, "cut.restarts")).Run() == nil
-	}
+	acting := c.blockRestart("cut")
 	c.until("the restart blocks on the state file", time.Minute, func() bool {
 		return acting() && c.plan(plan.ID).State == store.PlanApplying
 	})

@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -226,70 +224,4 @@ func proxiedPostgres(t *testing.T, dsn string) (string, *cutProxy) {
 	p := newCutProxy(t, network, target)
 	u.Host = p.addr
 	return u.String(), p
-}
-
-// cutProxy forwards TCP connections to a server until cut.
-type cutProxy struct {
-	t       *testing.T
-	addr    string
-	network string
-	target  string
-	mu      sync.Mutex
-	down    bool
-	conns   []net.Conn
-}
-
-func newCutProxy(t *testing.T, network, target string) *cutProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ln.Close() })
-	p := &cutProxy{t: t, addr: ln.Addr().String(), network: network, target: target}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go p.serve(c)
-		}
-	}()
-	return p
-}
-
-func (p *cutProxy) serve(c net.Conn) {
-	p.mu.Lock()
-	if p.down {
-		p.mu.Unlock()
-		_ = c.Close() // refused, as by a stopped server
-		return
-	}
-	p.mu.Unlock()
-	s, err := net.Dial(p.network, p.target)
-	if err != nil {
-		_ = c.Close()
-		return
-	}
-	p.mu.Lock()
-	p.conns = append(p.conns, c, s)
-	p.mu.Unlock()
-	go func() { _, _ = io.Copy(s, c); _ = s.Close() }()
-	_, _ = io.Copy(c, s)
-	_ = c.Close()
-}
-
-func (p *cutProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = true
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.conns = nil
-}
-
-func (p *cutProxy) heal() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = false
 }
