@@ -163,6 +163,9 @@ func TestTargetPartitionedMidApply(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, events)
 	outcome := events[len(events)-1].Detail
+	require.Contains(t, string(outcome), "whether it took effect on the target is NOT KNOWN",
+		"the plan's message says the restart may have happened, not that it failed: %s", outcome)
+	require.Contains(t, string(acts[0].Detail), `"outcome_unknown":true`)
 
 	path.heal()
 	healed := time.Now()

@@ -18,8 +18,17 @@ import (
 )
 
 // ErrConnectionLost says the connection broke while a command ran, so its
-// outcome is unknown. The next command reconnects.
-var ErrConnectionLost = errors.New("connection lost before the command finished")
+// outcome is unknown. The next command reconnects. It says so to those
+// that cannot import this package through its OutcomeUnknown method
+// (actions.OutcomeUnknown).
+var ErrConnectionLost error = connectionLost{}
+
+type connectionLost struct{}
+
+func (connectionLost) Error() string { return "connection lost before the command finished" }
+
+// OutcomeUnknown says the command may or may not have taken effect.
+func (connectionLost) OutcomeUnknown() bool { return true }
 
 // stopTimeout bounds the work of stopping a timed-out command: learning its
 // process group, killing it from a second session and collecting its output.

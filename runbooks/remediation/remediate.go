@@ -400,6 +400,10 @@ func (r *Remediator) Apply(ctx context.Context, planID, actor string, progress f
 		rb := r.rollback(ctx, a.plan.ID, applied, a.say)
 		a.res.Actions = r.shownActions(ctx, &a.body, a.plan.ID)
 		act := a.body.Actions[failedAt]
+		if actions.OutcomeUnknown(applyErr) {
+			return a.finish(ctx, store.PlanFailed, fmt.Sprintf("action %d (%s on %s) did not answer (%v): whether it took effect on the target is NOT KNOWN; check the target before anything is approved again; %s",
+				failedAt, act.Action, act.Target, applyErr, rb.message()), applyErr)
+		}
 		return a.finish(ctx, store.PlanFailed, fmt.Sprintf("action %d (%s on %s) failed; %s", failedAt, act.Action, act.Target, rb.message()), applyErr)
 	}
 	if allNoOp(&a.body) {
@@ -702,7 +706,7 @@ func (r *Remediator) applyActions(ctx context.Context, planID string, p *engine.
 		cancel()
 		a := appliedAction{index: i, env: env, typ: at, applied: ap, planned: pa, timeout: as.Timeout}
 		if err != nil {
-			detail, _ := json.Marshal(map[string]any{"error": err.Error()})
+			detail, _ := json.Marshal(map[string]any{"error": err.Error(), "outcome_unknown": actions.OutcomeUnknown(err)})
 			_, _ = r.Store.SetActionState(ctx, planID, i, store.ActionFailed, detail)
 			// What a failed Apply got done is undone (or run again) too.
 			return append(done, a), i, err
