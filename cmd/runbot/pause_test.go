@@ -1,19 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbot/runbot/internal/proctest"
 	"github.com/runbot/runbot/store"
 )
 
@@ -116,7 +112,7 @@ func pauseTree(t *testing.T, pid int) []int {
 			continue
 		}
 		stopped = append(stopped, p)
-		queue = append(queue, childPids(t, p)...)
+		queue = append(queue, proctest.Children(p)...)
 	}
 	return stopped
 }
@@ -127,29 +123,4 @@ func resumeTree(pids []int) {
 	for _, p := range slices.Backward(pids) {
 		_ = syscall.Kill(p, syscall.SIGCONT) // one that was killed meanwhile is gone
 	}
-}
-
-// childPids lists the processes whose parent is pid.
-func childPids(t *testing.T, pid int) []int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	require.NoError(t, err)
-	var kids []int
-	for _, e := range entries {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // it ended meanwhile
-		}
-		// The command name in parentheses may hold spaces; the fields
-		// after the last ')' are fixed: state, ppid, …
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			kids = append(kids, n)
-		}
-	}
-	return kids
 }

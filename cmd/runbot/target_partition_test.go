@@ -99,18 +99,7 @@ func TestTargetPartitionedMidStep(t *testing.T) {
 	c.until("the step's command ends on the target", time.Minute, func() bool { return !reading() })
 	require.NoError(t, os.Remove(state))
 
-	c.setState("after", "ok")
-	require.Equal(t, http.StatusOK, c.alertOn(r, "after", "target"))
-	var after store.Run
-	c.until("a new run on the healed host", time.Minute, func() bool {
-		runs := c.runsOf("after")
-		if len(runs) == 1 && runs[0].Status.Final() {
-			after = runs[0]
-			return true
-		}
-		return false
-	})
-	requireStepsRan(t, after)
+	c.runAfterHeal(t, r)
 	t.Logf("cut at 0s: the run ended at %s (step timeout %s, SSH keepalive %s), outcome %s, step %s: %s; after the heal a new run reached the host in %s",
 		ended.Round(time.Millisecond), ct.Timeout, sshrun.DefaultKeepAlive, run.Outcome, st.Status, st.Error, time.Since(healed).Round(time.Millisecond))
 }
@@ -183,19 +172,8 @@ func TestTargetPartitionedMidApply(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, acts, 1, "no second action")
 
-	c.setState("after", "ok")
 	asked := time.Now()
-	require.Equal(t, http.StatusOK, c.alertOn(r, "after", "target"))
-	var after store.Run
-	c.until("a new run on the healed host", time.Minute, func() bool {
-		runs := c.runsOf("after")
-		if len(runs) == 1 && runs[0].Status.Final() {
-			after = runs[0]
-			return true
-		}
-		return false
-	})
-	requireStepsRan(t, after)
+	c.runAfterHeal(t, r)
 	t.Logf("cut at 0s: the apply ended at %s (action timeout %s, the command action's default %s, SSH keepalive %s): plan %s: %s; action %s: %s; restarts on the target: %d; %s after the heal a new run reached the host in %s",
 		took.Round(time.Millisecond), actionTimeout, at.Timeout, sshrun.DefaultKeepAlive, ended.State, outcome, acts[0].State, acts[0].Detail,
 		c.restarts("target"), asked.Sub(healed).Round(time.Millisecond), time.Since(asked).Round(time.Millisecond))
@@ -218,6 +196,24 @@ func releaseFIFO(t *testing.T, path string, flag int) {
 	}
 	time.Sleep(time.Second)
 	require.NoError(t, f.Close())
+}
+
+// runAfterHeal asks replica r for a run on the healed target and waits
+// until it ends with every step run.
+func (c *cluster) runAfterHeal(t *testing.T, r *replica) {
+	t.Helper()
+	c.setState("after", "ok")
+	require.Equal(t, http.StatusOK, c.alertOn(r, "after", "target"))
+	var after store.Run
+	c.until("a new run on the healed host", time.Minute, func() bool {
+		runs := c.runsOf("after")
+		if len(runs) == 1 && runs[0].Status.Final() {
+			after = runs[0]
+			return true
+		}
+		return false
+	})
+	requireStepsRan(t, after)
 }
 
 // requireStepsRan checks that every step of a run ran on its host: the

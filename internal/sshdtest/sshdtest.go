@@ -7,7 +7,6 @@
 package sshdtest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -20,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/runbot/runbot/internal/proctest"
 )
 
 // SSHD is where the server binary is looked for.
@@ -229,7 +230,7 @@ func (s *Server) DropConnections() {
 	if s.cmd == nil {
 		return
 	}
-	for _, pid := range childrenOf(s.cmd.Process.Pid) {
+	for _, pid := range proctest.Children(s.cmd.Process.Pid) {
 		// Each connection's sshd leads its own process group (sshd calls
 		// setsid), which holds its privilege-separated child too. Either may
 		// have gone already.
@@ -312,31 +313,4 @@ func freePort(tb testing.TB) int {
 	}
 	defer func() { _ = l.Close() }() // only the port was wanted
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// childrenOf lists the direct children of pid from /proc.
-func childrenOf(pid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	var kids []int
-	for _, e := range entries {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// The command name in parentheses may hold spaces; fields after the
-		// last ')' are fixed: state, ppid, …
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			kids = append(kids, n)
-		}
-	}
-	return kids
 }
