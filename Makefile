@@ -10,7 +10,7 @@ ALERTMANAGER  := github.com/prometheus/alertmanager/cmd/alertmanager@v0.31.1
 GOBIN         := $(shell $(GO) env GOPATH)/bin
 export PATH   := $(GOBIN):$(PATH)
 
-.PHONY: all build test test-deps lint generate demo bench clean e2e e2e-down release recordings matrix-full image image-test
+.PHONY: all build test test-deps lint generate demo bench clean e2e e2e-down release recordings matrix-full image image-test soak
 
 all: build
 
@@ -43,6 +43,14 @@ matrix-full: build
 	@mkdir -p $(BIN)
 	RUNBOT_MATRIX_FULL=1 RUNBOT_MATRIX_OUT=$(CURDIR)/$(BIN)/scenario-matrix-full.txt $(GO) test -count=1 -timeout 40m -run TestScenarioMatrix ./runbooks
 	@cat $(BIN)/scenario-matrix-full.txt
+
+# soak: three serve replicas on PostgreSQL under a steady load (alerts,
+# incidents approved from Slack, a scheduled audit) while random faults hit
+# one at a time (SIGKILL, a freeze, a cut from the database), for 30
+# minutes; RUNBOT_SOAK=5m for a shorter one. Not part of `make test`.
+RUNBOT_SOAK ?= 30m
+soak: test-deps
+	RUNBOT_SOAK=$(RUNBOT_SOAK) $(GO) test -count=1 -timeout 60m -v -run '^TestSoak$$' ./cmd/runbot
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -102,6 +102,8 @@ type clusterSpec struct {
 	// replicaLocations, by replica, is where a replica reaches the store
 	// instead of location.
 	replicaLocations []string
+	// extra is appended to every replica's config (schedules:, say).
+	extra string
 }
 
 // newClusterFrom starts the cluster spec describes.
@@ -152,7 +154,7 @@ alerts:
     - match: {alertname: FailoverTest}
       runbook: failover
       params: {svc: '{{ .labels.svc }}', host: '{{ .labels.host }}', dir: '%s'}
-`, r.port, inv, abs, c.rec.APIURL(), failoverApprover, c.dir)
+%s`, r.port, inv, abs, c.rec.APIURL(), failoverApprover, c.dir, spec.extra)
 		require.NoError(tb, os.WriteFile(r.cfg, []byte(cfg), 0o600))
 		c.replicas = append(c.replicas, r)
 	}
@@ -273,6 +275,14 @@ func (c *cluster) alert(r *replica, svc string) int {
 
 // alertOn is alert for a service on host, one of several there.
 func (c *cluster) alertOn(r *replica, svc, host string) int {
+	status, err := c.deliver(r, svc, host)
+	require.NoError(c.t, err)
+	return status
+}
+
+// deliver is alertOn that returns its errors, for goroutines other than
+// the test's.
+func (c *cluster) deliver(r *replica, svc, host string) (int, error) {
 	body, err := json.Marshal(map[string]any{
 		"version": "4", "status": "firing", "receiver": "runbot", "groupKey": "{}:{svc=\"" + svc + "\"}",
 		"alerts": []any{map[string]any{
@@ -281,19 +291,23 @@ func (c *cluster) alertOn(r *replica, svc, host string) int {
 			"startsAt": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339),
 		}},
 	})
-	require.NoError(c.t, err)
+	if err != nil {
+		return 0, err
+	}
 	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/alerts/alertmanager", r.port), bytes.NewReader(body))
-	require.NoError(c.t, err)
+	if err != nil {
+		return 0, err
+	}
 	req.Header.Set("Authorization", "Bearer "+failoverAlertTok)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0
+		return 0, nil // the replica did not answer
 	}
 	// Read to the end, so that the connection is kept for the next one.
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close() // only the status matters
-	return resp.StatusCode
+	return resp.StatusCode, nil
 }
 
 // click presses Approve on a plan's message, signed as Slack signs it,
@@ -301,6 +315,18 @@ func (c *cluster) alertOn(r *replica, svc, host string) int {
 func (c *cluster) click(r *replica, plan store.Plan, run store.Run) {
 	c.t.Helper()
 	require.NotNil(c.t, run.Message, "run %s was posted", run.ID)
+	status, err := c.vote(r, plan, run)
+	require.NoError(c.t, err)
+	require.Equal(c.t, http.StatusOK, status)
+}
+
+// vote is click that returns the HTTP status (0 when the replica did not
+// answer within a minute) and its errors, for goroutines other than the
+// test's.
+func (c *cluster) vote(r *replica, plan store.Plan, run store.Run) (int, error) {
+	if run.Message == nil {
+		return 0, fmt.Errorf("run %s was not posted", run.ID)
+	}
 	payload, err := json.Marshal(map[string]any{
 		"type": "block_actions", "user": map[string]any{"id": failoverApprover, "username": "app"},
 		"team": map[string]any{"id": "T0TEAM"}, "channel": map[string]any{"id": run.Message.Channel},
@@ -310,20 +336,27 @@ func (c *cluster) click(r *replica, plan store.Plan, run store.Run) {
 		"actions": []map[string]any{{"type": "button", "action_id": "runbot_approve", "block_id": "runbot_actions",
 			"value": plan.ID + "|" + plan.Hash, "action_ts": fmt.Sprintf("%d.%06d", time.Now().Unix(), time.Now().Nanosecond()/1000)}},
 	})
-	require.NoError(c.t, err)
+	if err != nil {
+		return 0, err
+	}
 	body := url.Values{"payload": {string(payload)}}.Encode()
 	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/slack/interactions", r.port), strings.NewReader(body))
-	require.NoError(c.t, err)
+	if err != nil {
+		return 0, err
+	}
 	stamp := strconv.FormatInt(time.Now().Unix(), 10)
 	mac := hmac.New(sha256.New, []byte(failoverSigning))
 	_, _ = fmt.Fprintf(mac, "v0:%s:%s", stamp, body) // a hash.Hash never fails a write
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("X-Slack-Request-Timestamp", stamp)
 	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(c.t, err)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil // the replica did not answer
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close() // the vote shows in the store
-	require.Equal(c.t, http.StatusOK, resp.StatusCode)
+	return resp.StatusCode, nil
 }
 
 // runsOf returns the runs of a service, oldest first.
