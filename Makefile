@@ -50,13 +50,14 @@ matrix-full: build
 # minutes; RUNBOT_SOAK=5m for a shorter one. Not part of `make test`.
 RUNBOT_SOAK ?= 30m
 soak: test-deps
-	RUNBOT_SOAK=$(RUNBOT_SOAK) $(GO) test -count=1 -timeout 60m -v -run '^TestSoak$$' ./cmd/runbot
+	RUNBOT_SOAK=$(RUNBOT_SOAK) $(GO) test -tags soak -count=1 -timeout 60m -v -run '^TestSoak$$' ./cmd/runbot
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/...
+	$(GO) vet -tags soak ./cmd/runbot
 	$(GO) run $(GOLANGCI) run ./...
 
 # e2e: the whole incident on systemd-nspawn test hosts (test/testhost).
