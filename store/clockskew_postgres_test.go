@@ -225,3 +225,19 @@ func TestClockSkewApprovalWindowByTheDatabaseClock(t *testing.T) {
 		})
 	}
 }
+
+// WithHostClockOffset shifts the host's clock as runbot serve's test hook
+// (RUNBOT_TEST_CLOCK_OFFSET) does. On PostgreSQL the store's Now still
+// reads the database's clock, measured when the store opens; on SQLite it
+// reads the shifted clock, which shows the offset took effect.
+func TestClockSkewHostClockOffset(t *testing.T) {
+	for _, tc := range clockSkews {
+		t.Run(tc.name, func(t *testing.T) {
+			pg := openPostgresAt(t, postgresURL(t), store.WithOwner("skew/offset"), store.WithHostClockOffset(tc.skew))
+			require.WithinDuration(t, databaseNow(t, pg.DB()), pg.Now(), measureSlack, "Now reads the database's clock, not the host's")
+
+			lite := openAt(t, dbPath(t), store.WithOwner("skew/offset"), store.WithHostClockOffset(tc.skew))
+			require.WithinDuration(t, time.Now().Add(tc.skew), lite.Now(), measureSlack, "SQLite keeps the host's clock, shifted")
+		})
+	}
+}

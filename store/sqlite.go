@@ -56,6 +56,17 @@ func withLocalClock(now func() time.Time) Option {
 	return func(o *options) { o.now, o.localNow = now, true }
 }
 
+// WithHostClockOffset is a test hook for a host whose clock is off: the
+// store takes this host's clock to read time.Now plus d. A store on
+// PostgreSQL corrects it to the database's clock (dbClock), as it does
+// time.Now, so leases, locks, claims and approval windows come out the
+// same whatever d is; SQLite, one file on one host, keeps the shifted
+// clock. End-to-end tests shift one replica's clock with it (runbot serve
+// reads RUNBOT_TEST_CLOCK_OFFSET) without changing the host's.
+func WithHostClockOffset(d time.Duration) Option {
+	return withLocalClock(func() time.Time { return time.Now().Add(d) })
+}
+
 // WithBusyTimeout sets how long a statement waits for another connection's
 // write lock before failing with SQLITE_BUSY. The default is 10s. SQLite
 // only: PostgreSQL writers wait on row locks, which they hold briefly.
