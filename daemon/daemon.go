@@ -91,8 +91,13 @@ type daemonParts struct {
 
 // Run serves until ctx ends (SIGTERM, Ctrl-C) or the HTTP server fails,
 // then shuts down within the config's grace period. plan is a config that
-// preflight.Load checked without errors; notify is SdNotify under systemd.
-func Run(ctx context.Context, plan *preflight.Plan, notify Notifier) error {
+// preflight.Load checked without errors; notify is SdNotify under systemd;
+// opts are test hooks.
+func Run(ctx context.Context, plan *preflight.Plan, notify Notifier, opts ...Option) error {
+	var o runOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	cfg := plan.Config
 	// One redaction for everything serve shows: Slack, the pages, the
 	// logs. A config secret that does not load stops serve here, as it
@@ -108,6 +113,7 @@ func Run(ctx context.Context, plan *preflight.Plan, notify Notifier) error {
 	log := newLogger(cfg.Log, red)
 	slog.SetDefault(log)
 	d := &daemonParts{log: log, redactor: red, inv: plan.Inventory}
+	storeOpts := o.storeOptions(log)
 	// SIGHUP (systemctl reload) reloads the config, the inventory and the
 	// runbooks (reload.go). It is caught from the very start, since its
 	// default action kills the process; one that arrives while serve
@@ -124,7 +130,7 @@ func Run(ctx context.Context, plan *preflight.Plan, notify Notifier) error {
 	}
 	// Serving closes it too; a second close only returns an error.
 	defer func() { _ = ln.Close() }()
-	recovered, closeStore, err := d.openStore(ctx, cfg)
+	recovered, closeStore, err := d.openStore(ctx, cfg, storeOpts)
 	if err != nil {
 		return err
 	}
@@ -177,9 +183,9 @@ func Run(ctx context.Context, plan *preflight.Plan, notify Notifier) error {
 
 // openStore opens the store the config names, recovers what a dead process
 // left, and holds this process's replica lease. closeStore resigns the
-// lease (after the shutdown) and then closes the store.
-func (d *daemonParts) openStore(ctx context.Context, cfg *config.Config) (_ store.Recovery, closeStore func(), _ error) {
-	var storeOpts []store.Option
+// lease (after the shutdown) and then closes the store. storeOpts come
+// from Run's options (test hooks).
+func (d *daemonParts) openStore(ctx context.Context, cfg *config.Config, storeOpts []store.Option) (_ store.Recovery, closeStore func(), _ error) {
 	if cfg.Alerts != nil {
 		storeOpts = append(storeOpts, store.WithDedupWindow(cfg.Alerts.DedupWindow))
 	}

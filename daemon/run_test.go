@@ -17,6 +17,7 @@ import (
 
 	"github.com/runbot/runbot/daemon"
 	"github.com/runbot/runbot/preflight"
+	"github.com/runbot/runbot/store"
 )
 
 // notes records what Run tells systemd.
@@ -119,4 +120,65 @@ func TestRunWithABusyPortStartsNothing(t *testing.T) {
 	require.ErrorContains(t, err, "address already in use")
 	require.NoDirExists(t, filepath.Dir(db), "the store was not opened")
 	require.Empty(t, n.all(), "nothing was said to systemd")
+}
+
+// WithHostClockOffset reaches the store serve opens: on SQLite, which
+// keeps the host's clock, the replica's lease is renewed at the shifted
+// time. (On PostgreSQL the store corrects it to the database's clock:
+// store.TestClockSkewHostClockOffset.)
+func TestRunWithHostClockOffset(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		skew time.Duration
+	}{
+		{"30s fast", 30 * time.Second},
+		{"30s slow", -30 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			addr := ln.Addr().String()
+			require.NoError(t, ln.Close())
+			dir := t.TempDir()
+			cfgPath := filepath.Join(dir, "runbot.yaml")
+			db := filepath.Join(dir, "runbot.db")
+			require.NoError(t, os.WriteFile(cfgPath, fmt.Appendf(nil, "listen: %s\nstore: %s\nshutdown_grace: 5s\n", addr, db), 0o600))
+			plan, problems, err := preflight.Load(cfgPath, nil, preflight.Overrides{})
+			require.NoError(t, err)
+			require.NoError(t, problems.Err())
+
+			ctx, stop := context.WithCancel(t.Context())
+			defer stop()
+			var n notes
+			done := make(chan error, 1)
+			start := time.Now()
+			go func() { done <- daemon.Run(ctx, plan, n.notify, daemon.WithHostClockOffset(tc.skew)) }()
+			require.Eventually(t, func() bool {
+				for _, s := range n.all() {
+					if strings.HasPrefix(s, "READY=1") {
+						return true
+					}
+				}
+				return false
+			}, 30*time.Second, 20*time.Millisecond, "no READY=1")
+			end := time.Now()
+
+			st, err := store.Open(t.Context(), db)
+			require.NoError(t, err)
+			defer func() { _ = st.Close() }() // read only
+			replicas, err := st.ListReplicas(t.Context())
+			require.NoError(t, err)
+			require.Len(t, replicas, 1)
+			require.WithinRange(t, replicas[0].Since, start.Add(tc.skew).UTC().Truncate(time.Second), end.Add(tc.skew).UTC().Add(time.Second),
+				"the lease was registered on the shifted clock")
+
+			stop()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(30 * time.Second):
+				t.Fatal("Run did not return after its context ended")
+			}
+		})
+	}
 }
