@@ -42,6 +42,12 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			if !check && (over.Inventory != "" || over.Runbooks != nil) {
 				return errors.New("--inventory and --runbook-dir go with --check: the daemon uses the paths its config names")
 			}
+			// Read with --check too: a hook that would stop serve is
+			// an error in the environment --check is run in.
+			hooks, err := serveTestHooks()
+			if err != nil {
+				return err
+			}
 			plan, problems, err := preflight.Load(cfgPath, g.runbookDirs, over)
 			if err != nil {
 				return err
@@ -60,7 +66,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			if err := problems.Err(); err != nil {
 				return fmt.Errorf("config %s and what it names have errors (runbot serve --check lists them too):\n%w", cfgPath, err)
 			}
-			return daemon.Run(cmd.Context(), plan, daemon.SdNotify)
+			return daemon.Run(cmd.Context(), plan, daemon.SdNotify, hooks...)
 		},
 	}
 	cmd.Flags().BoolVar(&check, "check", false, "check the config and everything it names, start nothing; exit 1 on errors")
