@@ -449,6 +449,9 @@ func (d *daemonParts) housekeeping(ctx context.Context, live *heartbeat.Monitor)
 					d.disp.ShowExpired(expired)
 				}
 			} else if ctx.Err() == nil {
+				// Gone round, not wedged: the watchdog leaves a process
+				// whose store is down alone (heartbeat.Monitor.Hung).
+				live.Tried("housekeeping")
 				d.log.Warn("housekeeping failed", "err", err)
 			}
 			select {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -91,5 +92,32 @@ func TestWatchdogPingsOnlyWhileLoopsProgress(t *testing.T) {
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		require.Equal(t, 4+stuckPings+1, count())
+	})
+}
+
+// TestWatchdogKeepsPingingWhileADependencyIsDown: the store probe fails
+// for ten minutes (PostgreSQL unreachable) and the loop goes on probing;
+// systemd keeps getting WATCHDOG=1, since a restart would not bring the
+// store back and would drop the runs and messages held meanwhile. /readyz
+// is what says the store is down.
+func TestWatchdogKeepsPingingWhileADependencyIsDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ready := heartbeat.New(nil)
+		ready.Register("store", 12*time.Second)
+		var mu sync.Mutex
+		pings := 0
+		notify := func(string) error { mu.Lock(); defer mu.Unlock(); pings++; return nil }
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go watchdog(ctx, 30*time.Second, ready, notify, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		for range 120 {
+			time.Sleep(5 * time.Second)
+			ready.Fail("store", errors.New("probe store: no answer within 2s"))
+		}
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		require.Equal(t, 20, pings, "a ping every 30 s through the ten minutes")
+		require.NotEmpty(t, ready.Check(), "readiness says the store is down")
 	})
 }

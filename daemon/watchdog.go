@@ -21,7 +21,10 @@ func SdNotify(state string) error {
 }
 
 // watchdog pings systemd's watchdog every interval, but only while every
-// loop makes progress: a wedged bot stops pinging and systemd restarts it.
+// loop goes round: a wedged bot stops pinging and systemd restarts it. A
+// loop whose dependency is down (the store, Slack) still goes round and
+// says so on /readyz; restarting the process would not bring the
+// dependency back and would drop the runs and messages it holds.
 func watchdog(ctx context.Context, interval time.Duration, mon *heartbeat.Monitor, notify Notifier, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -31,7 +34,7 @@ func watchdog(ctx context.Context, interval time.Duration, mon *heartbeat.Monito
 			return
 		case <-t.C:
 		}
-		if stuck := mon.Check(); len(stuck) > 0 {
+		if stuck := mon.Hung(); len(stuck) > 0 {
 			log.Warn("withholding the watchdog ping: a loop is stuck", "loop", stuck[0].Loop, "for", stuck[0].Since.Round(time.Second))
 			continue
 		}

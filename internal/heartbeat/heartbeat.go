@@ -24,6 +24,9 @@ type Monitor struct {
 type loop struct {
 	maxGap time.Duration
 	last   time.Time
+	// tried is the end of the loop's last attempt, a success or a
+	// failure: a loop that goes round is not hung, whatever it meets.
+	tried  time.Time
 	beaten bool
 	// failed is why the loop's last attempt failed, until it beats again:
 	// a probe that answers "down" is not waited out for maxGap.
@@ -43,7 +46,8 @@ func New(now func() time.Time) *Monitor {
 func (m *Monitor) Register(name string, maxGap time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.loops[name] = &loop{maxGap: maxGap, last: m.now()}
+	now := m.now()
+	m.loops[name] = &loop{maxGap: maxGap, last: now, tried: now}
 }
 
 // Beat records progress of a loop.
@@ -51,7 +55,7 @@ func (m *Monitor) Beat(name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if l, ok := m.loops[name]; ok {
-		l.last, l.beaten, l.failed = m.now(), true, ""
+		l.last, l.tried, l.beaten, l.failed = m.now(), m.now(), true, ""
 	}
 }
 
@@ -62,7 +66,18 @@ func (m *Monitor) Fail(name string, reason error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if l, ok := m.loops[name]; ok {
-		l.failed = reason.Error()
+		l.failed, l.tried = reason.Error(), m.now()
+	}
+}
+
+// Tried records that a loop went round without making progress (its
+// store did not answer, say), without reporting a failure: it is not hung
+// (see Hung), and Check still counts from its last beat.
+func (m *Monitor) Tried(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l, ok := m.loops[name]; ok {
+		l.tried = m.now()
 	}
 }
 
@@ -95,6 +110,30 @@ func (m *Monitor) Check() []Stuck {
 	for name, l := range m.loops {
 		if gap := now.Sub(l.last); gap > l.maxGap || l.failed != "" {
 			out = append(out, Stuck{Loop: name, Since: gap, Max: l.maxGap, Failed: l.failed})
+		}
+	}
+	slices.SortFunc(out, func(a, b Stuck) int { return strings.Compare(a.Loop, b.Loop) })
+	return out
+}
+
+// Hung returns the loops that have stopped going round: no attempt,
+// successful or failed, within their gap, sorted by name. It is what a
+// watchdog restarts the process for. A loop whose attempts fail because a
+// dependency is down (the store, the chat platform) is not hung: a
+// restart would not bring the dependency back, and it would drop what the
+// process holds in memory meanwhile (a run in flight, a chat message
+// waiting for the store).
+func (m *Monitor) Hung() []Stuck {
+	var out []Stuck
+	for _, j := range m.joined {
+		out = append(out, j.Hung()...)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	for name, l := range m.loops {
+		if gap := now.Sub(l.tried); gap > l.maxGap {
+			out = append(out, Stuck{Loop: name, Since: gap, Max: l.maxGap})
 		}
 	}
 	slices.SortFunc(out, func(a, b Stuck) int { return strings.Compare(a.Loop, b.Loop) })

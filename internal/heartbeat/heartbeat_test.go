@@ -44,3 +44,44 @@ func TestFailedAttemptIsReportedAtOnce(t *testing.T) {
 	m.Beat("slack")
 	require.Empty(t, m.Check())
 }
+
+// A loop is hung only when it stops going round: attempts that fail, or
+// that it records as tried, keep it from being hung, while Check still
+// reports it; a loop that does nothing at all is hung after its gap, in a
+// joined monitor too.
+func TestHungIsALoopThatStoppedGoingRound(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		attempt func(m *heartbeat.Monitor)
+		hung    bool
+		checked string
+	}{
+		{"failing", func(m *heartbeat.Monitor) { m.Fail("store", errors.New("probe store: no answer within 2s")) },
+			false, "store is down: probe store: no answer within 2s"},
+		{"tried", func(m *heartbeat.Monitor) { m.Tried("store") }, false, "store has made no progress for 40s (limit 30s)"},
+		{"beating", func(m *heartbeat.Monitor) { m.Beat("store") }, false, ""},
+		{"silent", func(*heartbeat.Monitor) {}, true, "store has made no progress for 40s (limit 30s)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Date(2026, 6, 18, 20, 38, 0, 0, time.UTC)
+			m := heartbeat.New(func() time.Time { return now })
+			m.Register("store", 30*time.Second)
+			watch := heartbeat.Join(m)
+			for range 4 {
+				now = now.Add(10 * time.Second)
+				tc.attempt(m)
+			}
+			if tc.hung {
+				require.Len(t, watch.Hung(), 1)
+				require.Equal(t, "store", watch.Hung()[0].Loop)
+			} else {
+				require.Empty(t, watch.Hung())
+			}
+			var checked string
+			if s := m.Check(); len(s) > 0 {
+				checked = s[0].String()
+			}
+			require.Equal(t, tc.checked, checked)
+		})
+	}
+}

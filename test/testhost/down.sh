@@ -3,9 +3,12 @@
 # this machine: containers, network namespaces, veths, the rbe-br0 bridge,
 # cgroups, the run directory, and the raised inotify limit.
 #
-#   usage: bash test/testhost/down.sh [--purge] [NAME...]
+#   usage: bash test/testhost/down.sh [--purge] [--power-cut] [NAME...]
 #     NAME     a host such as th2 (default: every host)
 #     --purge  also delete the cache: the host image, .debs and the login key
+#     --power-cut  end the named hosts as a power failure does: their link goes
+#              down first (no FIN, no RST, nothing more leaves or arrives), then
+#              every process in them is SIGKILLed, with no shutdown at all
 #
 # Each host gets SIGTERM on its systemd-nspawn, which makes the host's systemd
 # power off in order (~1 s); SIGKILL after RUNBOT_TESTHOST_STOP_TIMEOUT seconds.
@@ -15,16 +18,28 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 [[ $(id -u) == 0 ]] || die "must run as root"
 PURGE=0
+POWERCUT=0
 NAMES=()
 for a in "$@"; do
     case $a in
         --purge) PURGE=1 ;;
+        --power-cut) POWERCUT=1 ;;
         th[0-9]*) NAMES+=("$a") ;;
         -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-        *) die "unknown argument '$a' (usage: down.sh [--purge] [NAME...])" ;;
+        *) die "unknown argument '$a' (usage: down.sh [--purge] [--power-cut] [NAME...])" ;;
     esac
 done
 wait_for_tests
+if ((POWERCUT)); then
+    ((${#NAMES[@]})) || die "--power-cut needs the hosts to cut, e.g. down.sh --power-cut th2"
+    for name in "${NAMES[@]}"; do
+        # The link first: the kill closes the host's sockets, and a machine that
+        # lost power sends no FIN or RST to its peers.
+        ip link set "$PREFIX-$name" down 2>/dev/null || true
+        kill_cgroup "$name" || log "$name: processes are left in its cgroup"
+        log "cut the power of $name"
+    done
+fi
 ((${#NAMES[@]})) || mapfile -t NAMES < <(host_names)
 
 if [[ -d $CACHE ]]; then

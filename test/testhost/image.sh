@@ -8,7 +8,9 @@
 # by up.sh (see host/), so changing them never needs a rebuild.
 
 IMAGE_SUITE=${RUNBOT_TESTHOST_SUITE:-bookworm}
-IMAGE_PKGS=systemd,systemd-sysv,dbus,openssh-server,curl,iproute2,procps,sudo
+# postgresql-15: the replica tests run a PostgreSQL primary and its streaming
+# standby on test hosts of their own; on every other host it stays off.
+IMAGE_PKGS=systemd,systemd-sysv,dbus,openssh-server,curl,iproute2,procps,sudo,postgresql-15
 
 # customize_image ROOT turns a debootstrapped minbase tree into the host image.
 customize_image() {
@@ -48,5 +50,9 @@ AllowTcpForwarding yes
 MaxStartups 200:30:400
 MaxSessions 100
 EOF
+    # PostgreSQL starts only where a test starts it (systemctl start
+    # postgresql@15-main): most hosts are targets or replicas, not databases.
+    rm -f "$r/etc/systemd/system/multi-user.target.wants/postgresql.service"
+
     rm -rf "$r"/var/cache/apt/archives/*.deb "$r"/var/lib/apt/lists/*
 }

@@ -44,6 +44,7 @@ ensure_packages() {
     command -v systemd-nspawn >/dev/null || need+=(systemd-container)
     command -v debootstrap >/dev/null || need+=(debootstrap)
     command -v ip >/dev/null || need+=(iproute2)
+    command -v iptables >/dev/null || need+=(iptables)   # testhost.Partition drops traffic in a host's namespace
     command -v ssh >/dev/null && command -v ssh-keygen >/dev/null || need+=(openssh-client)
     command -v flock >/dev/null && command -v findmnt >/dev/null || need+=(util-linux)
     ((${#need[@]})) || return 0

@@ -118,16 +118,7 @@ func (c *Cluster) muxPath() string { return filepath.Join(c.RunDir, "mux-%C") }
 func (c *Cluster) startMux(tb testing.TB) {
 	tb.Helper()
 	for _, h := range c.Hosts {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		// -f: ssh forks to the background once logged in; its stdio is /dev/null,
-		// so Run returns then. ServerAlive* end a master whose host went away.
-		args := append(c.sshArgs(), "-M", "-N", "-f", "-o", "ControlPersist=yes",
-			"-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", h.Name)
-		err := exec.CommandContext(ctx, "ssh", args...).Run()
-		cancel()
-		if err != nil {
-			tb.Logf("testhost: no SSH master connection to %s (%v); commands connect one by one", h.Name, err)
-		}
+		c.startMuxTo(tb, h)
 	}
 }
 
