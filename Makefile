@@ -10,7 +10,7 @@ ALERTMANAGER  := github.com/prometheus/alertmanager/cmd/alertmanager@v0.31.1
 GOBIN         := $(shell $(GO) env GOPATH)/bin
 export PATH   := $(GOBIN):$(PATH)
 
-.PHONY: all build test test-deps lint generate demo bench clean e2e e2e-down release recordings matrix-full image image-test soak
+.PHONY: all build test test-deps lint generate demo bench clean e2e e2e-down release recordings matrix-full image image-test soak soak-cluster
 
 all: build
 
@@ -52,19 +52,29 @@ RUNBOT_SOAK ?= 30m
 soak: test-deps
 	RUNBOT_SOAK=$(RUNBOT_SOAK) $(GO) test -tags soak -count=1 -timeout 60m -v -run '^TestSoak$$' ./cmd/runbot
 
+# soak-cluster: the same load and the faults of the e2e replica tests on
+# systemd test hosts (three serve replicas, each on a host of its own, a
+# PostgreSQL primary and standby on two more, the target on another): a
+# replica's host loses power, a replica is cut off from PostgreSQL or
+# from the target, the primary is lost and the standby promoted. Needs
+# root, like make e2e; RUNBOT_SOAK as for soak.
+soak-cluster: test-deps
+	RUNBOT_SOAK=$(RUNBOT_SOAK) $(GO) test -tags e2e,soak -count=1 -timeout 60m -v -run '^TestReplicasSoak$$' ./test/e2e/
+
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/...
 	$(GO) vet -tags soak ./cmd/runbot
+	$(GO) vet -tags e2e,soak ./test/e2e/
 	$(GO) run $(GOLANGCI) run ./...
 
 # e2e: the whole incident on systemd-nspawn test hosts (test/testhost).
 # Needs root; installs systemd-container and debootstrap when missing; the
 # first run builds the host image (~1-4 min), later runs boot in seconds.
 e2e: test-deps
-	$(GO) test -tags e2e -count=1 -p 1 -timeout 30m -v ./test/e2e/...
+	$(GO) test -tags e2e -count=1 -p 1 -timeout 45m -v ./test/e2e/...
 
 e2e-down:
 	bash test/testhost/down.sh

@@ -2,7 +2,12 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"net"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -60,6 +65,60 @@ func followPrimary(cfg *pgx.ConnConfig) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = postgresConnectTimeout
 	}
+	cfg.DialFunc = noticeSilence()
+}
+
+// Silence on a connection: how soon one whose server went silent (its
+// machine lost power, the network between dropped everything) fails, with
+// nothing in flight (keepalive probes) or with data the server never
+// acknowledged (TCP_USER_TIMEOUT). Without them the kernel waits minutes
+// (the keepalive pgx sets is 5 min; retransmissions take ~15 min), and a
+// statement without its own deadline (or a pooled connection the next
+// statement takes) would hang that long. A live server's kernel answers
+// the probes and acknowledges data whatever its load, so a slow query is
+// never cut by them.
+const (
+	keepAliveIdle     = 10 * time.Second
+	keepAliveInterval = 5 * time.Second
+	keepAliveCount    = 3
+	tcpUserTimeout    = 20 * time.Second
+)
+
+// noticeSilence returns pgx's dialer with keepalives that notice a
+// silent server within about keepAliveIdle+keepAliveInterval*
+// keepAliveCount while a connection is idle, and (on Linux) a
+// TCP_USER_TIMEOUT that does within tcpUserTimeout while data waits for
+// its acknowledgement. A DSN cannot name a dialer of its own, so nothing
+// is replaced but pgx's default.
+func noticeSilence() pgconn.DialFunc {
+	d := &net.Dialer{
+		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: keepAliveIdle, Interval: keepAliveInterval, Count: keepAliveCount},
+		Control: func(network, _ string, c syscall.RawConn) error {
+			if !strings.HasPrefix(network, "tcp") {
+				return nil
+			}
+			var serr error
+			if err := c.Control(func(fd uintptr) { serr = setUserTimeout(fd, tcpUserTimeout) }); err != nil {
+				return err
+			}
+			return serr
+		},
+	}
+	return d.DialContext
+}
+
+// dropIdle closes the pool's idle connections. A transaction whose
+// connection did not answer says the server behind the pool is gone, or
+// cut off: a primary whose machine lost power answers nothing, not even
+// a reset, and each idle connection to it would cost the operation that
+// next takes it a whole deadline (up to postgresMaxConns of them, tens of
+// seconds of failed writes after a promotion, lease renewals among them).
+// Dropped, the next operations connect afresh, through the multi-host
+// DSN, to whichever host takes writes. Connections in use are dropped by
+// the pool when their own statements fail.
+func dropIdle(db *sql.DB) {
+	db.SetMaxIdleConns(0)
+	db.SetMaxIdleConns(postgresMaxConns)
 }
 
 // OpenPostgres opens the store in the PostgreSQL database named by dsn (a
@@ -87,6 +146,7 @@ func OpenPostgres(ctx context.Context, dsn string, opts ...Option) (*Postgres, e
 	db.SetMaxIdleConns(postgresMaxConns)
 	s := &Postgres{sqlStore{db: db, d: postgresDialect, now: o.now, dbTime: dbClock{measured: o.localNow},
 		dedupWindow: o.dedupWindow, owner: o.owner, alive: o.alive}}
+	s.connLost = func() { dropIdle(db) }
 	if err := s.migrate(ctx, postgresMigrations); err != nil {
 		_ = db.Close() // the migration error is the one to report
 		return nil, redactErr(fmt.Errorf("open store %s: %w", where, err), dsn)

@@ -3,8 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sync"
 	"time"
 
@@ -46,6 +49,10 @@ type sqlStore struct {
 		sync.Mutex
 		at []int64
 	}
+	// connLost, when set, is called after a transaction failed because
+	// its connection did not answer (connectionFailed): PostgreSQL's
+	// drops the pool's idle connections, which went to the same server.
+	connLost func()
 }
 
 // Ping reads one row of runs (not just the connection's liveness, which
@@ -129,21 +136,50 @@ type txBeginner interface {
 func (s *sqlStore) inTx(ctx context.Context, b txBeginner, fn func(tx querier) error) error {
 	tx, err := b.BeginTx(ctx, nil)
 	if err != nil {
+		s.checkConn(err)
 		return fmt.Errorf("begin: %w", err)
 	}
 	ferr := fn(conn{q: tx, d: s.d})
 	var keep commitAnyway
 	if ferr != nil && !errors.As(ferr, &keep) {
 		_ = tx.Rollback() // fn's error is the one to report
+		s.checkConn(ferr)
 		return ferr
 	}
 	if err := tx.Commit(); err != nil {
+		s.checkConn(err)
 		return commitError{err}
 	}
 	if ferr != nil {
 		return keep.err
 	}
 	return nil
+}
+
+// checkConn tells connLost when err says the connection failed rather
+// than the statement.
+func (s *sqlStore) checkConn(err error) {
+	if s.connLost != nil && connectionFailed(err) {
+		s.connLost()
+	}
+}
+
+// connectionFailed reports whether err is a connection that did not
+// answer or broke: no answer before the deadline, a network error, a
+// connection closed under the statement. An error from the server is an
+// answer, and a context cancelled by its caller (a shutdown) says nothing
+// about the connection.
+func connectionFailed(err error) bool {
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil, errors.As(err, &pgErr):
+		return false
+	case errors.Is(err, context.DeadlineExceeded), pgconn.Timeout(err), errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+		return true
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr)
 }
 
 // commitError is a COMMIT that failed.

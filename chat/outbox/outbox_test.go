@@ -296,3 +296,51 @@ func TestDrain(t *testing.T) {
 	require.NoError(t, o.Drain(t.Context()))
 	require.Len(t, p.snapshot(), 2)
 }
+
+// silentReads is a store whose server went silent after the claim: a read
+// of a message answers nothing until its caller gives up, as a pooled
+// connection to a primary that lost power does.
+type silentReads struct {
+	store.ChatOutbox
+	mu     sync.Mutex
+	silent int
+}
+
+func (s *silentReads) GetChatMessage(ctx context.Context, id string) (store.ChatMessage, error) {
+	s.mu.Lock()
+	if s.silent > 0 {
+		s.silent--
+		s.mu.Unlock()
+		<-ctx.Done()
+		return store.ChatMessage{}, ctx.Err()
+	}
+	s.mu.Unlock()
+	return s.ChatOutbox.GetChatMessage(ctx, id)
+}
+
+// A read that never answers holds the lane only for the store's deadline:
+// the message claimed is posted with what the claim read, and so are the
+// ones queued behind it. Before, the lane waited on the read for as long
+// as the connection lived (a quarter of an hour on a dead primary), and
+// every message claimed behind it with it.
+func TestSilentStoreReadDoesNotHoldTheLane(t *testing.T) {
+	p := &platform{}
+	s := &silentReads{ChatOutbox: openStore(t, filepath.Join(t.TempDir(), "runbot.db")), silent: 1}
+	o := outbox.New(p, s, outbox.Config{Platform: "test"}, nil, nil)
+	for _, title := range []string{"first", "second"} {
+		_, err := o.Post(t.Context(), "C1", "", chat.Message{Title: title})
+		require.NoError(t, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = o.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	got := p.waitCalls(t, 2, time.Minute)
+	require.Equal(t, []string{"first", "second"}, []string{got[0].title, got[1].title})
+}

@@ -198,7 +198,13 @@ func (o *Outbox) deliver(ctx context.Context, l *lane, c claimed) {
 		// replaces what was claimed, and a message claimed again after
 		// its post was recorded late (see delivered) is updated, not
 		// posted a second time.
-		if fresh, err := o.st.GetChatMessage(ctx, m.ID); err == nil {
+		// Under its own deadline: a store whose server went silent (its
+		// machine lost power) would hold the lane, and every message
+		// claimed behind it, until the kernel gave the connection up.
+		rctx, cancel := context.WithTimeoutCause(ctx, storeTimeout, errors.New("reading a chat message took too long"))
+		fresh, err := o.st.GetChatMessage(rctx, m.ID)
+		cancel()
+		if err == nil {
 			m = fresh
 		}
 		if age := o.now().Sub(m.CreatedAt); age > o.cfg.MaxAge {

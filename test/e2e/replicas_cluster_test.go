@@ -66,15 +66,21 @@ type replicaCluster struct {
 	http *http.Client
 	// files is the local directory every replica's install uploads.
 	files string
+	// extraConfig is appended to every replica's runbot.yaml, and
+	// extraHosts are more services on the target in their inventory.
+	extraConfig string
+	extraHosts  []string
 }
 
 // newReplicaCluster boots six test hosts (th1 the target, th2-th4 the
-// replicas, th5 the primary, th6 the standby) and starts everything.
-func newReplicaCluster(t *testing.T) *replicaCluster {
+// replicas, th5 the primary, th6 the standby) and starts everything; the
+// replicas' config gets extraConfig, their inventory the services
+// extraHosts too.
+func newReplicaCluster(t *testing.T, extraConfig string, extraHosts ...string) *replicaCluster {
 	t.Helper()
 	c := testhost.Up(t, 6)
 	rc := &replicaCluster{t: t, c: c, target: c.Hosts[0], replicas: c.Hosts[1:4], primary: c.Hosts[4], standby: c.Hosts[5],
-		http: &http.Client{Timeout: time.Minute}}
+		http: &http.Client{Timeout: time.Minute}, extraConfig: extraConfig, extraHosts: extraHosts}
 	t.Cleanup(rc.http.CloseIdleConnections)
 
 	c.Step(t, nil, "the simulated SGLang units stop: here the target runs cluster-app, the others runbot or PostgreSQL")
@@ -96,15 +102,8 @@ systemctl start cluster-app`)
 	for _, h := range rc.replicas {
 		rc.install(h, "")
 	}
-	u, err := url.Parse(rc.dsn)
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("application_name", "runbot-test-reader")
-	u.RawQuery = q.Encode()
-	st, err := store.OpenURL(t.Context(), u.String(), store.WithOwner("replicas-test"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() }) // a reader; nothing to lose
-	rc.st = st
+	rc.reopenStore()
+	t.Cleanup(func() { _ = rc.st.Close() }) // a reader; nothing to lose
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, h := range rc.replicas {
@@ -117,24 +116,46 @@ systemctl start cluster-app`)
 	return rc
 }
 
+// reopenStore opens the test's view of the shared store, under an
+// application name of its own, closing the one before.
+func (rc *replicaCluster) reopenStore() {
+	rc.t.Helper()
+	u, err := url.Parse(rc.dsn)
+	require.NoError(rc.t, err)
+	q := u.Query()
+	q.Set("application_name", "runbot-test-reader")
+	u.RawQuery = q.Encode()
+	st, err := store.OpenURL(rc.t.Context(), u.String(), store.WithOwner("replicas-test"))
+	require.NoError(rc.t, err)
+	if rc.st != nil {
+		_ = rc.st.Close() // a reader; nothing to lose
+	}
+	rc.st = st
+}
+
 // subnet is the test network's /24, which PostgreSQL lets in.
 func (rc *replicaCluster) subnet() string {
 	a := rc.target.Address
 	return a[:strings.LastIndex(a, ".")] + ".0/24"
 }
 
-// startPostgres makes th5 the primary (the Debian package's cluster,
-// listening on the test network, password logins) and th6 its standby,
-// copied with pg_basebackup and streaming in synchronous replication: a
-// commit the primary acknowledged is on the standby.
-func (rc *replicaCluster) startPostgres() {
-	t := rc.t
-	conf := `listen_addresses = '*'
+// pgConf and pgHBA are what both PostgreSQL hosts add to the Debian
+// package's cluster: listening on the test network, streaming WAL to a
+// standby, password logins for runbot and the replication user.
+const pgConf = `listen_addresses = '*'
 wal_level = replica
 max_wal_senders = 4
 wal_keep_size = '64MB'
 `
-	hba := fmt.Sprintf("host runbot runbot %[1]s scram-sha-256\nhost replication replicator %[1]s scram-sha-256\n", rc.subnet())
+
+func (rc *replicaCluster) pgHBA() string {
+	return fmt.Sprintf("host runbot runbot %[1]s scram-sha-256\nhost replication replicator %[1]s scram-sha-256\n", rc.subnet())
+}
+
+// startPostgres makes th5 the primary (the Debian package's cluster,
+// listening on the test network, password logins) and th6 its standby.
+func (rc *replicaCluster) startPostgres() {
+	t := rc.t
 	rc.c.Step(t, rc.primary, "PostgreSQL primary")
 	rc.primary.Run(t, fmt.Sprintf(`set -e
 cat > /etc/postgresql/15/main/conf.d/runbot.conf <<'EOF'
@@ -145,16 +166,28 @@ sudo -u postgres psql -v ON_ERROR_STOP=1 -q <<'EOF'
 CREATE ROLE runbot LOGIN PASSWORD '%s';
 CREATE DATABASE runbot OWNER runbot;
 CREATE ROLE replicator REPLICATION LOGIN PASSWORD '%s';
-EOF`, conf, shell.Quote(hba), rcDBPass, rcReplPass))
+EOF`, pgConf, shell.Quote(rc.pgHBA()), rcDBPass, rcReplPass))
+	rc.startStandby()
+	// The replicas' URL names both hosts and takes the one that takes
+	// writes, as a deployment with a standby configures it. The test
+	// network is private, so no TLS here.
+	rc.dsn = fmt.Sprintf("postgres://runbot:%s@%s:5432,%s:5432/runbot?sslmode=disable&target_session_attrs=read-write",
+		rcDBPass, rc.primary.Address, rc.standby.Address)
+}
 
-	rc.c.Step(t, rc.standby, "PostgreSQL standby, streaming from the primary")
+// startStandby copies the primary to the standby's host with
+// pg_basebackup, starts it streaming, and then makes the replication
+// synchronous: a commit the primary acknowledged is on the standby.
+func (rc *replicaCluster) startStandby() {
+	t := rc.t
+	rc.c.Step(t, rc.standby, "PostgreSQL standby, streaming from the primary on %s", rc.primary.Name)
 	rc.standby.Run(t, fmt.Sprintf(`set -e
 cat > /etc/postgresql/15/main/conf.d/runbot.conf <<'EOF'
 %sEOF
 printf %%s %s >> /etc/postgresql/15/main/pg_hba.conf
 rm -rf /var/lib/postgresql/15/main
 sudo -u postgres env PGPASSWORD=%s pg_basebackup -d 'host=%s user=replicator application_name=standby' -D /var/lib/postgresql/15/main -R -X stream -c fast
-systemctl start postgresql@15-main`, conf, shell.Quote(hba), rcReplPass, rc.primary.Address))
+systemctl start postgresql@15-main`, pgConf, shell.Quote(rc.pgHBA()), rcReplPass, rc.primary.Address))
 	// Only now that the standby streams: a primary that waits for a
 	// standby that is not there commits nothing.
 	rc.primary.Run(t, `set -e
@@ -168,11 +201,6 @@ systemctl reload postgresql@15-main`)
 		out := rc.primary.Run(t, `sudo -u postgres psql -tAc "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby'"`)
 		return strings.TrimSpace(out) == "sync", out
 	})
-	// The replicas' URL names both hosts and takes the one that takes
-	// writes, as a deployment with a standby configures it. The test
-	// network is private, so no TLS here.
-	rc.dsn = fmt.Sprintf("postgres://runbot:%s@%s:5432,%s:5432/runbot?sslmode=disable&target_session_attrs=read-write",
-		rcDBPass, rc.primary.Address, rc.standby.Address)
 }
 
 // services are the hosts of the replicas' inventory, all on the target.
@@ -220,7 +248,7 @@ func (rc *replicaCluster) writeFiles() {
 
 	var inv strings.Builder
 	inv.WriteString("hosts:\n")
-	for _, svc := range rcServices() {
+	for _, svc := range append(rcServices(), rc.extraHosts...) {
 		fmt.Fprintf(&inv, "  %s: {address: %s, port: 22, user: root, identity_files: [/etc/runbot/ssh/id_ed25519], known_hosts: [/etc/runbot/ssh/known_hosts]}\n",
 			svc, rc.target.Address)
 	}
@@ -248,7 +276,7 @@ alerts:
     - match: {alertname: ClusterSlow}
       runbook: cluster-slow
       params: {svc: '{{ .labels.svc }}', host: '{{ .labels.svc }}'}
-`, rcPort, rcChannel, rc.slackURL, rcApprover)
+`, rcPort, rcChannel, rc.slackURL, rcApprover) + rc.extraConfig
 	require.NoError(t, os.WriteFile(filepath.Join(etc, "runbot.yaml"), []byte(cfg), 0o644))
 	env := fmt.Sprintf("RUNBOT_STORE=%s\nSLACK_BOT_TOKEN=%s\nSLACK_SIGNING_SECRET=%s\nRUNBOT_ALERT_TOKEN=%s\n", rc.dsn, rcBotToken, rcSigning, rcAlertTok)
 	require.NoError(t, os.WriteFile(filepath.Join(etc, "runbot.env"), []byte(env), 0o600))
@@ -320,11 +348,17 @@ func (rc *replicaCluster) marker(svc, kind string) bool {
 // deliver posts an Alertmanager webhook notification for svc to the
 // replica on h, once, and returns the HTTP status (0: no answer).
 func (rc *replicaCluster) deliver(h *testhost.Host, alertname, svc string) (int, error) {
+	return rc.deliverKey(h, alertname, svc, svc)
+}
+
+// deliverKey is deliver for one of several alerts about svc, told apart
+// by key (their fingerprints differ).
+func (rc *replicaCluster) deliverKey(h *testhost.Host, alertname, svc, key string) (int, error) {
 	body, err := json.Marshal(map[string]any{
-		"version": "4", "status": "firing", "receiver": "runbot", "groupKey": "{}:{svc=\"" + svc + "\"}",
+		"version": "4", "status": "firing", "receiver": "runbot", "groupKey": "{}:{key=\"" + key + "\"}",
 		"alerts": []any{map[string]any{
-			"status": "firing", "fingerprint": "fp-" + alertname + "-" + svc,
-			"labels":   map[string]string{"alertname": alertname, "svc": svc},
+			"status": "firing", "fingerprint": "fp-" + alertname + "-" + key,
+			"labels":   map[string]string{"alertname": alertname, "svc": svc, "key": key},
 			"startsAt": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339),
 		}},
 	})
@@ -373,10 +407,19 @@ func (rc *replicaCluster) alert(h *testhost.Host, alertname, svc string) int {
 // shows them (a message reference is the platform's).
 func (rc *replicaCluster) runsOf(runbook, svc string) []store.Run {
 	rc.t.Helper()
+	runs, err := rc.runsOfErr(runbook, svc)
+	require.NoError(rc.t, err)
+	return runs
+}
+
+// runsOfErr is runsOf that returns its errors, for goroutines.
+func (rc *replicaCluster) runsOfErr(runbook, svc string) ([]store.Run, error) {
 	ctx, cancel := context.WithTimeoutCause(context.Background(), 30*time.Second, errors.New("listing runs took too long"))
 	defer cancel()
-	all, err := rc.st.ListRuns(ctx, store.RunFilter{Runbook: runbook, Limit: 10000})
-	require.NoError(rc.t, err)
+	all, err := rc.st.ListRuns(ctx, store.RunFilter{Runbook: runbook, Limit: 100000})
+	if err != nil {
+		return nil, err
+	}
 	var out []store.Run
 	for i := len(all) - 1; i >= 0; i-- {
 		if all[i].Params["svc"] != svc {
@@ -385,7 +428,9 @@ func (rc *replicaCluster) runsOf(runbook, svc string) []store.Run {
 		run := all[i]
 		if run.Message != nil && strings.HasPrefix(run.Message.ID, store.ChatMessagePrefix) {
 			m, err := rc.st.GetChatMessage(ctx, run.Message.ID)
-			require.NoError(rc.t, err)
+			if err != nil {
+				return nil, err
+			}
 			if m.Posted() {
 				ref := *run.Message
 				ref.ID = m.PlatformID
@@ -396,7 +441,7 @@ func (rc *replicaCluster) runsOf(runbook, svc string) []store.Run {
 		}
 		out = append(out, run)
 	}
-	return out
+	return out, nil
 }
 
 // proposed waits for the plan the newest run of a broken service proposed,
@@ -442,7 +487,17 @@ func (rc *replicaCluster) actions(planID string) []store.ActionRecord {
 // Slack signs it, landing on the replica on h.
 func (rc *replicaCluster) vote(h *testhost.Host, plan store.Plan, run store.Run) {
 	rc.t.Helper()
-	require.NotNil(rc.t, run.Message, "run %s was posted", run.ID)
+	status, err := rc.voteStatus(h, plan, run)
+	require.NoError(rc.t, err)
+	require.Equal(rc.t, http.StatusOK, status)
+}
+
+// voteStatus is vote that returns the HTTP status (0: no answer) and its
+// errors, for goroutines.
+func (rc *replicaCluster) voteStatus(h *testhost.Host, plan store.Plan, run store.Run) (int, error) {
+	if run.Message == nil {
+		return 0, fmt.Errorf("run %s was not posted", run.ID)
+	}
 	payload, err := json.Marshal(map[string]any{
 		"type": "block_actions", "user": map[string]any{"id": rcApprover, "username": "app"},
 		"team": map[string]any{"id": "T0TEAM"}, "channel": map[string]any{"id": run.Message.Channel},
@@ -452,10 +507,14 @@ func (rc *replicaCluster) vote(h *testhost.Host, plan store.Plan, run store.Run)
 		"actions": []map[string]any{{"type": "button", "action_id": "runbot_approve", "block_id": "runbot_actions",
 			"value": plan.ID + "|" + plan.Hash, "action_ts": fmt.Sprintf("%d.%06d", time.Now().Unix(), time.Now().Nanosecond()/1000)}},
 	})
-	require.NoError(rc.t, err)
+	if err != nil {
+		return 0, err
+	}
 	body := url.Values{"payload": {string(payload)}}.Encode()
 	req, err := http.NewRequest(http.MethodPost, rc.url(h)+"/slack/interactions", strings.NewReader(body))
-	require.NoError(rc.t, err)
+	if err != nil {
+		return 0, err
+	}
 	stamp := strconv.FormatInt(time.Now().Unix(), 10)
 	mac := hmac.New(sha256.New, []byte(rcSigning))
 	_, _ = fmt.Fprintf(mac, "v0:%s:%s", stamp, body) // a hash.Hash never fails a write
@@ -463,10 +522,12 @@ func (rc *replicaCluster) vote(h *testhost.Host, plan store.Plan, run store.Run)
 	req.Header.Set("X-Slack-Request-Timestamp", stamp)
 	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
 	resp, err := rc.http.Do(req)
-	require.NoError(rc.t, err)
+	if err != nil {
+		return 0, nil //nolint:nilerr // the replica did not answer: a status, not the test's error
+	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close() // the vote shows in the store
-	require.Equal(rc.t, http.StatusOK, resp.StatusCode)
+	return resp.StatusCode, nil
 }
 
 // approvedAndWarming breaks svc, has its alert land on alertTo and the

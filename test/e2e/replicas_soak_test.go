@@ -1,0 +1,278 @@
+//go:build e2e && soak
+
+package e2e
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbot/runbot/store"
+	"github.com/runbot/runbot/test/e2e/testhost"
+)
+
+// soakFixes is how many services the soak can break, each a host of its
+// own, so that no lock, rate limit or circuit breaker of one holds back
+// the next.
+const soakFixes = 400
+
+// TestReplicasSoak is the replica cluster of TestReplicasAcrossHosts
+// under a steady load for RUNBOT_SOAK (30 minutes unless set): an alert
+// for a healthy service every 3 s on a random replica, a service that
+// breaks every 20 s and whose fix is approved on a random replica, and an
+// audit scheduled every minute. Every 20-40 s one fault from the list
+// strikes, at random: a replica's host loses power (back after 40 s),
+// a replica is cut off from PostgreSQL or from the target for 40 s, or
+// the primary loses power and the standby is promoted (the old primary's
+// host comes back as the new standby). Then it checks: one finished run
+// per accepted alert, no service restarted twice, no approved plan left
+// unapplied, nothing running, and the audits.
+//
+// Run it with `make soak-cluster`; it is built only with the soak tag.
+func TestReplicasSoak(t *testing.T) {
+	length := 30 * time.Minute
+	if v := os.Getenv("RUNBOT_SOAK"); v != "" {
+		d, err := time.ParseDuration(v)
+		require.NoError(t, err, "RUNBOT_SOAK")
+		length = d
+	}
+	hosts := []string{"soak", "audit"}
+	for i := range soakFixes {
+		hosts = append(hosts, "fix-"+strconv.Itoa(i+1))
+	}
+	rc := newReplicaCluster(t, `    - match: {alertname: ClusterSoak}
+      runbook: cluster-app
+      params: {svc: soak, host: soak}
+schedules:
+  - {runbook: cluster-app, cron: '* * * * *', timezone: UTC, post: on_change, params: {svc: audit, host: audit}}
+`, hosts...)
+	rc.target.Run(t, "echo ok > /run/cluster-app/soak.state; echo ok > /run/cluster-app/audit.state")
+
+	start := time.Now()
+	end := start.Add(length)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		accepted []string // the soak alerts' keys a replica took
+		refused  int      // deliveries refused or unanswered, retried
+		fixes    []string // the services broken, in order
+		errs     []error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+
+	// Alerts for the healthy service, each a new one (its own
+	// fingerprint), retried round the replicas until one takes it.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := 0; time.Now().Before(end); n++ {
+			key := fmt.Sprintf("soak-%d", n)
+			first := rand.IntN(len(rc.replicas))
+			for try := 0; ; try++ {
+				status, err := rc.deliverKey(rc.replicas[(first+try)%len(rc.replicas)], "ClusterSoak", "soak", key)
+				if err != nil {
+					fail(err)
+					return
+				}
+				if status == http.StatusOK {
+					mu.Lock()
+					accepted = append(accepted, key)
+					mu.Unlock()
+					break
+				}
+				mu.Lock()
+				refused++
+				mu.Unlock()
+				if try > 180 {
+					fail(fmt.Errorf("no replica took alert %s in 3 minutes", key))
+					return
+				}
+				time.Sleep(time.Second)
+			}
+			time.Sleep(3 * time.Second)
+		}
+	}()
+
+	// A service breaks every 20 s; its plan is approved on a random
+	// replica once posted.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 1; time.Now().Before(end) && i <= soakFixes; i++ {
+			svc := "fix-" + strconv.Itoa(i)
+			if err := rc.soakFix(svc); err != nil {
+				fail(err)
+				return
+			}
+			mu.Lock()
+			fixes = append(fixes, svc)
+			mu.Unlock()
+			time.Sleep(20 * time.Second)
+		}
+	}()
+
+	// Faults, one at a time, from the test's goroutine (they use the
+	// test hosts' helpers, which may fail the test).
+	faults := map[string]int{}
+	for time.Now().Add(2 * time.Minute).Before(end) {
+		time.Sleep(time.Duration(20+rand.IntN(21)) * time.Second)
+		kind := []string{"power-cut", "cut-from-postgres", "cut-from-target", "primary-lost"}[rand.IntN(4)]
+		victim := rc.replicas[rand.IntN(len(rc.replicas))]
+		rc.c.Step(t, victim, "soak fault %d: %s", len(faults)+1, kind)
+		faults[kind]++
+		switch kind {
+		case "power-cut":
+			rc.c.PowerCut(t, victim)
+			time.Sleep(40 * time.Second)
+			rc.c.PowerOn(t, victim)
+			rc.install(victim, "")
+		case "cut-from-postgres":
+			rc.c.Partition(t, victim, rc.primary)
+			rc.c.Partition(t, victim, rc.standby)
+			time.Sleep(40 * time.Second)
+			rc.c.Heal(t, victim, rc.primary)
+			rc.c.Heal(t, victim, rc.standby)
+		case "cut-from-target":
+			rc.c.Partition(t, victim, rc.target)
+			time.Sleep(40 * time.Second)
+			rc.c.Heal(t, victim, rc.target)
+		case "primary-lost":
+			rc.failOver()
+		}
+	}
+	wg.Wait()
+	require.Empty(t, errs)
+
+	rc.c.Step(t, nil, "soak over: checking what it left")
+	rc.reopenStore()
+	rc.nothingRunning()
+	mu.Lock()
+	defer mu.Unlock()
+
+	// One finished run per accepted alert, and none for an alert no
+	// replica took: runs of the healthy service, minus the audits' (they
+	// run on svc audit), minus the re-runs of a run a fault cut short.
+	runs := rc.runsOf("cluster-app", "soak")
+	finished, interrupted := 0, 0
+	for _, r := range runs {
+		switch r.Status {
+		case store.RunFinished:
+			finished++
+		case store.RunInterrupted:
+			interrupted++
+		}
+	}
+	require.Equal(t, len(accepted), finished, "one finished run per accepted alert (%d interrupted runs were run again)", interrupted)
+
+	// No service restarted twice: the target's journal has one restart
+	// per plan whose restart began, and each fix's plan is done, or ended
+	// by a fault after at most its one restart.
+	restarts := rc.restarts()
+	began, done := 0, 0
+	var states []string
+	for _, svc := range fixes {
+		plans := rc.plansOf(svc)
+		require.NotEmpty(t, plans, "%s's run proposed a plan", svc)
+		for _, p := range plans {
+			acts := rc.actions(p.ID)
+			require.LessOrEqual(t, len(acts), 2, "plan %s acted at most once per action", p.ID)
+			if len(acts) > 0 {
+				began++
+			}
+			if p.State == store.PlanDone {
+				done++
+			}
+			require.NotEqual(t, store.PlanApproved, p.State, "plan %s was approved and never applied", p.ID)
+			states = append(states, string(p.State))
+		}
+	}
+	require.Equal(t, began, restarts, "one restart of cluster-app per plan that began its actions")
+
+	audits := rc.runsOf("cluster-app", "audit")
+	minutes := int(time.Since(start).Minutes())
+	t.Logf("FIGURE soak of %s: faults %v; %d alerts accepted (%d deliveries refused or unanswered and retried), %d finished runs, %d interrupted runs run again; %d services broken, %d plans began, %d done, %d restarts; %d audit runs in %d minutes",
+		time.Since(start).Round(time.Second), faults, len(accepted), refused, finished, interrupted, len(fixes), began, done, restarts, len(audits), minutes)
+	require.GreaterOrEqual(t, len(audits), minutes-2, "an audit about every minute, faults or not")
+	t.Logf("plan states: %s", strings.Join(states, " "))
+}
+
+// soakFix breaks svc, waits for its posted plan and approves it on a
+// random replica; errors instead of failing, for a goroutine.
+func (rc *replicaCluster) soakFix(svc string) error {
+	if r, err := rc.target.Exec(rc.t.Context(), "echo broken > /run/cluster-app/"+svc+".state"); err != nil || r.ExitCode != 0 {
+		return fmt.Errorf("break %s: %v %s", svc, err, r.Stderr)
+	}
+	first := rand.IntN(len(rc.replicas))
+	for try := 0; ; try++ {
+		status, err := rc.deliver(rc.replicas[(first+try)%len(rc.replicas)], "ClusterApp", svc)
+		if err != nil {
+			return err
+		}
+		if status == http.StatusOK {
+			break
+		}
+		if try > 180 {
+			return fmt.Errorf("no replica took the alert for %s", svc)
+		}
+		time.Sleep(time.Second)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		runs, err := rc.runsOfErr("cluster-app", svc)
+		if err == nil && len(runs) > 0 && runs[len(runs)-1].Message != nil {
+			run := runs[len(runs)-1]
+			plans, err := rc.st.ListPlans(rc.t.Context(), store.PlanFilter{RunID: run.ID})
+			if err == nil && len(plans) > 0 {
+				status, err := rc.voteStatus(rc.replicas[rand.IntN(len(rc.replicas))], plans[0], run)
+				if err == nil && status == http.StatusOK {
+					return nil
+				}
+			}
+		}
+		time.Sleep(2 * time.Second)
+	}
+	return fmt.Errorf("no posted plan for %s, or no replica took its vote, in 3 minutes", svc)
+}
+
+// plansOf returns the plans of a service's runs.
+func (rc *replicaCluster) plansOf(svc string) []store.Plan {
+	rc.t.Helper()
+	var out []store.Plan
+	for _, r := range rc.runsOf("cluster-app", svc) {
+		plans, err := rc.st.ListPlans(rc.t.Context(), store.PlanFilter{RunID: r.ID})
+		require.NoError(rc.t, err)
+		out = append(out, plans...)
+	}
+	return out
+}
+
+// failOver cuts the primary's power and promotes the standby, then boots
+// the old primary's host again as the new standby, streaming from the new
+// primary: the pair swaps roles.
+func (rc *replicaCluster) failOver() {
+	t := rc.t
+	old := rc.primary
+	rc.c.PowerCut(t, old)
+	rc.standby.Run(t, "pg_ctlcluster 15 main promote")
+	rc.primary, rc.standby = rc.standby, old
+	rc.reopenStore()
+	time.Sleep(20 * time.Second)
+	rc.c.PowerOn(t, old)
+	rc.startStandby()
+	testhost.Eventually(t, time.Minute, "the new standby streams in synchronous replication", func() (bool, string) {
+		out := rc.primary.Run(t, `sudo -u postgres psql -tAc "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby'"`)
+		return strings.TrimSpace(out) == "sync", out
+	})
+}
