@@ -130,6 +130,9 @@ schedules:
 		time.Sleep(time.Duration(20+rand.IntN(21)) * time.Second)
 		kind := []string{"power-cut", "cut-from-postgres", "cut-from-target", "primary-lost"}[rand.IntN(4)]
 		victim := rc.replicas[rand.IntN(len(rc.replicas))]
+		if kind == "primary-lost" {
+			victim = rc.primary
+		}
 		rc.c.Step(t, victim, "soak fault %d: %s", len(faults)+1, kind)
 		faults[kind]++
 		switch kind {
