@@ -214,8 +214,12 @@ schedules:
 // soakFix breaks svc, waits for its posted plan and approves it on a
 // random replica; errors instead of failing, for a goroutine.
 func (rc *replicaCluster) soakFix(svc string) error {
-	if r, err := rc.target.Exec(rc.t.Context(), "echo broken > /run/cluster-app/"+svc+".state"); err != nil || r.ExitCode != 0 {
-		return fmt.Errorf("break %s: %v %s", svc, err, r.Stderr)
+	r, err := rc.target.Exec(rc.t.Context(), "echo broken > /run/cluster-app/"+svc+".state")
+	if err != nil {
+		return fmt.Errorf("break %s: %w", svc, err)
+	}
+	if r.ExitCode != 0 {
+		return fmt.Errorf("break %s: exit status %d: %s", svc, r.ExitCode, r.Stderr)
 	}
 	first := rand.IntN(len(rc.replicas))
 	for try := 0; ; try++ {

@@ -64,7 +64,10 @@ func (c *Cluster) filter(tb testing.TB, op string, a, b *Host) {
 		ns := netnsPrefix + p[0].Name
 		for _, rule := range [][]string{{"OUTPUT", "-d"}, {"INPUT", "-s"}} {
 			args := []string{"netns", "exec", ns, "iptables", "-w", "5", op, rule[0], rule[1], p[1].Address, "-j", "DROP"}
-			if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput()
+			cancel()
+			if err != nil {
 				tb.Fatalf("testhost: ip %v: %v\n%s", args, err, out)
 			}
 		}
