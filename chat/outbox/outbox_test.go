@@ -104,7 +104,7 @@ func openStore(t *testing.T, path string) store.Store {
 }
 
 // start runs an outbox at the production pace until the test ends.
-func start(t *testing.T, p chat.Chat, s store.Store) *outbox.Outbox {
+func start(t *testing.T, p chat.Chat, s store.ChatOutbox) *outbox.Outbox {
 	t.Helper()
 	o := outbox.New(p, s, outbox.Config{Platform: "test"}, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -326,21 +326,11 @@ func (s *silentReads) GetChatMessage(ctx context.Context, id string) (store.Chat
 func TestSilentStoreReadDoesNotHoldTheLane(t *testing.T) {
 	p := &platform{}
 	s := &silentReads{ChatOutbox: openStore(t, filepath.Join(t.TempDir(), "runbot.db")), silent: 1}
-	o := outbox.New(p, s, outbox.Config{Platform: "test"}, nil, nil)
+	o := start(t, p, s)
 	for _, title := range []string{"first", "second"} {
 		_, err := o.Post(t.Context(), "C1", "", chat.Message{Title: title})
 		require.NoError(t, err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = o.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
 	got := p.waitCalls(t, 2, time.Minute)
 	require.Equal(t, []string{"first", "second"}, []string{got[0].title, got[1].title})
 }
