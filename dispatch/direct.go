@@ -167,7 +167,7 @@ func (d *Dispatcher) postRecorded(ctx context.Context, run store.Run, m chat.Mes
 	sctx, cancel := recording(ctx, "recording the message of run "+run.ID)
 	defer cancel()
 	if err := d.store.SetRunMessage(sctx, run.ID, store.MessageRef(ref)); err != nil {
-		d.log.Warn("record run message", "run", run.ID, "err", err)
+		d.recordMessageLater(d.log.With("run", run.ID), run.ID, ref, err)
 	}
 	return true, nil
 }

@@ -86,3 +86,51 @@ func TestRunMessageQueuedWhenTheStoreIsBack(t *testing.T) {
 	require.Len(t, posts, 1, "one message: the lost first try and its retry are one")
 	require.Contains(t, posts[0].Last().Text(), run.ID)
 }
+
+// unrecordedMessage is the real store whose first SetRunMessage calls
+// fail, as when the store breaks just after a run's message was queued.
+type unrecordedMessage struct {
+	store.Store
+	left atomic.Int32
+}
+
+func (f *unrecordedMessage) SetRunMessage(ctx context.Context, id string, ref store.MessageRef) error {
+	if f.left.Add(-1) >= 0 {
+		return errors.New("set message of run " + id + ": begin: conn closed")
+	}
+	return f.Store.SetRunMessage(ctx, id, ref)
+}
+
+// A run whose message was queued but could not be recorded on the run
+// (the store failed between the two) names it all the same once the store
+// takes it: a click on the message, a vote on another replica and the
+// run's history find it. Before, the reference was dropped.
+func TestRunMessageRecordedWhenTheStoreIsBack(t *testing.T) {
+	t.Parallel()
+	rec := chattest.New()
+	failing := &unrecordedMessage{}
+	failing.left.Store(2)
+	ob := outbox.New(rec, failing, outbox.Config{Platform: chattest.Platform}, slog.New(slog.DiscardHandler), nil)
+	d, st, dir := newChatDispatcherWith(t, ob, testSetup{wrap: func(s store.Store) store.Store { failing.Store = s; return failing }})
+	ctx, stop := context.WithCancel(context.Background())
+	sent := make(chan error, 1)
+	go func() { sent <- ob.Run(ctx) }()
+	t.Cleanup(func() {
+		stop()
+		require.NoError(t, <-sent)
+	})
+
+	acc, err := d.Submit(t.Context(), Request{
+		Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": dir},
+		RequestedBy: "alertmanager", Source: store.TriggerAlert, Key: "alert/fp/1",
+	})
+	require.NoError(t, err)
+	require.NoError(t, d.Idle(t.Context()))
+	work, err := st.GetWork(t.Context(), acc.WorkID)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		run, err := st.GetRun(t.Context(), work.RunID)
+		require.NoError(t, err)
+		return run.Message != nil
+	}, 30*time.Second, 50*time.Millisecond, "the message is recorded on the run")
+}

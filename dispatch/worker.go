@@ -354,8 +354,25 @@ func (d *Dispatcher) attach(ctx context.Context, log *slog.Logger, rs *runState,
 	rs.live = d.liveMessage(ref)
 	rs.mu.Unlock()
 	if err := d.store.SetRunMessage(ctx, id, store.MessageRef(ref)); err != nil {
-		log.Warn("record run message", "err", err)
+		d.recordMessageLater(log, id, ref, err)
 	}
+}
+
+// recordMessageLater records where a run's message is, trying in the
+// background until the store takes it (the first try failed with err):
+// not recorded, a click on the message, a vote on another replica and the
+// run's history could not find it.
+func (d *Dispatcher) recordMessageLater(log *slog.Logger, runID string, ref chat.Ref, err error) {
+	log.Warn("run message not recorded on the run; trying again until the store takes it", "err", err)
+	d.retryLater(log, "recording the message of run "+runID, "the run does not name its message", func(ctx context.Context) (bool, error) {
+		rctx, cancel := recording(ctx, "recording the message of run "+runID)
+		defer cancel()
+		err := d.store.SetRunMessage(rctx, runID, store.MessageRef(ref))
+		if err == nil {
+			log.Info("the run's message is recorded after all")
+		}
+		return err == nil, err
+	})
 }
 
 // postLater queues the first message of a run that the outbox could not

@@ -126,6 +126,7 @@ schedules:
 	// Faults, one at a time, from the test's goroutine (they use the
 	// test hosts' helpers, which may fail the test).
 	faults := map[string]int{}
+	struck := 0
 	for time.Now().Add(2 * time.Minute).Before(end) {
 		time.Sleep(time.Duration(20+rand.IntN(21)) * time.Second)
 		kind := []string{"power-cut", "cut-from-postgres", "cut-from-target", "primary-lost"}[rand.IntN(4)]
@@ -133,8 +134,9 @@ schedules:
 		if kind == "primary-lost" {
 			victim = rc.primary
 		}
-		rc.c.Step(t, victim, "soak fault %d: %s", len(faults)+1, kind)
 		faults[kind]++
+		struck++
+		rc.c.Step(t, victim, "soak fault %d: %s", struck, kind)
 		switch kind {
 		case "power-cut":
 			rc.c.PowerCut(t, victim)
