@@ -64,6 +64,9 @@ schedules:
 		accepted []string // the soak alerts' keys a replica took
 		refused  int      // deliveries refused or unanswered, retried
 		fixes    []string // the services broken, in order
+		// unplanned are the fixes' runs that ended without a plan (cut
+		// off from the target) and were followed by a new alert.
+		unplanned int
 		errs     []error
 	)
 	fail := func(err error) {
@@ -112,13 +115,15 @@ schedules:
 		defer wg.Done()
 		for i := 1; time.Now().Before(end) && i <= soakFixes; i++ {
 			svc := "fix-" + strconv.Itoa(i)
-			if err := rc.soakFix(svc); err != nil {
+			n, err := rc.soakFix(svc)
+			mu.Lock()
+			fixes = append(fixes, svc)
+			unplanned += n
+			mu.Unlock()
+			if err != nil {
 				fail(err)
 				return
 			}
-			mu.Lock()
-			fixes = append(fixes, svc)
-			mu.Unlock()
 			time.Sleep(20 * time.Second)
 		}
 	}()
@@ -207,52 +212,77 @@ schedules:
 
 	audits := rc.runsOf("cluster-app", "audit")
 	minutes := int(time.Since(start).Minutes())
-	t.Logf("FIGURE soak of %s: faults %v; %d alerts accepted (%d deliveries refused or unanswered and retried), %d finished runs, %d interrupted runs run again; %d services broken, %d plans began, %d done, %d restarts; %d audit runs in %d minutes",
-		time.Since(start).Round(time.Second), faults, len(accepted), refused, finished, interrupted, len(fixes), began, done, restarts, len(audits), minutes)
+	t.Logf("FIGURE soak of %s: faults %v; %d alerts accepted (%d deliveries refused or unanswered and retried), %d finished runs, %d interrupted runs run again; %d services broken, %d of their runs without a plan (alerted again), %d plans began, %d done, %d restarts; %d audit runs in %d minutes",
+		time.Since(start).Round(time.Second), faults, len(accepted), refused, finished, interrupted, len(fixes), unplanned, began, done, restarts, len(audits), minutes)
 	require.GreaterOrEqual(t, len(audits), minutes-2, "an audit about every minute, faults or not")
 	t.Logf("plan states: %s", strings.Join(states, " "))
 }
 
-// soakFix breaks svc, waits for its posted plan and approves it on a
-// random replica; errors instead of failing, for a goroutine.
-func (rc *replicaCluster) soakFix(svc string) error {
+// soakFix breaks svc, alerts on it, waits for the posted plan of its run
+// and approves it on a random replica; errors instead of failing, for a
+// goroutine. A run that ended without a plan (its replica was cut off from
+// the target: inconclusive, as it must be) is followed by a new alert, as
+// the on-call would ask again; it returns how many such runs there were.
+func (rc *replicaCluster) soakFix(svc string) (unplanned int, _ error) {
 	r, err := rc.target.Exec(rc.t.Context(), "echo broken > /run/cluster-app/"+svc+".state")
 	if err != nil {
-		return fmt.Errorf("break %s: %w", svc, err)
+		return 0, fmt.Errorf("break %s: %w", svc, err)
 	}
 	if r.ExitCode != 0 {
-		return fmt.Errorf("break %s: exit status %d: %s", svc, r.ExitCode, r.Stderr)
+		return 0, fmt.Errorf("break %s: exit status %d: %s", svc, r.ExitCode, r.Stderr)
 	}
-	first := rand.IntN(len(rc.replicas))
-	for try := 0; ; try++ {
-		status, err := rc.deliver(rc.replicas[(first+try)%len(rc.replicas)], "ClusterApp", svc)
+	for alert := 0; alert < 3; alert++ {
+		key := fmt.Sprintf("%s/%d", svc, alert)
+		first := rand.IntN(len(rc.replicas))
+		for try := 0; ; try++ {
+			status, err := rc.deliverKey(rc.replicas[(first+try)%len(rc.replicas)], "ClusterApp", svc, key)
+			if err != nil {
+				return unplanned, err
+			}
+			if status == http.StatusOK {
+				break
+			}
+			if try > 180 {
+				return unplanned, fmt.Errorf("no replica took alert %s", key)
+			}
+			time.Sleep(time.Second)
+		}
+		voted, err := rc.voteOnNewest(svc, alert+1)
 		if err != nil {
-			return err
+			return unplanned, err
 		}
-		if status == http.StatusOK {
-			break
+		if voted {
+			return unplanned, nil
 		}
-		if try > 180 {
-			return fmt.Errorf("no replica took the alert for %s", svc)
-		}
-		time.Sleep(time.Second)
+		unplanned++
 	}
+	return unplanned, fmt.Errorf("three alerts for %s and no plan", svc)
+}
+
+// voteOnNewest waits for the runs-th run of svc and approves its posted
+// plan on a random replica; it reports false when the run ended without
+// proposing one.
+func (rc *replicaCluster) voteOnNewest(svc string, runs int) (bool, error) {
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
-		runs, err := rc.runsOfErr("cluster-app", svc)
-		if err == nil && len(runs) > 0 && runs[len(runs)-1].Message != nil {
-			run := runs[len(runs)-1]
+		all, err := rc.runsOfErr("cluster-app", svc)
+		if err == nil && len(all) >= runs {
+			run := all[len(all)-1]
 			plans, err := rc.st.ListPlans(rc.t.Context(), store.PlanFilter{RunID: run.ID})
-			if err == nil && len(plans) > 0 {
+			switch {
+			case err != nil:
+			case len(plans) == 0 && run.Status.Final():
+				return false, nil
+			case len(plans) > 0 && run.Message != nil:
 				status, err := rc.voteStatus(rc.replicas[rand.IntN(len(rc.replicas))], plans[0], run)
 				if err == nil && status == http.StatusOK {
-					return nil
+					return true, nil
 				}
 			}
 		}
 		time.Sleep(2 * time.Second)
 	}
-	return fmt.Errorf("no posted plan for %s, or no replica took its vote, in 3 minutes", svc)
+	return false, fmt.Errorf("no posted plan for %s, or no replica took its vote, in 3 minutes", svc)
 }
 
 // plansOf returns the plans of a service's runs.
