@@ -67,7 +67,7 @@ schedules:
 		// unplanned are the fixes' runs that ended without a plan (cut
 		// off from the target) and were followed by a new alert.
 		unplanned int
-		errs     []error
+		errs      []error
 	)
 	fail := func(err error) {
 		mu.Lock()
