@@ -1,6 +1,7 @@
 package runbooks_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -431,4 +432,25 @@ func TestApplyCreatesTheBackupThePlanShowed(t *testing.T) {
 	actions, err := e.st.Actions(t.Context(), prop.Plan.ID)
 	require.NoError(t, err)
 	require.Contains(t, string(actions[0].Detail), shown, "the record names the same backup")
+}
+
+// An apply whose context ends in the middle of an action (the lease
+// fence stopping it, a shutdown) still writes how it ended: the plan does
+// not stay applying. Left applying by a process whose lease then held
+// after all, no other replica would ever take it over.
+func TestApplyStoppedMidActionRecordsItsEnd(t *testing.T) {
+	t.Parallel()
+	e := newRemedy(t, "app-slow.sh")
+	prop := e.propose(t)
+	e.approve(t, prop, "bob")
+	ctx, cancel := context.WithCancel(t.Context())
+	// The config edit is done well within this; the restart sleeps 20 s.
+	stop := time.AfterFunc(3*time.Second, cancel)
+	defer stop.Stop()
+	res, err := e.rem.Apply(ctx, prop.Plan.ID, "bob", nil)
+	require.Error(t, err)
+	require.Equal(t, store.PlanFailed, res.State)
+	plan, err := e.st.GetPlan(t.Context(), prop.Plan.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.PlanFailed, plan.State, "the end is recorded, on a context of its own")
 }

@@ -476,7 +476,7 @@ func (r *Remediator) claim(ctx context.Context, planID, actor string, progress f
 func (a *applying) finish(ctx context.Context, to store.PlanState, msg string, cause error) (*ApplyResult, error) {
 	msg = a.scrub(msg)
 	detail := map[string]any{"message": msg}
-	if err := a.r.move(ctx, a.plan, a.res.State, to, a.actor, detail); err != nil {
+	if err := a.r.moveEnd(ctx, a.plan, a.res.State, to, a.actor, detail); err != nil {
 		return a.res, err
 	}
 	a.res.State, a.res.Message = to, msg
@@ -600,6 +600,37 @@ func (r *Remediator) holder(planID string) string {
 	}
 	host, _ := os.Hostname()
 	return fmt.Sprintf("runbot@%s/%d plan %s", host, os.Getpid(), planID)
+}
+
+// endTries and endTryTimeout bound the writing of an apply's end: about
+// a minute and a half of tries, 1 s, 2 s, 4 s … 15 s apart, enough for a
+// promotion or a short partition.
+const (
+	endTries      = 9
+	endTryTimeout = 10 * time.Second
+)
+
+// moveEnd writes how an apply ended on a context of its own. The apply's
+// context may be the reason it ended: the lease fence cancels it to stop
+// acting on targets before another replica can take over, and a shutdown
+// does too. Neither is a reason to leave the plan applying: if the lease
+// then holds after all (renewed in time), no other replica takes the plan
+// over and it would stay applying for good. The write is tried again
+// while the store fails; a conflict means another replica ended the plan
+// first (it found this one's lease lapsed), which is the record then.
+func (r *Remediator) moveEnd(ctx context.Context, plan store.Plan, from, to store.PlanState, actor string, detail map[string]any) error {
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	for try, wait := 1, time.Second; ; try, wait = try+1, min(2*wait, 15*time.Second) {
+		tctx, cancel := context.WithTimeoutCause(ctx, endTryTimeout, errors.New("writing how the apply ended took too long"))
+		err = r.move(tctx, plan, from, to, actor, detail)
+		cancel()
+		var conflict *store.StateConflictError
+		if err == nil || errors.As(err, &conflict) || try == endTries {
+			return err
+		}
+		time.Sleep(wait)
+	}
 }
 
 func (r *Remediator) move(ctx context.Context, plan store.Plan, from, to store.PlanState, actor string, detail map[string]any) error {
