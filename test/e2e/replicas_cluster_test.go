@@ -570,25 +570,27 @@ func (rc *replicaCluster) others(h *testhost.Host) []*testhost.Host {
 	return out
 }
 
-// settled waits until a plan has left approved and applying, and returns
-// it and how long that took from since.
+// settled waits until a plan is in a final state (done, interrupted,
+// failed…: not approved, applying or verifying), and returns it and how
+// long that took from since.
 func (rc *replicaCluster) settled(id string, since time.Time, within time.Duration) (store.Plan, time.Duration) {
 	rc.t.Helper()
 	var p store.Plan
 	testhost.Eventually(rc.t, within, "plan "+id+" settles", func() (bool, string) {
 		p = rc.plan(id)
-		return p.State != store.PlanApproved && p.State != store.PlanApplying, string(p.State)
+		return p.State.Final(), string(p.State)
 	})
 	return p, time.Since(since)
 }
 
-// nothingRunning checks that no run is left running and no plan applying.
+// nothingRunning checks that no run is left running and no plan applying
+// or verifying.
 func (rc *replicaCluster) nothingRunning() {
 	rc.t.Helper()
 	testhost.Eventually(rc.t, 2*time.Minute, "no run running and no plan applying", func() (bool, string) {
 		runs, err := rc.st.ListRuns(rc.t.Context(), store.RunFilter{Status: store.RunRunning, Limit: 100})
 		require.NoError(rc.t, err)
-		plans, err := rc.st.ListPlans(rc.t.Context(), store.PlanFilter{States: []store.PlanState{store.PlanApplying}})
+		plans, err := rc.st.ListPlans(rc.t.Context(), store.PlanFilter{States: []store.PlanState{store.PlanApplying, store.PlanVerifying}})
 		require.NoError(rc.t, err)
 		return len(runs) == 0 && len(plans) == 0, fmt.Sprintf("%d running run(s), %d applying plan(s)", len(runs), len(plans))
 	})
