@@ -434,23 +434,68 @@ func TestApplyCreatesTheBackupThePlanShowed(t *testing.T) {
 	require.Contains(t, string(actions[0].Detail), shown, "the record names the same backup")
 }
 
-// An apply whose context ends in the middle of an action (the lease
-// fence stopping it, a shutdown) still writes how it ended: the plan does
-// not stay applying. Left applying by a process whose lease then held
-// after all, no other replica would ever take it over.
-func TestApplyStoppedMidActionRecordsItsEnd(t *testing.T) {
+// An apply whose context ends (the lease fence stopping it, a shutdown
+// past its grace) acts on no target any more: it neither rolls back nor
+// runs anything again, because another replica may hold the deployment by
+// then. It still writes how it ended, on a context of its own: left
+// applying by a process whose lease then held after all, no other replica
+// would ever take the plan over. Its message says what was left as it was.
+func TestStoppedApplyActsNoMore(t *testing.T) {
 	t.Parallel()
-	e := newRemedy(t, "app-slow.sh")
-	prop := e.propose(t)
-	e.approve(t, prop, "bob")
-	ctx, cancel := context.WithCancel(t.Context())
-	// The config edit is done well within this; the restart sleeps 20 s.
-	stop := time.AfterFunc(3*time.Second, cancel)
-	defer stop.Stop()
-	res, err := e.rem.Apply(ctx, prop.Plan.ID, "bob", nil)
-	require.Error(t, err)
-	require.Equal(t, store.PlanFailed, res.State)
-	plan, err := e.st.GetPlan(t.Context(), prop.Plan.ID)
-	require.NoError(t, err)
-	require.Equal(t, store.PlanFailed, plan.State, "the end is recorded, on a context of its own")
+	fenced := errors.New("this replica could not renew its lease in time")
+	for _, tc := range []struct {
+		name string
+		// app is the remedy's app; its restart (the plan's command) is
+		// slow in app-slow.sh, and it never heals in app-hopeless.sh.
+		app string
+		// at is the stage of the apply at which the fence strikes, or ""
+		// for 3 s in, in the middle of app-slow.sh's 20 s restart.
+		at remediation.ApplyStage
+		// message is said in the plan's end.
+		message string
+		// flag says the config edit stays applied.
+		flag bool
+	}{
+		{name: "mid-action", app: "app-slow.sh", message: "STOPPED before undoing", flag: true},
+		{name: "mid-verify", app: "app-fixable.sh", at: remediation.StageVerify, message: "verification was cut short", flag: true},
+		// The fix did not work and its rollback begins: it undoes nothing
+		// and runs nothing again once the fence has struck.
+		{name: "mid-rollback", app: "app-hopeless.sh", at: remediation.StageRollback, message: "STOPPED before undoing", flag: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newRemedy(t, tc.app)
+			prop := e.propose(t)
+			e.approve(t, prop, "bob")
+			ctx, cancel := context.WithCancelCause(t.Context())
+			defer cancel(nil)
+			if tc.at == "" {
+				stop := time.AfterFunc(3*time.Second, func() { cancel(fenced) })
+				defer stop.Stop()
+			}
+			res, err := e.rem.Apply(ctx, prop.Plan.ID, "bob", func(ev remediation.ApplyEvent) {
+				if ev.Stage == tc.at {
+					cancel(fenced)
+				}
+			})
+			require.Error(t, err)
+			require.Equal(t, store.PlanFailed, res.State, res.Message)
+			require.Contains(t, res.Message, tc.message)
+			require.Contains(t, res.Message, fenced.Error(), "the message names why the apply stopped")
+			plan, err := e.st.GetPlan(t.Context(), prop.Plan.ID)
+			require.NoError(t, err)
+			require.Equal(t, store.PlanFailed, plan.State, "the end is recorded, on a context of its own")
+
+			actions, err := e.st.Actions(t.Context(), prop.Plan.ID)
+			require.NoError(t, err)
+			require.NotEmpty(t, actions, "the stopped apply still shows what it did")
+			for _, a := range actions {
+				require.NotContains(t, []store.ActionState{store.ActionRolledBack, store.ActionRerunning, store.ActionRerun}, a.State,
+					"action %d (%s) after the apply was stopped", a.Index, a.Action)
+			}
+			script, err := os.ReadFile(e.script)
+			require.NoError(t, err)
+			require.Equal(t, tc.flag, strings.Contains(string(script), "--safe-mode"), "the config edit stays as the stop left it:\n%s", script)
+		})
+	}
 }

@@ -552,8 +552,26 @@ func (a *applying) verify(ctx context.Context, applied []appliedAction) (*ApplyR
 		case <-ctx.Done():
 		}
 	}
-	a.say(StageVerify, "re-running %s", strings.Join(rem.Verify, ", "))
-	ver := a.r.Engine.Run(ctx, a.p, engine.RunOptions{Trigger: runbooks.TriggerVerify, Only: rem.Verify})
+	if ctx.Err() == nil {
+		a.say(StageVerify, "re-running %s", strings.Join(rem.Verify, ", "))
+		ver := a.r.Engine.Run(ctx, a.p, engine.RunOptions{Trigger: runbooks.TriggerVerify, Only: rem.Verify})
+		if ctx.Err() == nil {
+			return a.judge(ctx, ver, applied)
+		}
+	}
+	// Stopped (the lease fence, a shutdown past its grace): a verify cut
+	// short says nothing about the fix, so it is neither judged failed nor
+	// rolled back. This process acts on no target once its apply is
+	// stopped: another replica may hold the deployment by then.
+	cause := context.Cause(ctx)
+	return a.finish(ctx, store.PlanFailed, fmt.Sprintf("verification was cut short (%v): the fix stays applied and was NOT rolled back, and whether it worked is NOT KNOWN; check the target before anything is approved again", cause), cause)
+}
+
+// judge ends the plan on the verify run ver: done when the symptom is
+// gone, else rolled back (when the remediation says so and something can
+// be undone) or failed.
+func (a *applying) judge(ctx context.Context, ver *runbooks.Report, applied []appliedAction) (*ApplyResult, error) {
+	rem := a.rem
 	a.res.Verify = a.p.Shown(ver)
 	why := a.r.unverified(a.rb, rem, ver, a.res.Verify, a.p, a.body.Diagnosis)
 	a.res.Recovered = why == ""
@@ -570,8 +588,10 @@ func (a *applying) verify(ctx context.Context, applied []appliedAction) (*ApplyR
 		rb := a.r.rollback(ctx, a.plan.ID, applied, a.say)
 		a.res.Actions = a.r.shownActions(ctx, &a.body, a.plan.ID)
 		msg += "; " + rb.message() + " (escalate to a human)"
-		if len(rb.failed) > 0 {
-			return a.finish(ctx, store.PlanFailed, msg, nil)
+		if !rb.complete() {
+			// A rollback the fence or a shutdown stopped says so to the
+			// caller too.
+			return a.finish(ctx, store.PlanFailed, msg, context.Cause(ctx))
 		}
 		return a.finish(ctx, store.PlanRolledBack, msg, nil)
 	}
@@ -583,6 +603,9 @@ func (a *applying) verify(ctx context.Context, applied []appliedAction) (*ApplyR
 // after a restart reads it), the plan's secret params in it included. A
 // read that fails leaves none.
 func (r *Remediator) shownActions(ctx context.Context, body *PlanBody, planID string) []store.ActionRecord {
+	// A stopped apply still shows what it did.
+	ctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), 10*time.Second, errors.New("reading the plan's actions took too long"))
+	defer cancel()
 	recs, err := r.Store.Actions(ctx, planID)
 	if err != nil || len(body.Secret) == 0 {
 		return recs
@@ -770,7 +793,13 @@ type appliedAction struct {
 type rolledBack struct {
 	undone, rerun []string // summaries of what was undone and run again
 	failed        []string // what could not be undone or run again, and why
+	// stopped says what the rollback did not do because the apply was
+	// stopped; empty when it ran to its end.
+	stopped string
 }
+
+// complete says the rollback did all it had to.
+func (rb rolledBack) complete() bool { return len(rb.failed) == 0 && rb.stopped == "" }
 
 // message says in one clause what the rollback did.
 func (rb rolledBack) message() string {
@@ -778,7 +807,7 @@ func (rb rolledBack) message() string {
 	switch {
 	case len(rb.undone) > 0:
 		parts = append(parts, fmt.Sprintf("%d change(s) rolled back", len(rb.undone)))
-	case len(rb.failed) == 0:
+	case rb.complete():
 		parts = append(parts, "nothing needed rolling back")
 	}
 	if len(rb.rerun) > 0 {
@@ -786,6 +815,9 @@ func (rb rolledBack) message() string {
 	}
 	if len(rb.failed) > 0 {
 		parts = append(parts, "ROLLBACK INCOMPLETE: "+strings.Join(rb.failed, "; "))
+	}
+	if rb.stopped != "" {
+		parts = append(parts, rb.stopped)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -796,6 +828,12 @@ func (rb rolledBack) message() string {
 // earliest undone change then run again, in plan order, so the processes
 // load what was restored. A rerun runs only when every undo succeeded;
 // otherwise it would load a half-restored config.
+//
+// A stopped apply (its context ended: the lease fence, a shutdown past its
+// grace) rolls nothing back, and a rollback stops where it is when the
+// apply is stopped: this process then acts on no target again, because
+// another replica may hold the deployment by then, and a rollback that a
+// shutdown cuts off would leave the target half-restored anyway.
 func (r *Remediator) rollback(ctx context.Context, planID string, done []appliedAction, say func(ApplyStage, string, ...any)) rolledBack {
 	var out rolledBack
 	bg := context.WithoutCancel(ctx)
@@ -803,15 +841,25 @@ func (r *Remediator) rollback(ctx context.Context, planID string, done []applied
 		raw, _ := json.Marshal(detail)
 		_, _ = r.Store.SetActionState(bg, planID, index, to, raw)
 	}
+	stopped := func(next string) bool {
+		if ctx.Err() == nil {
+			return false
+		}
+		out.stopped = fmt.Sprintf("STOPPED before %s: the apply was stopped (%v), and this process acts on no target any more, so the rest is NOT rolled back", next, context.Cause(ctx))
+		return true
+	}
 	earliest := -1 // the earliest change an undo was tried on
 	for i := len(done) - 1; i >= 0; i-- {
 		a := done[i]
 		if !a.applied.Plan.Reversible || !a.applied.Changed {
 			continue
 		}
-		earliest = a.index
 		say(StageRollback, "rolling back: %s", a.applied.Plan.Summary)
-		rctx, cancel := context.WithTimeoutCause(bg, a.typ.Timeout+10*time.Second, errors.New("rollback timed out"))
+		if stopped("undoing " + a.applied.Plan.Summary) {
+			return out
+		}
+		earliest = a.index
+		rctx, cancel := context.WithTimeoutCause(ctx, a.typ.Timeout+10*time.Second, errors.New("rollback timed out"))
 		err := a.typ.Action.Rollback(rctx, a.env, a.applied)
 		cancel()
 		if err != nil {
@@ -834,8 +882,11 @@ func (r *Remediator) rollback(ctx context.Context, planID string, done []applied
 	}
 	for _, a := range again {
 		say(StageRollback, "running again so the rollback takes effect: %s", a.planned.Plan.Summary)
+		if stopped("running again " + a.planned.Plan.Summary) {
+			return out
+		}
 		record(a.index, store.ActionRerunning, nil)
-		rctx, cancel := context.WithTimeoutCause(bg, a.timeout, fmt.Errorf("rerun of %s on %s after rollback timed out after %s", a.planned.Action, a.planned.Target, a.timeout))
+		rctx, cancel := context.WithTimeoutCause(ctx, a.timeout, fmt.Errorf("rerun of %s on %s after rollback timed out after %s", a.planned.Action, a.planned.Target, a.timeout))
 		ap, err := a.typ.Action.Apply(rctx, a.env, a.planned.Plan)
 		cancel()
 		if err != nil {
