@@ -46,27 +46,9 @@ func (f *lostQueue) QueueChatMessage(ctx context.Context, m store.ChatMessage) (
 // run, so a first try whose write went through posts no second message.
 func TestRunMessageQueuedWhenTheStoreIsBack(t *testing.T) {
 	t.Parallel()
-	rec := chattest.New()
 	lost := &lostQueue{}
 	lost.left.Store(2)
-	ob := outbox.New(rec, lost, outbox.Config{Platform: chattest.Platform}, slog.New(slog.DiscardHandler), nil)
-	d, st, dir := newChatDispatcherWith(t, ob, testSetup{wrap: func(s store.Store) store.Store { lost.Store = s; return lost }})
-	ctx, stop := context.WithCancel(context.Background())
-	sent := make(chan error, 1)
-	go func() { sent <- ob.Run(ctx) }()
-	t.Cleanup(func() {
-		stop()
-		require.NoError(t, <-sent)
-	})
-
-	acc, err := d.Submit(t.Context(), Request{
-		Runbook: "stuck-worker", Params: map[string]string{"host": "here", "dir": dir},
-		RequestedBy: "alertmanager", Source: store.TriggerAlert, Key: "alert/fp/1",
-	})
-	require.NoError(t, err)
-	require.NoError(t, d.Idle(t.Context()), "the run ends and its message is queued in the end")
-	work, err := st.GetWork(t.Context(), acc.WorkID)
-	require.NoError(t, err)
+	rec, st, work := runAlertThrough(t, lost, func(s store.Store) { lost.Store = s })
 	require.Equal(t, store.WorkDone, work.State)
 	run, err := st.GetRun(t.Context(), work.RunID)
 	require.NoError(t, err)
@@ -107,11 +89,25 @@ func (f *unrecordedMessage) SetRunMessage(ctx context.Context, id string, ref st
 // run's history find it. Before, the reference was dropped.
 func TestRunMessageRecordedWhenTheStoreIsBack(t *testing.T) {
 	t.Parallel()
-	rec := chattest.New()
 	failing := &unrecordedMessage{}
 	failing.left.Store(2)
-	ob := outbox.New(rec, failing, outbox.Config{Platform: chattest.Platform}, slog.New(slog.DiscardHandler), nil)
-	d, st, dir := newChatDispatcherWith(t, ob, testSetup{wrap: func(s store.Store) store.Store { failing.Store = s; return failing }})
+	_, st, work := runAlertThrough(t, failing, func(s store.Store) { failing.Store = s })
+	require.Eventually(t, func() bool {
+		run, err := st.GetRun(t.Context(), work.RunID)
+		require.NoError(t, err)
+		return run.Message != nil
+	}, 30*time.Second, 50*time.Millisecond, "the message is recorded on the run")
+}
+
+// runAlertThrough runs one alert's run on a dispatcher and outbox whose
+// store is faulty, a wrapper of the real store that setInner gives it,
+// with chat at a recorder. It returns once the dispatcher is idle: the
+// recorder, the real store, and the alert's work.
+func runAlertThrough(t *testing.T, faulty store.Store, setInner func(store.Store)) (*chattest.Recorder, store.Store, store.Work) {
+	t.Helper()
+	rec := chattest.New()
+	ob := outbox.New(rec, faulty, outbox.Config{Platform: chattest.Platform}, slog.New(slog.DiscardHandler), nil)
+	d, st, dir := newChatDispatcherWith(t, ob, testSetup{wrap: func(s store.Store) store.Store { setInner(s); return faulty }})
 	ctx, stop := context.WithCancel(context.Background())
 	sent := make(chan error, 1)
 	go func() { sent <- ob.Run(ctx) }()
@@ -125,12 +121,8 @@ func TestRunMessageRecordedWhenTheStoreIsBack(t *testing.T) {
 		RequestedBy: "alertmanager", Source: store.TriggerAlert, Key: "alert/fp/1",
 	})
 	require.NoError(t, err)
-	require.NoError(t, d.Idle(t.Context()))
+	require.NoError(t, d.Idle(t.Context()), "the run ends, and its message is queued in the end")
 	work, err := st.GetWork(t.Context(), acc.WorkID)
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		run, err := st.GetRun(t.Context(), work.RunID)
-		require.NoError(t, err)
-		return run.Message != nil
-	}, 30*time.Second, 50*time.Millisecond, "the message is recorded on the run")
+	return rec, st, work
 }

@@ -3,9 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -327,29 +324,11 @@ func (c *cluster) vote(r *replica, plan store.Plan, run store.Run) (int, error) 
 	if run.Message == nil {
 		return 0, fmt.Errorf("run %s was not posted", run.ID)
 	}
-	payload, err := json.Marshal(map[string]any{
-		"type": "block_actions", "user": map[string]any{"id": failoverApprover, "username": "app"},
-		"team": map[string]any{"id": "T0TEAM"}, "channel": map[string]any{"id": run.Message.Channel},
-		"container":  map[string]any{"type": "message", "message_ts": run.Message.ID, "channel_id": run.Message.Channel},
-		"message":    map[string]any{"type": "message", "ts": run.Message.ID},
-		"trigger_id": strconv.FormatInt(time.Now().UnixNano(), 10), "response_url": c.rec.ResponseURL("click-" + plan.ID),
-		"actions": []map[string]any{{"type": "button", "action_id": "runbot_approve", "block_id": "runbot_actions",
-			"value": plan.ID + "|" + plan.Hash, "action_ts": fmt.Sprintf("%d.%06d", time.Now().Unix(), time.Now().Nanosecond()/1000)}},
-	})
+	req, err := slackrec.Click{User: failoverApprover, Channel: run.Message.Channel, TS: run.Message.ID, ActionID: "runbot_approve",
+		Value: plan.ID + "|" + plan.Hash, ResponseURL: c.rec.ResponseURL("click-" + plan.ID)}.Request(fmt.Sprintf("http://127.0.0.1:%d", r.port), failoverSigning)
 	if err != nil {
 		return 0, err
 	}
-	body := url.Values{"payload": {string(payload)}}.Encode()
-	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/slack/interactions", r.port), strings.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	stamp := strconv.FormatInt(time.Now().Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(failoverSigning))
-	_, _ = fmt.Fprintf(mac, "v0:%s:%s", stamp, body) // a hash.Hash never fails a write
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("X-Slack-Request-Timestamp", stamp)
-	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, nil // the replica did not answer

@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -123,19 +119,12 @@ func (r *restartRig) until(what string, cond func() bool) {
 func (r *restartRig) command(text string) {
 	r.t.Helper()
 	r.triggers++
-	body := url.Values{
+	req, err := slackrec.SignedPost(fmt.Sprintf("http://127.0.0.1:%d/slack/commands", r.port), restartSigning, url.Values{
 		"team_id": {"T0TEAM"}, "channel_id": {"C0OPS"}, "user_id": {"U0REQ"}, "user_name": {"req"}, "command": {"/runbot"},
 		"text": {text}, "trigger_id": {fmt.Sprintf("%d.1.trigger", r.triggers)},
 		"response_url": {r.rec.ResponseURL(fmt.Sprintf("cmd-%d", r.triggers))},
-	}.Encode()
-	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/slack/commands", r.port), strings.NewReader(body))
+	})
 	require.NoError(r.t, err)
-	stamp := strconv.FormatInt(time.Now().Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(restartSigning))
-	mac.Write([]byte("v0:" + stamp + ":" + body))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("X-Slack-Request-Timestamp", stamp)
-	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(r.t, err)
 	_ = resp.Body.Close() // the run shows up in the store

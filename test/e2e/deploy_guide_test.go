@@ -5,10 +5,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"net"
@@ -377,15 +374,8 @@ func httpGet(t *testing.T, u string) string {
 // slash posts a slash command signed as Slack signs it.
 func slash(t *testing.T, runbotURL string, form url.Values) {
 	t.Helper()
-	body := []byte(form.Encode())
-	req, err := http.NewRequest(http.MethodPost, runbotURL+"/slack/commands", bytes.NewReader(body))
+	req, err := slackrec.SignedPost(runbotURL+"/slack/commands", guideSigning, form)
 	require.NoError(t, err)
-	stamp := strconv.FormatInt(time.Now().Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(guideSigning))
-	_, _ = fmt.Fprintf(mac, "v0:%s:%s", stamp, body) // a hash.Hash never fails a write
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("X-Slack-Request-Timestamp", stamp)
-	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	_ = resp.Body.Close() // only the status matters

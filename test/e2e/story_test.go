@@ -4,9 +4,6 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,7 +15,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -202,26 +198,8 @@ func postAlert(t *testing.T, am, deployment string, resolved bool) {
 // clickButton posts a block_actions payload signed exactly as Slack signs.
 func clickButton(t *testing.T, runbotURL, user, actionID, value, channel, ts, responseURL string) {
 	t.Helper()
-	payload := map[string]any{
-		"type": "block_actions", "user": map[string]any{"id": user, "username": strings.ToLower(user)},
-		"team": map[string]any{"id": "T0TEAM"}, "channel": map[string]any{"id": channel},
-		"container":  map[string]any{"type": "message", "message_ts": ts, "channel_id": channel},
-		"message":    map[string]any{"type": "message", "ts": ts},
-		"trigger_id": strconv.FormatInt(time.Now().UnixNano(), 10), "response_url": responseURL,
-		"actions": []map[string]any{{"type": "button", "action_id": actionID, "block_id": "runbot_actions", "value": value,
-			"action_ts": fmt.Sprintf("%d.%06d", time.Now().Unix(), time.Now().Nanosecond()/1000)}},
-	}
-	raw, err := json.Marshal(payload)
+	req, err := slackrec.Click{User: user, Channel: channel, TS: ts, ActionID: actionID, Value: value, ResponseURL: responseURL}.Request(runbotURL, storySigningSecret)
 	require.NoError(t, err)
-	body := []byte(url.Values{"payload": {string(raw)}}.Encode())
-	req, err := http.NewRequest(http.MethodPost, runbotURL+"/slack/interactions", bytes.NewReader(body))
-	require.NoError(t, err)
-	stamp := strconv.FormatInt(time.Now().Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(storySigningSecret))
-	_, _ = fmt.Fprintf(mac, "v0:%s:%s", stamp, body) // a hash.Hash never fails a write
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("X-Slack-Request-Timestamp", stamp)
-	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	_ = resp.Body.Close() // only the status matters
