@@ -53,6 +53,42 @@ func TestReadyzReflectsLoopProgress(t *testing.T) {
 	require.Equal(t, 200, code)
 }
 
+// /healthz is liveness: a housekeeping loop that keeps failing against a
+// store that is down for ten minutes fails /readyz, with the reason, but
+// not /healthz; only a loop that stops going round fails it.
+func TestHealthzFailsOnlyForALoopThatStoppedGoingRound(t *testing.T) {
+	now := time.Date(2026, 6, 18, 20, 38, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	live, ready := heartbeat.New(clock), heartbeat.New(clock)
+	live.Register("housekeeping", time.Minute)
+	ready.Register("store", 30*time.Second)
+	ready.Beat("store")
+	h := healthHandlers{live: live, ready: ready}
+	get := func(handler http.HandlerFunc) (int, string) {
+		rec := httptest.NewRecorder()
+		handler(rec, httptest.NewRequest("GET", "/", nil))
+		return rec.Code, rec.Body.String()
+	}
+
+	down := errors.New("dial tcp 10.0.0.5:5432: connect: connection refused")
+	for range 20 {
+		now = now.Add(30 * time.Second)
+		live.Fail("housekeeping", down)
+		ready.Fail("store", down)
+		code, body := get(h.readyz)
+		require.Equal(t, 503, code)
+		require.Contains(t, body, "housekeeping is down: "+down.Error())
+		code, body = get(h.healthz)
+		require.Equal(t, 200, code, "after %s of a store outage: %s", 20*30*time.Second, body)
+	}
+
+	// The loop stops going round: no attempt for over its minute.
+	now = now.Add(61 * time.Second)
+	code, body := get(h.healthz)
+	require.Equal(t, 503, code)
+	require.Contains(t, body, "housekeeping has made no progress for 1m1s (limit 1m0s)")
+}
+
 // TestWatchdogPingsOnlyWhileLoopsProgress: with a loop stuck, systemd gets
 // no WATCHDOG=1 and will restart the bot; when it recovers, pings resume.
 func TestWatchdogPingsOnlyWhileLoopsProgress(t *testing.T) {

@@ -21,8 +21,13 @@ type healthHandlers struct {
 	degraded *heartbeat.Monitor
 }
 
+// healthz is liveness: it fails only for a loop that has stopped going
+// round, as the systemd watchdog does. A loop whose attempts fail because
+// the store is down is not dead: a liveness probe that restarted runbot
+// for it would bring the store back no sooner and would cut its runs in
+// flight short. /readyz says what is down.
 func (h healthHandlers) healthz(w http.ResponseWriter, _ *http.Request) {
-	report(w, h.live.Check())
+	report(w, h.live.Hung())
 }
 
 func (h healthHandlers) readyz(w http.ResponseWriter, _ *http.Request) {
