@@ -29,6 +29,9 @@ type Call struct {
 	// Method is the Web API method ("chat.update"), or "response_url" for
 	// a post to a response URL.
 	Method string
+	// Path is the request's URL path: for a response_url post, it ends
+	// in the id given to ResponseURL.
+	Path string
 	// Form holds the form fields of a form-encoded call (slack-go sends
 	// the bot token as the field "token").
 	Form url.Values
@@ -249,7 +252,7 @@ func (r *Recorder) handler(method string, answer func(url.Values) any) http.Hand
 		if strings.HasPrefix(req.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
 			form, _ = url.ParseQuery(string(body))
 		}
-		call := Call{Method: method, Form: form, Body: body, Header: req.Header.Clone(), Status: http.StatusOK}
+		call := Call{Method: method, Path: req.URL.Path, Form: form, Body: body, Header: req.Header.Clone(), Status: http.StatusOK}
 		r.mu.Lock()
 		var f *Failure
 		if q := r.fail[method]; len(q) > 0 {

@@ -5,9 +5,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,10 +32,13 @@ const (
 	rcAlertTok = "replicas-alert-token"
 	rcBotToken = "xoxb-replicas-bot-token"
 	rcApprover = "U0APP"
-	rcChannel  = "C0OPS"
-	rcDBPass   = "replicas-db-password"
-	rcReplPass = "replicas-replication-password"
-	rcPort     = 8080
+	// rcApprover2 is the second of the two approvers the incident's fix
+	// needs (the sre-oncall group, two_person).
+	rcApprover2 = "U0APP2"
+	rcChannel   = "C0OPS"
+	rcDBPass    = "replicas-db-password"
+	rcReplPass  = "replicas-replication-password"
+	rcPort      = 8080
 	// rcServices are the services of the target host, each a host of its
 	// own in the replicas' inventory: one per fault test, and the storm's.
 	rcStormSize = 30
@@ -248,25 +248,36 @@ func (rc *replicaCluster) writeFiles() {
 
 	var inv strings.Builder
 	inv.WriteString("hosts:\n")
-	for _, svc := range append(rcServices(), rc.extraHosts...) {
+	for _, svc := range append(append(rcServices(), rc.extraHosts...), rc.target.Name) {
 		fmt.Fprintf(&inv, "  %s: {address: %s, port: 22, user: root, identity_files: [/etc/runbot/ssh/id_ed25519], known_hosts: [/etc/runbot/ssh/known_hosts]}\n",
 			svc, rc.target.Address)
 	}
+	// The target's SGLang PD deployment, as up.sh's inventory names it,
+	// for the incident's phase.
+	fmt.Fprintf(&inv, `deployments:
+  %[1]s:
+    roles:
+      router:  {host: %[2]s, unit: %[3]s, url: "http://127.0.0.1:%[6]d"}
+      prefill: {host: %[2]s, unit: %[4]s, url: "http://127.0.0.1:%[7]d", launch_script: %[9]s}
+      decode:  {host: %[2]s, unit: %[5]s, url: "http://127.0.0.1:%[8]d", launch_script: %[10]s}
+`, rc.target.Deployment, rc.target.Name, testhost.UnitRouter, testhost.UnitPrefill, testhost.UnitDecode,
+		testhost.RouterPort, testhost.PrefillPort, testhost.DecodePort, testhost.PrefillScript, testhost.DecodeScript)
 	require.NoError(t, os.WriteFile(filepath.Join(etc, "inventory.yaml"), []byte(inv.String()), 0o644))
 	cfg := fmt.Sprintf(`# runbot on a replica host of the replica fault tests.
-listen: 0.0.0.0:%d
+listen: 0.0.0.0:%[1]d
 store: {env: RUNBOT_STORE}
 inventory: /etc/runbot/inventory.yaml
 runbooks: [/etc/runbot/runbooks]
 log: {format: text, level: info}
+groups: {sre-oncall: [%[4]s, %[5]s]}
 slack:
   mode: http
   bot_token: {env: SLACK_BOT_TOKEN}
   signing_secret: {env: SLACK_SIGNING_SECRET}
-  channel: %s
-  api_url: %s
+  channel: %[2]s
+  api_url: %[3]s
   authorize:
-    - {runbooks: ["*"], users: [%s]}
+    - {runbooks: ["*"], users: [%[4]s, %[5]s]}
 alerts:
   bearer_token: {env: RUNBOT_ALERT_TOKEN}
   routes:
@@ -276,7 +287,10 @@ alerts:
     - match: {alertname: ClusterSlow}
       runbook: cluster-slow
       params: {svc: '{{ .labels.svc }}', host: '{{ .labels.svc }}'}
-`, rcPort, rcChannel, rc.slackURL, rcApprover) + rc.extraConfig
+    - match: {alertname: SGLangRequestsHanging}
+      runbook: sglang-pd-wedge
+      params: {deployment: '{{ .labels.deployment }}'}
+`, rcPort, rcChannel, rc.slackURL, rcApprover, rcApprover2) + rc.extraConfig
 	require.NoError(t, os.WriteFile(filepath.Join(etc, "runbot.yaml"), []byte(cfg), 0o644))
 	env := fmt.Sprintf("RUNBOT_STORE=%s\nSLACK_BOT_TOKEN=%s\nSLACK_SIGNING_SECRET=%s\nRUNBOT_ALERT_TOKEN=%s\n", rc.dsn, rcBotToken, rcSigning, rcAlertTok)
 	require.NoError(t, os.WriteFile(filepath.Join(etc, "runbot.env"), []byte(env), 0o600))
@@ -414,6 +428,12 @@ func (rc *replicaCluster) runsOf(runbook, svc string) []store.Run {
 
 // runsOfErr is runsOf that returns its errors, for goroutines.
 func (rc *replicaCluster) runsOfErr(runbook, svc string) ([]store.Run, error) {
+	return rc.runsWhere(runbook, "svc", svc)
+}
+
+// runsWhere returns the runs of a runbook whose parameter param is value,
+// oldest first, as chat shows them.
+func (rc *replicaCluster) runsWhere(runbook, param, value string) ([]store.Run, error) {
 	ctx, cancel := context.WithTimeoutCause(context.Background(), 30*time.Second, errors.New("listing runs took too long"))
 	defer cancel()
 	all, err := rc.st.ListRuns(ctx, store.RunFilter{Runbook: runbook, Limit: 100000})
@@ -422,7 +442,7 @@ func (rc *replicaCluster) runsOfErr(runbook, svc string) ([]store.Run, error) {
 	}
 	var out []store.Run
 	for i := len(all) - 1; i >= 0; i-- {
-		if all[i].Params["svc"] != svc {
+		if all[i].Params[param] != value {
 			continue
 		}
 		run := all[i]
@@ -448,12 +468,20 @@ func (rc *replicaCluster) runsOfErr(runbook, svc string) ([]store.Run, error) {
 // once its message is posted.
 func (rc *replicaCluster) proposed(svc string) (store.Plan, store.Run) {
 	rc.t.Helper()
+	return rc.proposedWhere("cluster-app", "svc", svc, 2*time.Minute)
+}
+
+// proposedWhere is proposed for the newest run of a runbook whose
+// parameter param is value, waiting at most within.
+func (rc *replicaCluster) proposedWhere(runbook, param, value string, within time.Duration) (store.Plan, store.Run) {
+	rc.t.Helper()
 	var (
 		plan store.Plan
 		run  store.Run
 	)
-	testhost.Eventually(rc.t, 2*time.Minute, "a posted plan for "+svc, func() (bool, string) {
-		runs := rc.runsOf("cluster-app", svc)
+	testhost.Eventually(rc.t, within, "a posted plan for "+value, func() (bool, string) {
+		runs, err := rc.runsWhere(runbook, param, value)
+		require.NoError(rc.t, err)
 		if len(runs) == 0 {
 			return false, "no run"
 		}
@@ -487,7 +515,13 @@ func (rc *replicaCluster) actions(planID string) []store.ActionRecord {
 // Slack signs it, landing on the replica on h.
 func (rc *replicaCluster) vote(h *testhost.Host, plan store.Plan, run store.Run) {
 	rc.t.Helper()
-	status, err := rc.voteStatus(h, plan, run)
+	rc.voteAs(h, rcApprover, plan, run)
+}
+
+// voteAs is vote by the Slack user user.
+func (rc *replicaCluster) voteAs(h *testhost.Host, user string, plan store.Plan, run store.Run) {
+	rc.t.Helper()
+	status, err := rc.voteAsStatus(h, user, plan, run)
 	require.NoError(rc.t, err)
 	require.Equal(rc.t, http.StatusOK, status)
 }
@@ -495,32 +529,19 @@ func (rc *replicaCluster) vote(h *testhost.Host, plan store.Plan, run store.Run)
 // voteStatus is vote that returns the HTTP status (0: no answer) and its
 // errors, for goroutines.
 func (rc *replicaCluster) voteStatus(h *testhost.Host, plan store.Plan, run store.Run) (int, error) {
+	return rc.voteAsStatus(h, rcApprover, plan, run)
+}
+
+// voteAsStatus is voteStatus by the Slack user user.
+func (rc *replicaCluster) voteAsStatus(h *testhost.Host, user string, plan store.Plan, run store.Run) (int, error) {
 	if run.Message == nil {
 		return 0, fmt.Errorf("run %s was not posted", run.ID)
 	}
-	payload, err := json.Marshal(map[string]any{
-		"type": "block_actions", "user": map[string]any{"id": rcApprover, "username": "app"},
-		"team": map[string]any{"id": "T0TEAM"}, "channel": map[string]any{"id": run.Message.Channel},
-		"container":  map[string]any{"type": "message", "message_ts": run.Message.ID, "channel_id": run.Message.Channel},
-		"message":    map[string]any{"type": "message", "ts": run.Message.ID},
-		"trigger_id": strconv.FormatInt(time.Now().UnixNano(), 10), "response_url": rc.rec.ResponseURL("click-" + plan.ID),
-		"actions": []map[string]any{{"type": "button", "action_id": "runbot_approve", "block_id": "runbot_actions",
-			"value": plan.ID + "|" + plan.Hash, "action_ts": fmt.Sprintf("%d.%06d", time.Now().Unix(), time.Now().Nanosecond()/1000)}},
-	})
+	req, err := slackrec.Click{User: user, Channel: run.Message.Channel, TS: run.Message.ID, ActionID: "runbot_approve",
+		Value: plan.ID + "|" + plan.Hash, ResponseURL: rc.responseURL("click-" + plan.ID)}.Request(rc.url(h), rcSigning)
 	if err != nil {
 		return 0, err
 	}
-	body := url.Values{"payload": {string(payload)}}.Encode()
-	req, err := http.NewRequest(http.MethodPost, rc.url(h)+"/slack/interactions", strings.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	stamp := strconv.FormatInt(time.Now().Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(rcSigning))
-	_, _ = fmt.Fprintf(mac, "v0:%s:%s", stamp, body) // a hash.Hash never fails a write
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("X-Slack-Request-Timestamp", stamp)
-	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
 	resp, err := rc.http.Do(req)
 	if err != nil {
 		return 0, nil //nolint:nilerr // the replica did not answer: a status, not the test's error
@@ -528,6 +549,31 @@ func (rc *replicaCluster) voteStatus(h *testhost.Host, plan store.Plan, run stor
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close() // the vote shows in the store
 	return resp.StatusCode, nil
+}
+
+// responseURL is the recorder's response_url for id as the replicas reach
+// it: through the proxy on the hosts' bridge, like the Web API.
+func (rc *replicaCluster) responseURL(id string) string {
+	direct := rc.rec.ResponseURL(id)
+	u, err := url.Parse(direct)
+	proxy, perr := url.Parse(rc.slackURL)
+	if err != nil || perr != nil {
+		return direct // both are the recorder's and the proxy's own URLs
+	}
+	u.Host = proxy.Host
+	return u.String()
+}
+
+// told is what the replicas told the voter of a plan through the click's
+// response_url (see responseURL), newest last.
+func (rc *replicaCluster) told(planID string) []string {
+	var out []string
+	for _, c := range rc.rec.Calls("response_url") {
+		if strings.HasSuffix(c.Path, "/"+url.PathEscape("click-"+planID)) {
+			out = append(out, c.Text())
+		}
+	}
+	return out
 }
 
 // approvedAndWarming breaks svc, has its alert land on alertTo and the

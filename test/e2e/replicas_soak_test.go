@@ -65,9 +65,11 @@ schedules:
 		refused  int      // deliveries refused or unanswered, retried
 		fixes    []string // the services broken, in order
 		// unplanned are the fixes' runs that ended without a plan (cut
-		// off from the target) and were followed by a new alert.
-		unplanned int
-		errs      []error
+		// off from the target) and were followed by a new alert; recast
+		// are the votes a replica answered but could not record, told
+		// the voter so, and that were cast again.
+		unplanned, recast int
+		errs              []error
 	)
 	fail := func(err error) {
 		mu.Lock()
@@ -115,10 +117,11 @@ schedules:
 		defer wg.Done()
 		for i := 1; time.Now().Before(end) && i <= soakFixes; i++ {
 			svc := "fix-" + strconv.Itoa(i)
-			n, err := rc.soakFix(svc)
+			st, err := rc.soakFix(svc)
 			mu.Lock()
 			fixes = append(fixes, svc)
-			unplanned += n
+			unplanned += st.unplanned
+			recast += st.recast
 			mu.Unlock()
 			if err != nil {
 				fail(err)
@@ -190,7 +193,7 @@ schedules:
 	// per plan whose restart began, and each fix's plan is done, or ended
 	// by a fault after at most its one restart.
 	restarts := rc.restarts()
-	began, done := 0, 0
+	began, done, expired := 0, 0, 0
 	var states []string
 	for _, svc := range fixes {
 		plans := rc.plansOf(svc)
@@ -201,8 +204,13 @@ schedules:
 			if len(acts) > 0 {
 				began++
 			}
-			if p.State == store.PlanDone {
+			switch p.State {
+			case store.PlanDone:
 				done++
+			case store.PlanExpired:
+				// Every vote was counted or cast again, so a plan that
+				// expired lost its vote, or an approval nobody applied.
+				expired++
 			}
 			require.NotEqual(t, store.PlanApproved, p.State, "plan %s was approved and never applied", p.ID)
 			states = append(states, string(p.State))
@@ -212,24 +220,34 @@ schedules:
 
 	audits := rc.runsOf("cluster-app", "audit")
 	minutes := int(time.Since(start).Minutes())
-	t.Logf("FIGURE soak of %s: faults %v; %d alerts accepted (%d deliveries refused or unanswered and retried), %d finished runs, %d interrupted runs run again; %d services broken, %d of their runs without a plan (alerted again), %d plans began, %d done, %d restarts; %d audit runs in %d minutes",
-		time.Since(start).Round(time.Second), faults, len(accepted), refused, finished, interrupted, len(fixes), unplanned, began, done, restarts, len(audits), minutes)
+	t.Logf("FIGURE soak of %s: faults %v; %d alerts accepted (%d deliveries refused or unanswered and retried), %d finished runs, %d interrupted runs run again; %d services broken, %d of their runs without a plan (alerted again), %d votes not recorded and cast again, %d plans began, %d done, %d expired, %d restarts; %d audit runs in %d minutes",
+		time.Since(start).Round(time.Second), faults, len(accepted), refused, finished, interrupted, len(fixes), unplanned, recast, began, done, expired, restarts, len(audits), minutes)
 	require.GreaterOrEqual(t, len(audits), minutes-2, "an audit about every minute, faults or not")
 	t.Logf("plan states: %s", strings.Join(states, " "))
+	require.Zero(t, expired, "no plan of a broken service expired: its vote was counted and it was applied")
+}
+
+// fixStats counts what one broken service took to be fixed.
+type fixStats struct {
+	// unplanned are its runs that ended without a plan.
+	unplanned int
+	// recast are its votes that were not recorded and were cast again.
+	recast int
 }
 
 // soakFix breaks svc, alerts on it, waits for the posted plan of its run
 // and approves it on a random replica; errors instead of failing, for a
 // goroutine. A run that ended without a plan (its replica was cut off from
 // the target: inconclusive, as it must be) is followed by a new alert, as
-// the on-call would ask again; it returns how many such runs there were.
-func (rc *replicaCluster) soakFix(svc string) (unplanned int, _ error) {
+// the on-call would ask again.
+func (rc *replicaCluster) soakFix(svc string) (fixStats, error) {
+	var st fixStats
 	r, err := rc.target.Exec(rc.t.Context(), "echo broken > /run/cluster-app/"+svc+".state")
 	if err != nil {
-		return 0, fmt.Errorf("break %s: %w", svc, err)
+		return st, fmt.Errorf("break %s: %w", svc, err)
 	}
 	if r.ExitCode != 0 {
-		return 0, fmt.Errorf("break %s: exit status %d: %s", svc, r.ExitCode, r.Stderr)
+		return st, fmt.Errorf("break %s: exit status %d: %s", svc, r.ExitCode, r.Stderr)
 	}
 	for alert := 0; alert < 3; alert++ {
 		key := fmt.Sprintf("%s/%d", svc, alert)
@@ -237,32 +255,37 @@ func (rc *replicaCluster) soakFix(svc string) (unplanned int, _ error) {
 		for try := 0; ; try++ {
 			status, err := rc.deliverKey(rc.replicas[(first+try)%len(rc.replicas)], "ClusterApp", svc, key)
 			if err != nil {
-				return unplanned, err
+				return st, err
 			}
 			if status == http.StatusOK {
 				break
 			}
 			if try > 180 {
-				return unplanned, fmt.Errorf("no replica took alert %s", key)
+				return st, fmt.Errorf("no replica took alert %s", key)
 			}
 			time.Sleep(time.Second)
 		}
-		voted, err := rc.voteOnNewest(svc, alert+1)
+		voted, recast, err := rc.voteOnNewest(svc, alert+1)
+		st.recast += recast
 		if err != nil {
-			return unplanned, err
+			return st, err
 		}
 		if voted {
-			return unplanned, nil
+			return st, nil
 		}
-		unplanned++
+		st.unplanned++
 	}
-	return unplanned, fmt.Errorf("three alerts for %s and no plan", svc)
+	return st, fmt.Errorf("three alerts for %s and no plan", svc)
 }
 
 // voteOnNewest waits for the runs-th run of svc and approves its posted
 // plan on a random replica; it reports false when the run ended without
-// proposing one.
-func (rc *replicaCluster) voteOnNewest(svc string, runs int) (bool, error) {
+// proposing one. A vote counts once the plan is no longer proposed. One
+// the replica answered but could not record (the store was away) is cast
+// again once the voter is told so, as a person would; recast says how
+// many were. A vote neither counted nor told the voter in two minutes is
+// lost, and an error.
+func (rc *replicaCluster) voteOnNewest(svc string, runs int) (voted bool, recast int, _ error) {
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
 		all, err := rc.runsOfErr("cluster-app", svc)
@@ -272,17 +295,48 @@ func (rc *replicaCluster) voteOnNewest(svc string, runs int) (bool, error) {
 			switch {
 			case err != nil:
 			case len(plans) == 0 && run.Status.Final():
-				return false, nil
+				return false, recast, nil
 			case len(plans) > 0 && run.Message != nil:
-				status, err := rc.voteStatus(rc.replicas[rand.IntN(len(rc.replicas))], plans[0], run)
-				if err == nil && status == http.StatusOK {
-					return true, nil
+				plan := plans[0]
+				before := len(rc.told(plan.ID))
+				status, err := rc.voteStatus(rc.replicas[rand.IntN(len(rc.replicas))], plan, run)
+				if err != nil || status != http.StatusOK {
+					break
+				}
+				counted, told, err := rc.voteCounted(plan.ID, before)
+				switch {
+				case err != nil:
+					return false, recast, err
+				case counted:
+					return true, recast, nil
+				case strings.Contains(told, "could not be recorded"):
+					recast++
+					deadline = time.Now().Add(3 * time.Minute)
+					continue
+				default:
+					return false, recast, fmt.Errorf("the vote on plan %s was not counted; the voter was told %q", plan.ID, told)
 				}
 			}
 		}
 		time.Sleep(2 * time.Second)
 	}
-	return false, fmt.Errorf("no posted plan for %s, or no replica took its vote, in 3 minutes", svc)
+	return false, recast, fmt.Errorf("no posted plan for %s, or no replica took its vote, in 3 minutes", svc)
+}
+
+// voteCounted waits up to two minutes (a promotion, and the test's own
+// view of the store following it) for a plan to leave proposed (the vote
+// counted) or for a new word to its voter past the told-th: what it said.
+func (rc *replicaCluster) voteCounted(planID string, told int) (counted bool, said string, _ error) {
+	for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); time.Sleep(time.Second) {
+		p, err := rc.st.GetPlan(rc.t.Context(), planID)
+		if err == nil && p.State != store.PlanProposed {
+			return true, "", nil
+		}
+		if words := rc.told(planID); len(words) > told {
+			return false, words[len(words)-1], nil
+		}
+	}
+	return false, "", fmt.Errorf("a vote on plan %s was answered but neither counted nor refused to the voter in two minutes: lost", planID)
 }
 
 // plansOf returns the plans of a service's runs.

@@ -35,7 +35,10 @@ const recoveryGoal = 30 * time.Second
 //   - the replica running a diagnosis is cut off from the target mid-step;
 //   - two replicas' clocks run 30 s fast and 30 s slow through a fix;
 //   - the PostgreSQL primary's host loses power mid-storm and mid-apply,
-//     and the standby is promoted.
+//     and the standby is promoted;
+//   - the incident: the target's SGLang PD deployment wedges, and the host
+//     of the replica applying the incident runbook's fix loses power while
+//     it verifies.
 //
 // Each counts the restarts in the target's journal, the runs per alert,
 // the votes and the plans, and measures how soon the work was picked up.
@@ -46,6 +49,7 @@ func TestReplicasAcrossHosts(t *testing.T) {
 	rc.cutFromTargetMidStep()
 	rc.clockSkewThroughAFix()
 	rc.primaryLostMidStormAndMidApply()
+	rc.incidentPowerCutMidApply()
 }
 
 // recovered fails the test when a survivor took more than twice the goal,
