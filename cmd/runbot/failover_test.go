@@ -325,7 +325,7 @@ func (c *cluster) vote(r *replica, plan store.Plan, run store.Run) (int, error) 
 		return 0, fmt.Errorf("run %s was not posted", run.ID)
 	}
 	req, err := slackrec.Click{User: failoverApprover, Channel: run.Message.Channel, TS: run.Message.ID, ActionID: "runbot_approve",
-		Value: plan.ID + "|" + plan.Hash, ResponseURL: c.rec.ResponseURL("click-" + plan.ID)}.Request(fmt.Sprintf("http://127.0.0.1:%d", r.port), failoverSigning)
+		Value: plan.ID + "|" + plan.Hash, ResponseURL: c.rec.ResponseURL("click-" + plan.ID)}.Request(c.t.Context(), fmt.Sprintf("http://127.0.0.1:%d", r.port), failoverSigning)
 	if err != nil {
 		return 0, err
 	}

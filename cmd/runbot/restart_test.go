@@ -119,7 +119,7 @@ func (r *restartRig) until(what string, cond func() bool) {
 func (r *restartRig) command(text string) {
 	r.t.Helper()
 	r.triggers++
-	req, err := slackrec.SignedPost(fmt.Sprintf("http://127.0.0.1:%d/slack/commands", r.port), restartSigning, url.Values{
+	req, err := slackrec.SignedPost(r.t.Context(), fmt.Sprintf("http://127.0.0.1:%d/slack/commands", r.port), restartSigning, url.Values{
 		"team_id": {"T0TEAM"}, "channel_id": {"C0OPS"}, "user_id": {"U0REQ"}, "user_name": {"req"}, "command": {"/runbot"},
 		"text": {text}, "trigger_id": {fmt.Sprintf("%d.1.trigger", r.triggers)},
 		"response_url": {r.rec.ResponseURL(fmt.Sprintf("cmd-%d", r.triggers))},

@@ -1,6 +1,7 @@
 package slackrec
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,9 +17,9 @@ import (
 // SignedPost is the form POST to target that Slack would make, signed with
 // the app's signing secret as Slack signs its requests (v0, now): the way
 // tests reach runbot's /slack/commands and /slack/interactions.
-func SignedPost(target, secret string, form url.Values) (*http.Request, error) {
+func SignedPost(ctx context.Context, target, secret string, form url.Values) (*http.Request, error) {
 	body := form.Encode()
-	req, err := http.NewRequest(http.MethodPost, target, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -63,10 +64,10 @@ func (c Click) Form() (url.Values, error) {
 
 // Request is the click as Slack posts it to runbotURL's interactions
 // endpoint, signed with secret.
-func (c Click) Request(runbotURL, secret string) (*http.Request, error) {
+func (c Click) Request(ctx context.Context, runbotURL, secret string) (*http.Request, error) {
 	form, err := c.Form()
 	if err != nil {
 		return nil, err
 	}
-	return SignedPost(strings.TrimSuffix(runbotURL, "/")+"/slack/interactions", secret, form)
+	return SignedPost(ctx, strings.TrimSuffix(runbotURL, "/")+"/slack/interactions", secret, form)
 }

@@ -28,7 +28,7 @@ func TestClickIsWhatSlackPosts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			req, err := click.Request("http://runbot.invalid/", "s3cret")
+			req, err := click.Request(t.Context(), "http://runbot.invalid/", "s3cret")
 			require.NoError(t, err)
 			require.Equal(t, "/slack/interactions", req.URL.Path)
 			v, err := slack.NewSecretsVerifier(req.Header, tc.secret)

@@ -374,7 +374,7 @@ func httpGet(t *testing.T, u string) string {
 // slash posts a slash command signed as Slack signs it.
 func slash(t *testing.T, runbotURL string, form url.Values) {
 	t.Helper()
-	req, err := slackrec.SignedPost(runbotURL+"/slack/commands", guideSigning, form)
+	req, err := slackrec.SignedPost(t.Context(), runbotURL+"/slack/commands", guideSigning, form)
 	require.NoError(t, err)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)

@@ -526,19 +526,14 @@ func (rc *replicaCluster) voteAs(h *testhost.Host, user string, plan store.Plan,
 	require.Equal(rc.t, http.StatusOK, status)
 }
 
-// voteStatus is vote that returns the HTTP status (0: no answer) and its
-// errors, for goroutines.
-func (rc *replicaCluster) voteStatus(h *testhost.Host, plan store.Plan, run store.Run) (int, error) {
-	return rc.voteAsStatus(h, rcApprover, plan, run)
-}
-
-// voteAsStatus is voteStatus by the Slack user user.
+// voteAsStatus is voteAs that returns the HTTP status (0: no answer) and
+// its errors, for goroutines.
 func (rc *replicaCluster) voteAsStatus(h *testhost.Host, user string, plan store.Plan, run store.Run) (int, error) {
 	if run.Message == nil {
 		return 0, fmt.Errorf("run %s was not posted", run.ID)
 	}
 	req, err := slackrec.Click{User: user, Channel: run.Message.Channel, TS: run.Message.ID, ActionID: "runbot_approve",
-		Value: plan.ID + "|" + plan.Hash, ResponseURL: rc.responseURL("click-" + plan.ID)}.Request(rc.url(h), rcSigning)
+		Value: plan.ID + "|" + plan.Hash, ResponseURL: rc.responseURL("click-" + plan.ID)}.Request(rc.t.Context(), rc.url(h), rcSigning)
 	if err != nil {
 		return 0, err
 	}
@@ -562,18 +557,6 @@ func (rc *replicaCluster) responseURL(id string) string {
 	}
 	u.Host = proxy.Host
 	return u.String()
-}
-
-// told is what the replicas told the voter of a plan through the click's
-// response_url (see responseURL), newest last.
-func (rc *replicaCluster) told(planID string) []string {
-	var out []string
-	for _, c := range rc.rec.Calls("response_url") {
-		if strings.HasSuffix(c.Path, "/"+url.PathEscape("click-"+planID)) {
-			out = append(out, c.Text())
-		}
-	}
-	return out
 }
 
 // approvedAndWarming breaks svc, has its alert land on alertTo and the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -337,6 +338,24 @@ func (rc *replicaCluster) voteCounted(planID string, told int) (counted bool, sa
 		}
 	}
 	return false, "", fmt.Errorf("a vote on plan %s was answered but neither counted nor refused to the voter in two minutes: lost", planID)
+}
+
+// voteStatus is vote that returns the HTTP status (0: no answer) and its
+// errors, for goroutines.
+func (rc *replicaCluster) voteStatus(h *testhost.Host, plan store.Plan, run store.Run) (int, error) {
+	return rc.voteAsStatus(h, rcApprover, plan, run)
+}
+
+// told is what the replicas told the voter of a plan through the click's
+// response_url (see responseURL), newest last.
+func (rc *replicaCluster) told(planID string) []string {
+	var out []string
+	for _, c := range rc.rec.Calls("response_url") {
+		if strings.HasSuffix(c.Path, "/"+url.PathEscape("click-"+planID)) {
+			out = append(out, c.Text())
+		}
+	}
+	return out
 }
 
 // plansOf returns the plans of a service's runs.

@@ -198,7 +198,7 @@ func postAlert(t *testing.T, am, deployment string, resolved bool) {
 // clickButton posts a block_actions payload signed exactly as Slack signs.
 func clickButton(t *testing.T, runbotURL, user, actionID, value, channel, ts, responseURL string) {
 	t.Helper()
-	req, err := slackrec.Click{User: user, Channel: channel, TS: ts, ActionID: actionID, Value: value, ResponseURL: responseURL}.Request(runbotURL, storySigningSecret)
+	req, err := slackrec.Click{User: user, Channel: channel, TS: ts, ActionID: actionID, Value: value, ResponseURL: responseURL}.Request(t.Context(), runbotURL, storySigningSecret)
 	require.NoError(t, err)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
