@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbot/runbot/internal/shell"
 	"github.com/runbot/runbot/store"
 	"github.com/runbot/runbot/test/e2e/testhost"
 )
@@ -315,7 +317,7 @@ func (rc *replicaCluster) voteOnNewest(svc string, runs int) (voted bool, recast
 					deadline = time.Now().Add(3 * time.Minute)
 					continue
 				default:
-					return false, recast, fmt.Errorf("the vote on plan %s was not counted; the voter was told %q", plan.ID, told)
+					return false, recast, fmt.Errorf("the vote on plan %s was not counted; the voter was told %q; the replicas logged:\n%s", plan.ID, told, rc.planJournal(plan.ID))
 				}
 			}
 		}
@@ -337,7 +339,7 @@ func (rc *replicaCluster) voteCounted(planID string, told int) (counted bool, sa
 			return false, words[len(words)-1], nil
 		}
 	}
-	return false, "", fmt.Errorf("a vote on plan %s was answered but neither counted nor refused to the voter in two minutes: lost", planID)
+	return false, "", fmt.Errorf("a vote on plan %s was answered but neither counted nor refused to the voter in two minutes: lost; the replicas logged:\n%s", planID, rc.planJournal(planID))
 }
 
 // voteStatus is vote that returns the HTTP status (0: no answer) and its
@@ -346,16 +348,30 @@ func (rc *replicaCluster) voteStatus(h *testhost.Host, plan store.Plan, run stor
 	return rc.voteAsStatus(h, rcApprover, plan, run)
 }
 
-// told is what the replicas told the voter of a plan through the click's
-// response_url (see responseURL), newest last.
+// told is what the replicas told the voter of a plan, newest last: the
+// private messages to the approver (chat.postEphemeral, which runbot tries
+// first; the soak's votes come one at a time, so the ones after a vote are
+// about it) and the posts to the click's response_url (see responseURL).
 func (rc *replicaCluster) told(planID string) []string {
 	var out []string
-	for _, c := range rc.rec.Calls("response_url") {
-		if strings.HasSuffix(c.Path, "/"+url.PathEscape("click-"+planID)) {
+	for _, c := range rc.rec.Calls("response_url", "chat.postEphemeral") {
+		if c.Form.Get("user") == rcApprover || strings.HasSuffix(c.Path, "/"+url.PathEscape("click-"+planID)) {
 			out = append(out, c.Text())
 		}
 	}
 	return out
+}
+
+// planJournal is what the replicas logged about a plan, for a failure.
+func (rc *replicaCluster) planJournal(planID string) string {
+	var b strings.Builder
+	for _, h := range rc.replicas {
+		r, err := h.Exec(context.Background(), "journalctl -u runbot --no-pager -o short-iso | grep -F "+shell.Quote(planID))
+		if err == nil {
+			fmt.Fprintf(&b, "%s:\n%s", h.Name, r.Stdout)
+		}
+	}
+	return b.String()
 }
 
 // plansOf returns the plans of a service's runs.
