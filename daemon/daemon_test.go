@@ -16,6 +16,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// get serves one GET with a health handler: its status and body.
+func get(handler http.HandlerFunc) (int, string) {
+	rec := httptest.NewRecorder()
+	handler(rec, httptest.NewRequest("GET", "/", nil))
+	return rec.Code, rec.Body.String()
+}
+
 func TestReadyzReflectsLoopProgress(t *testing.T) {
 	now := time.Date(2026, 6, 18, 20, 38, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
@@ -23,11 +30,6 @@ func TestReadyzReflectsLoopProgress(t *testing.T) {
 	live.Register("housekeeping", time.Minute)
 	ready.Register("scheduler", 30*time.Second)
 	h := healthHandlers{live: live, ready: ready}
-	get := func(handler http.HandlerFunc) (int, string) {
-		rec := httptest.NewRecorder()
-		handler(rec, httptest.NewRequest("GET", "/", nil))
-		return rec.Code, rec.Body.String()
-	}
 
 	// Before the readiness loop has succeeded once, not ready: READY=1
 	// waits for the same.
@@ -64,11 +66,6 @@ func TestHealthzFailsOnlyForALoopThatStoppedGoingRound(t *testing.T) {
 	ready.Register("store", 30*time.Second)
 	ready.Beat("store")
 	h := healthHandlers{live: live, ready: ready}
-	get := func(handler http.HandlerFunc) (int, string) {
-		rec := httptest.NewRecorder()
-		handler(rec, httptest.NewRequest("GET", "/", nil))
-		return rec.Code, rec.Body.String()
-	}
 
 	down := errors.New("dial tcp 10.0.0.5:5432: connect: connection refused")
 	for range 20 {
